@@ -1,0 +1,209 @@
+"""The upstream tool catalog: identifiers, ranked search and Python-stub docs. Pure: no I/O."""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import bm25s
+from mcp import types as mcp_types
+
+from .errors import UnknownToolError
+from .naming import assign_identifiers
+from .tool_formatter import ToolSchemaFormatter, ToolStubSource, one_line
+
+__all__ = ["Catalog", "SearchHit", "ToolEntry"]
+
+_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+_STOP = frozenset("a an and are as at be by for from in is it of on or that the this to with".split())
+# Field weights: how many times a field's tokens count in a tool's document.
+_NAME_WEIGHT, _PARAM_WEIGHT, _SERVER_WEIGHT = 3, 1, 1
+
+
+@dataclass(frozen=True, slots=True)
+class ToolEntry:
+    """One upstream tool as the guest sees it."""
+
+    server: str
+    tool: str
+    server_id: str
+    tool_id: str
+    schema: mcp_types.Tool
+
+    @property
+    def source(self) -> ToolStubSource:
+        return ToolStubSource(self.server, self.server_id, self.tool_id, self.schema)
+
+
+@dataclass(frozen=True, slots=True)
+class SearchHit:
+    """One ranked search result (contract §3 `search_tools`)."""
+
+    server: str
+    tool: str
+    signature: str
+    description: str
+    score: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "server": self.server,
+            "tool": self.tool,
+            "signature": self.signature,
+            "description": self.description,
+        }
+
+
+def tokenize(text: str) -> list[str]:
+    """Lower-case words of `text`, identifiers split on `_`, `-` and camelCase, plurals folded."""
+    words = (w.lower() for w in _WORD.findall(text))
+    return [_fold(w) for w in words if w not in _STOP]
+
+
+def _fold(word: str) -> str:
+    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
+        return word[:-1]
+    return word
+
+
+class Catalog:
+    """Every exposed upstream tool, with identifiers assigned by the contract §4 rule.
+
+    Args:
+        tools: per server (in config order), its tools in `tools/list` order.
+        descriptions: the servers' descriptions from the config.
+    """
+
+    def __init__(
+        self,
+        tools: Mapping[str, Sequence[mcp_types.Tool]],
+        descriptions: Mapping[str, str] | None = None,
+        *,
+        formatter: ToolSchemaFormatter | None = None,
+    ) -> None:
+        self.formatter = formatter or ToolSchemaFormatter()
+        self.descriptions = dict(descriptions or {})
+        self.server_ids = assign_identifiers(tools)
+        self._by_server: dict[str, dict[str, ToolEntry]] = {}
+        for server, server_tools in tools.items():
+            ids = assign_identifiers(t.name for t in server_tools)
+            self._by_server[server] = {
+                t.name: ToolEntry(server, t.name, self.server_ids[server], ids[t.name], t)
+                for t in server_tools
+            }
+        self.entries: tuple[ToolEntry, ...] = tuple(
+            e for entries in self._by_server.values() for e in entries.values()
+        )
+        self._index = self._build_index(self.entries)
+
+    @property
+    def servers(self) -> list[str]:
+        return list(self._by_server)
+
+    def tools_of(self, server: str) -> list[ToolEntry]:
+        """The entries of one server; raises `UnknownToolError` naming the servers that exist."""
+        return list(self._server(server).values())
+
+    def get(self, server: str, tool: str) -> ToolEntry:
+        """The entry for original MCP names; unknown names raise with the closest ones."""
+        entries = self._server(server)
+        if tool in entries:
+            return entries[tool]
+        raise UnknownToolError(
+            f"server {server!r} has no tool {tool!r}"
+            + _suggest(tool, [*entries, *(e.tool_id for e in entries.values())])
+            + f"; its tools: {', '.join(entries) or '(none)'}"
+        )
+
+    def guest_index(self) -> dict[str, dict[str, Any]]:
+        """What the worker needs to build `tools.<server>.<tool>`: identifiers → original names."""
+        return {
+            self.server_ids[server]: {
+                "name": server,
+                "tools": {e.tool_id: e.tool for e in entries.values()},
+            }
+            for server, entries in self._by_server.items()
+        }
+
+    def signature(self, entry: ToolEntry) -> str:
+        return self.formatter.signature(entry.source)
+
+    def search(self, query: str, limit: int = 5) -> list[SearchHit]:
+        """Tools ranked by BM25 over name, description, parameters and server; best first."""
+        if limit <= 0 or not self.entries:
+            return []
+        exact = self._exact_matches(query)
+        tokens = [t for t in tokenize(query) if t in self._vocabulary]
+        ranked: list[tuple[float, ToolEntry]] = []
+        if tokens:
+            k = len(self.entries)
+            docs, scores = self._index.retrieve([tokens], k=k, show_progress=False)
+            ranked = [
+                (float(s), self.entries[int(d)])
+                for d, s in zip(docs[0], scores[0], strict=True)
+                if s > 0
+            ]
+        top = max((s for s, _ in ranked), default=1.0)
+        ordered = [(top + 1.0, e) for e in exact] + [(s, e) for s, e in ranked if e not in exact]
+        return [
+            SearchHit(e.server, e.tool, self.signature(e), one_line(e.schema.description), s)
+            for s, e in ordered[:limit]
+        ]
+
+    def docs(self, server: str, tool: str | None = None) -> str:
+        """Python-stub documentation of one tool, or of every tool of one server."""
+        if tool is not None:
+            return self.formatter.stub(self.get(server, tool).source)
+        entries = self._server(server)
+        header = f"# tools.{self.server_ids[server]}  (server {server!r})"
+        description = self.descriptions.get(server)
+        parts = [header + (f"\n# {description}" if description else "")]
+        parts += [self.formatter.stub(e.source) for e in entries.values()]
+        return "\n\n".join(parts)
+
+    def _server(self, server: str) -> dict[str, ToolEntry]:
+        if server in self._by_server:
+            return self._by_server[server]
+        names = list(self._by_server)
+        raise UnknownToolError(
+            f"unknown server {server!r}"
+            + _suggest(server, [*names, *self.server_ids.values()])
+            + f"; servers: {', '.join(names) or '(none)'}"
+        )
+
+    def _exact_matches(self, query: str) -> list[ToolEntry]:
+        q = query.strip().lower()
+        if not q:
+            return []
+        return [
+            e
+            for e in self.entries
+            if q in (e.tool.lower(), e.tool_id.lower(), f"{e.server}.{e.tool}".lower())
+        ]
+
+    def _build_index(self, entries: Iterable[ToolEntry]) -> bm25s.BM25:
+        corpus = [self._document(e) for e in entries]
+        self._vocabulary = {t for doc in corpus for t in doc}
+        index = bm25s.BM25()
+        if corpus:
+            index.index([doc or ["_"] for doc in corpus], show_progress=False)
+        return index
+
+    def _document(self, entry: ToolEntry) -> list[str]:
+        schema = entry.schema.input_schema or {}
+        params = " ".join(schema.get("properties") or {})
+        server = f"{entry.server} {self.descriptions.get(entry.server, '')}"
+        return (
+            tokenize(entry.tool) * _NAME_WEIGHT
+            + tokenize(entry.schema.description or "")
+            + tokenize(params) * _PARAM_WEIGHT
+            + tokenize(server) * _SERVER_WEIGHT
+        )
+
+
+def _suggest(name: str, candidates: Sequence[str]) -> str:
+    close = difflib.get_close_matches(name, list(dict.fromkeys(candidates)), n=3, cutoff=0.5)
+    return f" (did you mean {', '.join(repr(c) for c in close)}?)" if close else ""

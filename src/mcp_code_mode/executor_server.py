@@ -1,0 +1,185 @@
+"""The MCP server: `execute_code`, `search_tools`, `get_tool_docs`, `list_servers`.
+
+`build_server(gateway)` returns a FastMCP app whose tools are thin adapters over a
+started `Gateway`. The tools/list it serves stays small whatever the upstream
+catalog holds: no per-tool schemas, servers by name and short description only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from fastmcp import FastMCP
+from fastmcp.exceptions import ToolError
+from fastmcp.tools.base import ToolResult
+from fastmcp.tools.function_tool import FunctionTool
+from mcp import types as mcp_types
+
+from .errors import CodeModeError
+from .gateway import Gateway
+from .settings import Settings
+from .tool_formatter import one_line
+
+__all__ = ["build_server", "main", "serve"]
+
+logger = logging.getLogger(__name__)
+
+_MAX_LISTED_SERVERS = 12
+_EXECUTE_CODE_DOC = """\
+Run Python that calls upstream MCP tools; filter data in code, return only what matters \
+(last expression = result). Predefined: tools.<server>.<tool>(**kw) (sync, parsed result), \
+call_tool(server, tool, args), call_tools([(server, tool, args)]) (concurrent), \
+search_tools(q), get_tool_docs(server, tool), log(), input, ToolError."""
+
+
+class _LeanTool(FunctionTool):
+    """A FunctionTool without the title and `_meta` fastmcp adds: tools/list tokens are paid every turn."""
+
+    def to_mcp_tool(self, **overrides: Any) -> mcp_types.Tool:
+        tool = super().to_mcp_tool(**overrides)
+        schema = _lean_schema(tool.input_schema)
+        return tool.model_copy(update={"title": None, "meta": None, "input_schema": schema})
+
+
+def _lean_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """Drop what a client does not need to call the tool (titles, additionalProperties)."""
+    properties = {
+        name: _lean_property(prop) for name, prop in (schema.get("properties") or {}).items()
+    }
+    lean = {k: v for k, v in schema.items() if k not in ("additionalProperties", "title")}
+    return {**lean, "properties": properties}
+
+
+def _json_result(value: Any, *, is_error: bool = False) -> ToolResult:
+    """One text block with `json.dumps(value)`; objects also as structured content."""
+    text = mcp_types.TextContent(type="text", text=json.dumps(value, ensure_ascii=False))
+    structured = value if isinstance(value, dict) else None
+    return ToolResult(content=[text], structured_content=structured, is_error=is_error)
+
+
+def _servers_line(gateway: Gateway) -> str:
+    rows = gateway.list_servers()
+    shown = [
+        f"{r['name']} ({one_line(r['description'], 48)})" if r["description"] else r["name"]
+        for r in rows[:_MAX_LISTED_SERVERS]
+    ]
+    more = len(rows) - len(shown)
+    return "Servers: " + ", ".join(shown) + (f", +{more} more (list_servers())" if more else ".")
+
+
+def instructions(gateway: Gateway) -> str:
+    """The server's `instructions`: what it is, the servers, the active isolation layers."""
+    info = gateway.sandbox_info()
+    return (
+        "mcp-code-mode: call the upstream MCP tools by running Python with execute_code. "
+        "Discover tools with search_tools / get_tool_docs. "
+        + _servers_line(gateway)
+        + f" Sandbox: {info['executor']} executor; active layers: {', '.join(info['layers'])}."
+    )
+
+
+def build_server(gateway: Gateway) -> FastMCP:
+    """A FastMCP app over a started gateway (the caller owns the gateway's lifecycle)."""
+    server = FastMCP("mcp-code-mode", instructions=instructions(gateway))
+
+    async def execute_code(
+        code: str,
+        input: Any = None,
+        timeout_s: float | None = None,
+    ) -> ToolResult:
+        result = await gateway.execute(code, input=input, timeout_s=timeout_s)
+        return _json_result(result.to_json(), is_error=not result.ok)
+
+    async def search_tools(query: str, limit: int = 5) -> ToolResult:
+        return _json_result(_or_tool_error(lambda: gateway.search_tools(query, limit)))
+
+    async def get_tool_docs(server: str, tool: str | None = None) -> ToolResult:
+        return _json_result(_or_tool_error(lambda: gateway.get_tool_docs(server, tool)))
+
+    async def list_servers() -> ToolResult:
+        return _json_result(gateway.list_servers())
+
+    _add(server, execute_code, _EXECUTE_CODE_DOC + "\n" + _servers_line(gateway))
+    _add(server, search_tools, "Find upstream tools: [{server, tool, signature, description}].")
+    _add(server, get_tool_docs, "Python stub docs of a tool, or of all tools of a server.")
+    _add(server, list_servers, "Upstream servers with status and tool_count.")
+    return server
+
+
+def _add(server: FastMCP, fn: Callable[..., Any], description: str) -> None:
+    tool = _LeanTool.from_function(fn, description=description, output_schema=None)
+    server.add_tool(_LeanTool.model_validate(tool.model_dump()))
+
+
+def _lean_property(prop: dict[str, Any]) -> dict[str, Any]:
+    # `X | None = None` is published as an optional `X`: the function still accepts null.
+    lean = {k: v for k, v in prop.items() if k != "title" and not (k == "default" and v is None)}
+    options = lean.get("anyOf")
+    if isinstance(options, list) and len(options) == 2 and {"type": "null"} in options:
+        lean.pop("anyOf")
+        lean.update(next(o for o in options if o != {"type": "null"}))
+    return lean
+
+
+def _or_tool_error(produce: Callable[[], Any]) -> Any:
+    try:
+        return produce()
+    except CodeModeError as exc:
+        raise ToolError(str(exc)) from None
+
+
+async def serve(
+    settings: Settings, *, config_path: str | None = None, transport: str = "stdio",
+    host: str = "127.0.0.1", port: int = 8765,
+) -> None:  # fmt: skip
+    """Start the gateway, then serve MCP until the client goes away or we are cancelled."""
+    async with Gateway.from_settings(settings, config_path) as gateway:
+        server = build_server(gateway)
+        info = gateway.sandbox_info()
+        print(
+            f"mcp-code-mode: {len(gateway.catalog.entries)} upstream tools; "
+            f"sandbox {info['executor']}: {', '.join(info['layers'])}",
+            file=sys.stderr,
+        )
+        if transport == "stdio":
+            await server.run_stdio_async(show_banner=False)
+        else:
+            await server.run_http_async(
+                show_banner=False, transport="http", host=host, port=port
+            )
+
+
+def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", help="mcp_servers.json path (default: MCP_SERVERS_CONFIG)")
+    parser.add_argument("--transport", choices=["stdio", "http"], default="stdio")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8765)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`python -m mcp_code_mode.executor_server [--transport http --port N] [--config FILE]`."""
+    parser = argparse.ArgumentParser(prog="python -m mcp_code_mode.executor_server")
+    add_serve_arguments(parser)
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    try:
+        asyncio.run(
+            serve(Settings(), config_path=args.config, transport=args.transport,
+                  host=args.host, port=args.port)
+        )  # fmt: skip
+    except CodeModeError as exc:
+        print(f"mcp-code-mode: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,195 @@
+"""The composition root: config, upstreams, catalog and executor behind one object.
+
+The MCP server, the CLI and the agent are thin adapters over a `Gateway`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self
+
+from .catalog import Catalog
+from .config import GatewayConfig, load_config
+from .errors import CodeModeError, ToolCallFailed, ToolCallLimitExceeded, UnknownToolError
+from .mcp_manager import MCPServerManager
+from .naming import to_identifier
+from .sandbox.base import ExecutionResult, Executor, ToolCallRecord
+from .sandbox.local import LocalExecutor
+from .settings import Settings
+from .tool_results import JSON, unwrap_result
+
+__all__ = ["Gateway"]
+
+
+class Gateway:
+    """Upstream servers, their catalog and a sandbox executor, started and stopped together.
+
+    Use `async with Gateway.from_settings(settings) as gw:`.
+    """
+
+    def __init__(
+        self, settings: Settings, config: GatewayConfig, *, executor: Executor | None = None
+    ) -> None:
+        self.settings = settings
+        self.config = config
+        self.manager = MCPServerManager(config, default_timeout_s=settings.timeout_s)
+        self.executor: Executor = executor or _make_executor(settings)
+        self._catalog: Catalog | None = None
+        self._catalog_version = -1
+
+    @classmethod
+    def from_settings(cls, settings: Settings, config_path: str | Path | None = None) -> Gateway:
+        """Load the config named by `config_path` or `MCP_SERVERS_CONFIG`; raises ConfigError."""
+        return cls(settings, load_config(config_path or settings.servers_config))
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:  # fmt: skip
+        await self.aclose()
+
+    async def start(self) -> None:
+        """Connect the upstreams and warm the executor, concurrently."""
+        await asyncio.gather(self.manager.start(), self.executor.start())
+
+    async def aclose(self) -> None:
+        """Stop the executor and every upstream, even when cancelled."""
+        await asyncio.shield(asyncio.gather(self.executor.aclose(), self.manager.aclose()))
+
+    @property
+    def catalog(self) -> Catalog:
+        """The catalog of the tools that are up, rebuilt when an upstream's tool list changes."""
+        if self._catalog is None or self._catalog_version != self.manager.tools_version:
+            descriptions = {n: s.description for n, s in self.config.servers.items()}
+            self._catalog_version = self.manager.tools_version
+            self._catalog = Catalog(self.manager.tools(), descriptions)
+        return self._catalog
+
+    async def execute(
+        self, code: str, input: JSON = None, timeout_s: float | None = None
+    ) -> ExecutionResult:
+        """Run guest code (contract §3 `execute_code`)."""
+        router = _RunRouter(self)
+        return await self.executor.run(
+            code,
+            input=_parse_input(input),
+            timeout_s=self.settings.clamp_timeout(timeout_s),
+            index=self._guest_index(),
+            router=router,
+        )
+
+    def search_tools(self, query: str, limit: int = 5) -> list[dict[str, Any]]:
+        return [hit.to_json() for hit in self.catalog.search(query, limit)]
+
+    def get_tool_docs(self, server: str, tool: str | None = None) -> str:
+        """Stub docs; raises UnknownToolError listing what exists."""
+        reason = self.manager.unavailable_reason(server)
+        if reason is not None:
+            raise UnknownToolError(reason)
+        return self.catalog.docs(server, tool)
+
+    def list_servers(self) -> list[dict[str, Any]]:
+        return [status.to_json() for status in self.manager.statuses()]
+
+    def sandbox_info(self) -> dict[str, Any]:
+        """The executor and its active isolation layers."""
+        layers = self.executor.layers()
+        return {"executor": self.executor.name, "layers": [k for k, on in layers.items() if on],
+                "inactive": [k for k, on in layers.items() if not on]}  # fmt: skip
+
+    async def call_tool(self, server: str, tool: str, args: dict[str, Any]) -> JSON:
+        """Call one upstream tool by original names and unwrap its result."""
+        reason = self.manager.unavailable_reason(server)
+        if reason is not None:
+            raise ToolCallFailed(server, tool, reason)
+        try:
+            self.catalog.get(server, tool)
+        except UnknownToolError as exc:
+            raise ToolCallFailed(server, tool, str(exc)) from None
+        return unwrap_result(await self.manager.call_tool(server, tool, args))
+
+    def _guest_index(self) -> dict[str, Any]:
+        index = self.catalog.guest_index()
+        for row in self.manager.statuses():
+            if row.status != "ok" and row.name not in self.catalog.server_ids:
+                index.setdefault(_free_ident(row.name, index), {
+                    "name": row.name, "tools": {},
+                    "error": row.error or f"server {row.name!r} is {row.status}",
+                })  # fmt: skip
+        return index
+
+
+class _RunRouter:
+    """One run's view of the gateway: counts and records its tool calls."""
+
+    def __init__(self, gateway: Gateway) -> None:
+        self._gateway = gateway
+        self._records: list[ToolCallRecord] = []
+        self._limit = gateway.settings.max_tool_calls
+
+    async def call(self, server: str, tool: str, args: dict[str, Any]) -> JSON:
+        if self._limit and len(self._records) >= self._limit:
+            raise ToolCallLimitExceeded(
+                f"the run made more than {self._limit} tool calls (raise MCP_CODE_MAX_TOOL_CALLS)"
+            )
+        record = ToolCallRecord(server=server, tool=tool, ms=0.0, ok=False)
+        self._records.append(record)
+        started = time.perf_counter()
+        try:
+            value = await self._gateway.call_tool(server, tool, args)
+            record.ok = True
+            return value
+        finally:
+            record.ms = round((time.perf_counter() - started) * 1000, 3)
+
+    async def query(self, kind: str, args: dict[str, Any]) -> JSON:
+        gw = self._gateway
+        if kind == "search_tools":
+            return gw.search_tools(str(args.get("query", "")), int(args.get("limit") or 5))
+        if kind == "get_tool_docs":
+            return gw.get_tool_docs(str(args.get("server")), args.get("tool"))
+        if kind == "list_servers":
+            return gw.list_servers()
+        raise CodeModeError(f"unknown query {kind!r}")
+
+    def records(self) -> list[ToolCallRecord]:
+        return list(self._records)
+
+
+def _make_executor(settings: Settings) -> Executor:
+    if settings.executor != "local":
+        raise CodeModeError(
+            f"MCP_EXECUTOR={settings.executor!r} is not available in this version; use 'local'"
+        )
+    return LocalExecutor(
+        allowed_imports=settings.allowed_imports, memory_mb=settings.memory_mb,
+        pool_size=settings.pool_size, max_output_chars=settings.max_output_chars,
+        max_chars=settings.max_chars, max_lines=settings.max_lines,
+    )  # fmt: skip
+
+
+def _parse_input(value: JSON) -> JSON:
+    """A string that holds a JSON object or array is parsed (some clients send objects so)."""
+    if isinstance(value, str) and value.lstrip()[:1] in ("{", "["):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    return value
+
+
+def _free_ident(name: str, index: dict[str, Any]) -> str:
+    ident, n = to_identifier(name), 1
+    base = ident
+    while ident in index:
+        n += 1
+        ident = f"{base}_{n}"
+    return ident

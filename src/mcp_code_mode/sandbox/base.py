@@ -1,0 +1,87 @@
+"""What every executor shares: the result shape (contract §3), the router and the Protocol."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from pydantic import BaseModel, Field
+
+from ..errors import ErrorType
+
+__all__ = ["ErrorDetail", "ExecutionResult", "Executor", "ToolCallRecord", "ToolRouter"]
+
+
+class ToolCallRecord(BaseModel):
+    """One upstream call of a run, by original names."""
+
+    server: str
+    tool: str
+    ms: float
+    ok: bool
+
+
+class ErrorDetail(BaseModel):
+    type: ErrorType
+    message: str
+    line: int | None = None
+
+
+class ExecutionResult(BaseModel):
+    """The `execute_code` result object; `to_json()` is exactly the contract's shape."""
+
+    ok: bool
+    result: Any = None
+    stdout: str = ""
+    logs: list[str] = Field(default_factory=list)
+    tool_calls: list[ToolCallRecord] = Field(default_factory=list)
+    duration_ms: float = 0.0
+    error: ErrorDetail | None = None
+
+    @classmethod
+    def failure(
+        cls, error_type: ErrorType, message: str, line: int | None = None, **fields: Any
+    ) -> ExecutionResult:
+        return cls(ok=False, error=ErrorDetail(type=error_type, message=message, line=line), **fields)
+
+    def to_json(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
+
+
+class ToolRouter(Protocol):
+    """Carries one run's guest requests to the upstreams (implemented by the gateway)."""
+
+    async def call(self, server: str, tool: str, args: dict[str, Any]) -> Any:
+        """Call a tool and return its unwrapped value.
+
+        Raises:
+            CodeModeError: `ToolCallFailed` for a failed call (catchable by the guest);
+                any error whose type is TOOL_CALL_LIMIT ends the run.
+        """
+        ...
+
+    async def query(self, kind: str, args: dict[str, Any]) -> Any:
+        """Answer `search_tools` / `get_tool_docs` / `list_servers`; raises CodeModeError."""
+        ...
+
+    def records(self) -> list[ToolCallRecord]:
+        """The calls made so far, in the order issued."""
+        ...
+
+
+class Executor(Protocol):
+    """Runs guest code somewhere other than the server process."""
+
+    name: str
+
+    async def start(self) -> None: ...
+
+    async def aclose(self) -> None: ...
+
+    async def run(
+        self, code: str, *, input: Any, timeout_s: float, index: dict[str, Any],
+        router: ToolRouter,
+    ) -> ExecutionResult: ...  # fmt: skip
+
+    def layers(self) -> dict[str, bool]:
+        """The isolation layers in force, by name."""
+        ...

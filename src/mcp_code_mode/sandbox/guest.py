@@ -1,0 +1,244 @@
+"""The names guest code sees (contract §4): `tools`, `call_tool`, `call_tools`, `log`, ...
+
+Runs inside the worker process. Stdlib only. Every tool call and discovery query
+is a request on the pipe to the host; the guest blocks until the reply arrives.
+"""
+
+from __future__ import annotations
+
+import builtins
+import difflib
+import importlib
+from collections.abc import Callable, Iterable
+from typing import Any
+
+__all__ = [
+    "BLOCKED_ATTRIBUTES",
+    "Fatal",
+    "GuestRuntime",
+    "ToolError",
+]
+
+Requester = Callable[[dict[str, Any]], list[dict[str, Any]]]
+
+# Attributes that lead from harmless objects to frames, code, modules or processes.
+# The policy rejects them as literals; `getattr` & co. reject them as strings.
+BLOCKED_ATTRIBUTES = frozenset(
+    """gi_frame gi_code gi_yieldfrom cr_frame cr_code cr_await ag_frame ag_code tb_frame
+    tb_next f_back f_globals f_locals f_builtins f_code co_code mro os sys builtins
+    subprocess create_subprocess_exec create_subprocess_shell open_connection
+    open_unix_connection start_server start_unix_server subprocess_exec subprocess_shell
+    create_connection create_server create_unix_connection create_unix_server
+    create_datagram_endpoint connect_read_pipe connect_write_pipe run_in_executor
+    to_thread add_reader add_writer sock_connect""".split()
+)
+_REMOVED_BUILTINS = (
+    "open", "exec", "eval", "compile", "__import__", "breakpoint", "input", "help",
+    "exit", "quit", "globals", "locals", "vars", "memoryview",
+)  # fmt: skip
+
+
+class ToolError(Exception):
+    """A failed tool call; catchable. Has `.server`, `.tool` and `.message`."""
+
+    def __init__(self, server: str, tool: str, message: str) -> None:
+        super().__init__(f"{server}.{tool}: {message}" if tool else f"{server}: {message}")
+        self.server = server
+        self.tool = tool
+        self.message = message
+
+
+class Fatal(BaseException):  # noqa: N818 - a run-ending signal, not an error class
+    """Ends the run with a given error type; the worker reports it even if guest code catches it."""
+
+    def __init__(self, error_type: str, message: str) -> None:
+        super().__init__(message)
+        self.error_type = error_type
+        self.message = message
+
+
+def _is_blocked(name: object) -> bool:
+    return isinstance(name, str) and (
+        (name.startswith("__") and name.endswith("__")) or name in BLOCKED_ATTRIBUTES
+    )
+
+
+def _safe_getattr(obj: Any, name: str, *default: Any) -> Any:
+    if _is_blocked(name):
+        raise AttributeError(f"access to attribute {name!r} is not allowed")
+    return getattr(obj, name, *default)
+
+
+def _safe_hasattr(obj: Any, name: str) -> bool:
+    return not _is_blocked(name) and hasattr(obj, name)
+
+
+def _safe_setattr(obj: Any, name: str, value: Any) -> None:
+    if _is_blocked(name):
+        raise AttributeError(f"setting attribute {name!r} is not allowed")
+    setattr(obj, name, value)
+
+
+def _safe_delattr(obj: Any, name: str) -> None:
+    if _is_blocked(name):
+        raise AttributeError(f"deleting attribute {name!r} is not allowed")
+    delattr(obj, name)
+
+
+class _Server:
+    """`tools.<server>`: one attribute per tool."""
+
+    def __init__(self, runtime: GuestRuntime, ident: str, spec: dict[str, Any]) -> None:
+        self._name: str = spec["name"]
+        self._error: str | None = spec.get("error")
+        self._tools: dict[str, str] = dict(spec.get("tools", {}))
+        for tool_id, tool in self._tools.items():
+            self.__dict__[tool_id] = runtime.tool_function(self._name, tool)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        if self._error:
+            raise ToolError(self._name, name, self._error)
+        raise ToolError(self._name, name, f"no tool {name!r}{_closest(name, self._tools)}")
+
+    def __dir__(self) -> Iterable[str]:
+        return list(self._tools)
+
+    def __repr__(self) -> str:
+        return f"<tools.{self._name}: {', '.join(self._tools) or 'no tools'}>"
+
+
+class _Tools:
+    """`tools`: one attribute per server."""
+
+    def __init__(self, servers: dict[str, _Server]) -> None:
+        self.__dict__.update(servers)
+        self._names = list(servers)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        raise ToolError(name, "", f"unknown server{_closest(name, self._names)}")
+
+    def __dir__(self) -> Iterable[str]:
+        return list(self._names)
+
+    def __repr__(self) -> str:
+        return f"<tools: {', '.join(self._names)}>"
+
+
+def _closest(name: str, candidates: Iterable[str]) -> str:
+    options = list(candidates)
+    close = difflib.get_close_matches(name, options, n=3, cutoff=0.5)
+    hint = f"; did you mean {', '.join(close)}?" if close else ""
+    return f"{hint} (available: {', '.join(options) or 'none'})"
+
+
+class GuestRuntime:
+    """Builds a fresh guest namespace for one run and carries its requests to the host."""
+
+    def __init__(self, request: Requester, allowed_imports: Iterable[str]) -> None:
+        self._request = request
+        self.allowed_imports = frozenset(allowed_imports)
+        self.logs: list[str] = []
+        self.on_output: Callable[[int], None] = lambda n: None
+
+    def namespace(self, index: dict[str, Any], input_value: Any) -> dict[str, Any]:
+        """The globals of a run: restricted builtins plus the contract §4 names."""
+        safe = {k: v for k, v in vars(builtins).items() if k not in _REMOVED_BUILTINS}
+        safe.update(
+            __import__=self._import, getattr=_safe_getattr, hasattr=_safe_hasattr,
+            setattr=_safe_setattr, delattr=_safe_delattr,
+        )  # fmt: skip
+        servers = {ident: _Server(self, ident, spec) for ident, spec in index.items()}
+        return {
+            "__builtins__": safe,
+            "__name__": "__guest__",
+            "tools": _Tools(servers),
+            "call_tool": self.call_tool,
+            "call_tools": self.call_tools,
+            "search_tools": self.search_tools,
+            "get_tool_docs": self.get_tool_docs,
+            "list_servers": self.list_servers,
+            "log": self.log,
+            "input": input_value,
+            "ToolError": ToolError,
+        }
+
+    def tool_function(self, server: str, tool: str) -> Callable[..., Any]:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            if args:
+                raise TypeError(f"{tool}() takes keyword arguments only, e.g. {tool}(name=...)")
+            return self.call_tool(server, tool, kwargs)
+
+        call.__name__ = call.__qualname__ = tool
+        return call
+
+    def call_tool(self, server: str, tool: str, args: dict[str, Any] | None = None) -> Any:
+        """Call one upstream tool by its original names; raises ToolError on failure."""
+        outcome = self._request({"op": "call", "calls": [_spec(server, tool, args)]})[0]
+        if not outcome["ok"]:
+            raise ToolError(server, tool, outcome.get("error", "failed"))
+        return outcome.get("value")
+
+    def call_tools(self, calls: Iterable[Any]) -> list[Any]:
+        """Run `(server, tool, args)` calls concurrently; a failed one yields its ToolError."""
+        specs = [_spec(*_unpack(c)) for c in calls]
+        if not specs:
+            return []
+        outcomes = self._request({"op": "call", "calls": specs})
+        return [
+            o.get("value") if o["ok"] else ToolError(s["server"], s["tool"], o.get("error", ""))
+            for s, o in zip(specs, outcomes, strict=True)
+        ]
+
+    def search_tools(self, query: str, limit: int = 5) -> Any:
+        return self._query("search_tools", {"query": query, "limit": limit})
+
+    def get_tool_docs(self, server: str, tool: str | None = None) -> Any:
+        return self._query("get_tool_docs", {"server": server, "tool": tool})
+
+    def list_servers(self) -> Any:
+        return self._query("list_servers", {})
+
+    def log(self, *values: Any) -> None:
+        """Append one line to `logs`, values joined with spaces as `print` does."""
+        line = " ".join(str(v) for v in values)
+        self.on_output(len(line))
+        self.logs.append(line)
+
+    def _query(self, kind: str, args: dict[str, Any]) -> Any:
+        outcome = self._request({"op": "query", "kind": kind, "args": args})[0]
+        if not outcome["ok"]:
+            raise ToolError(str(args.get("server") or "gateway"), kind, outcome.get("error", ""))
+        return outcome.get("value")
+
+    def _import(
+        self, name: str, globals: Any = None, locals: Any = None, fromlist: Any = (),
+        level: int = 0,
+    ) -> Any:  # fmt: skip
+        root = name.partition(".")[0]
+        if level != 0 or root not in self.allowed_imports:
+            raise ImportError(
+                f"import of {name!r} is not allowed; allowed modules: "
+                f"{', '.join(sorted(self.allowed_imports))} (extend with MCP_CODE_ALLOWED_IMPORTS)"
+            )
+        module = importlib.import_module(name)
+        return module if fromlist else importlib.import_module(root)
+
+
+def _unpack(call: Any) -> tuple[str, str, dict[str, Any] | None]:
+    if isinstance(call, dict):
+        return call["server"], call["tool"], call.get("args")
+    if isinstance(call, list | tuple) and len(call) in (2, 3):
+        return call[0], call[1], (call[2] if len(call) == 3 else None)
+    raise TypeError("call_tools expects (server, tool, args) tuples")
+
+
+def _spec(server: Any, tool: Any, args: Any) -> dict[str, Any]:
+    if not isinstance(server, str) or not isinstance(tool, str):
+        raise TypeError("server and tool must be strings (the original MCP names)")
+    if args is not None and not isinstance(args, dict):
+        raise TypeError(f"args for {server}.{tool} must be a dict, not {type(args).__name__}")
+    return {"server": server, "tool": tool, "args": args or {}}

@@ -1,0 +1,171 @@
+"""The `local` executor: policy-checked Python in a separate worker process.
+
+Layers, in order: the AST policy (in the server, before anything runs); a worker
+process per run with a minimal environment, an empty temporary cwd, restricted
+builtins, an allowlist importer, RLIMIT_AS and SIGKILL on parent death; a soft
+timer in the worker and a hard `killpg` from the host at timeout + grace.
+Not stopped here (see the README's security model): what the allowed modules can
+reach at run time beyond the policy, and network or process creation where no
+OS layer blocks them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from ..errors import CodeModeError, ErrorType, WorkerCrashed
+from .base import ErrorDetail, ExecutionResult, ToolRouter
+from .policy import check_policy
+from .pool import WorkerPool, WorkerProcess
+from .protocol import Outcome
+
+__all__ = ["LocalExecutor"]
+
+_KILL_GRACE_S = 0.5  # the worker's own timer fires first; the host kills after this
+
+
+class LocalExecutor:
+    """Runs each snippet in a fresh worker process from a warm pool."""
+
+    name = "local"
+
+    def __init__(
+        self, *, allowed_imports: Sequence[str], memory_mb: int = 256, pool_size: int = 2,
+        max_output_chars: int = 100_000, max_chars: int = 8000, max_lines: int = 400,
+    ) -> None:  # fmt: skip
+        self.allowed_imports = tuple(allowed_imports)
+        self.memory_mb = memory_mb
+        self.max_output_chars = max_output_chars
+        self.max_chars = max_chars
+        self.max_lines = max_lines
+        self.pool = WorkerPool(
+            size=pool_size, allowed_imports=self.allowed_imports, memory_mb=memory_mb
+        )
+
+    async def start(self) -> None:
+        await self.pool.start()
+
+    async def aclose(self) -> None:
+        await self.pool.aclose()
+
+    def layers(self) -> dict[str, bool]:
+        return {
+            "worker_process": True,
+            "ast_policy": True,
+            "restricted_builtins": True,
+            "minimal_env": True,
+            "empty_tmp_cwd": True,
+            "rlimit_memory": True,
+            "kill_on_timeout": True,
+        }
+
+    async def run(
+        self, code: str, *, input: Any, timeout_s: float, index: dict[str, Any],
+        router: ToolRouter,
+    ) -> ExecutionResult:  # fmt: skip
+        """Check, then run `code` in a worker; failures of the guest come back as values."""
+        started = time.perf_counter()
+        violation = check_policy(
+            code, allowed_imports=self.allowed_imports, max_chars=self.max_chars,
+            max_lines=self.max_lines,
+        )  # fmt: skip
+        if violation is not None:
+            return ExecutionResult.failure(
+                ErrorType(violation.kind), violation.message, violation.line,
+                duration_ms=_ms_since(started),
+            )  # fmt: skip
+        message = {
+            "op": "run", "code": code, "input": input, "index": index,
+            "timeout_s": timeout_s, "max_output_chars": self.max_output_chars,
+        }  # fmt: skip
+        worker: WorkerProcess | None = None
+        try:
+            worker = await self.pool.acquire()
+            async with asyncio.timeout(timeout_s + _KILL_GRACE_S):
+                done = await _Conversation(worker, router).run(message)
+            error = ErrorDetail.model_validate(done["error"]) if done["error"] else None
+            result = ExecutionResult(
+                ok=bool(done["ok"]), result=done["result"], stdout=done["stdout"],
+                logs=done["logs"], error=error,
+            )  # fmt: skip
+        except TimeoutError:
+            result = ExecutionResult.failure(
+                ErrorType.TIMEOUT,
+                f"the run exceeded its {timeout_s:g}s time limit and was killed "
+                "(pass a larger timeout_s, up to MCP_CODE_MAX_TIMEOUT_S)",
+            )
+        except WorkerCrashed as exc:
+            result = ExecutionResult.failure(ErrorType.EXECUTOR_ERROR, str(exc))
+        finally:
+            if worker is not None:
+                await worker.dispose()
+        result.tool_calls = router.records()
+        result.duration_ms = _ms_since(started)
+        return result
+
+
+class _Conversation:
+    """Serves one run's requests until the worker reports `done`."""
+
+    def __init__(self, worker: WorkerProcess, router: ToolRouter) -> None:
+        self.worker = worker
+        self.router = router
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    async def run(self, message: dict[str, Any]) -> dict[str, Any]:
+        await self.worker.send(message)
+        try:
+            while True:
+                request = await self.worker.receive()
+                if request is None:
+                    code = await self.worker.proc.wait()
+                    raise WorkerCrashed(_death_message(code))
+                op = request.get("op")
+                if op == "done":
+                    return request
+                if op in ("call", "query"):
+                    task = asyncio.create_task(self._answer(request))
+                    self._tasks.add(task)
+                    task.add_done_callback(self._tasks.discard)
+                else:
+                    raise WorkerCrashed(f"worker sent an unknown message {op!r}")
+        finally:
+            for task in list(self._tasks):
+                task.cancel()
+
+    async def _answer(self, request: dict[str, Any]) -> None:
+        if request["op"] == "call":
+            calls = request.get("calls") or []
+            results = await asyncio.gather(
+                *(self._outcome(self.router.call(c["server"], c["tool"], c["args"])) for c in calls)
+            )
+        else:
+            results = [await self._outcome(self.router.query(request["kind"], request["args"]))]
+        try:
+            await self.worker.send({"op": "reply", "id": request["id"], "results": results})
+        except (ConnectionError, RuntimeError):
+            pass  # the worker is gone; the conversation loop reports it
+
+    @staticmethod
+    async def _outcome(pending: Any) -> Outcome:
+        try:
+            return {"ok": True, "value": await pending}
+        except CodeModeError as exc:
+            if exc.error_type is ErrorType.TOOL_CALL_LIMIT:
+                return {"ok": False, "fatal": exc.error_type.value, "error": str(exc)}
+            return {"ok": False, "error": getattr(exc, "message", None) or str(exc)}
+        except Exception as exc:  # a gateway bug must reach the guest as a failed call, not hang it
+            return {"ok": False, "error": f"internal gateway error: {type(exc).__name__}: {exc}"}
+
+
+def _death_message(returncode: int) -> str:
+    if returncode < 0:
+        return f"the worker process died from signal {-returncode} before finishing the run"
+    return f"the worker process exited with code {returncode} before finishing the run"
+
+
+def _ms_since(started: float) -> float:
+    return round((time.perf_counter() - started) * 1000, 3)

@@ -1,0 +1,106 @@
+"""The AST policy: checks guest code before anything runs.
+
+It rejects oversized code, imports outside the allowlist, the builtins that run or
+reach code (`exec`, `eval`, `compile`, `__import__`, `open`, `globals`, ...), dunder
+names and attributes, and attributes that walk from objects to frames, modules or
+processes. It reports the line of the first problem.
+
+What it does not stop: anything built at run time (`getattr` with a computed
+string is refused by the worker's restricted builtins instead), and whatever an
+allowed module can do by design. It is the first of several layers, not a sandbox.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from .guest import BLOCKED_ATTRIBUTES
+
+__all__ = ["BLOCKED_NAMES", "PolicyViolation", "check_policy"]
+
+BLOCKED_NAMES = frozenset(
+    """exec eval compile __import__ open globals locals vars breakpoint help exit quit
+    memoryview __builtins__ __loader__ __spec__""".split()
+)
+_FORMAT_DUNDER = re.compile(r"\{[^{}]*__")
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyViolation:
+    """Why the code was refused: `kind` is POLICY_VIOLATION or SYNTAX_ERROR."""
+
+    kind: str
+    message: str
+    line: int | None
+
+
+def check_policy(
+    code: str, *, allowed_imports: Iterable[str], max_chars: int, max_lines: int
+) -> PolicyViolation | None:
+    """Return the first violation in `code`, or None when it may run."""
+    if len(code) > max_chars:
+        return PolicyViolation(
+            "POLICY_VIOLATION",
+            f"code is {len(code)} characters; the limit is {max_chars} (MCP_CODE_MAX_CHARS)",
+            None,
+        )
+    lines = code.count("\n") + 1
+    if lines > max_lines:
+        return PolicyViolation(
+            "POLICY_VIOLATION",
+            f"code is {lines} lines; the limit is {max_lines} (MCP_CODE_MAX_LINES)",
+            max_lines + 1,
+        )
+    try:
+        tree = ast.parse(code, "<guest>")
+    except SyntaxError as exc:
+        return PolicyViolation("SYNTAX_ERROR", f"SyntaxError: {exc.msg}", exc.lineno)
+    allowed = frozenset(allowed_imports)
+    for node in ast.walk(tree):
+        message = _check_node(node, allowed)
+        if message is not None:
+            return PolicyViolation("POLICY_VIOLATION", message, getattr(node, "lineno", None))
+    return None
+
+
+def _check_node(node: ast.AST, allowed: frozenset[str]) -> str | None:
+    if isinstance(node, ast.Import):
+        for alias in node.names:
+            if alias.name.partition(".")[0] not in allowed:
+                return _import_message(alias.name, allowed)
+    elif isinstance(node, ast.ImportFrom):
+        if node.level:
+            return "relative imports are not allowed"
+        if (node.module or "").partition(".")[0] not in allowed:
+            return _import_message(node.module or "", allowed)
+        for alias in node.names:
+            if alias.name == "*" or _is_dunder(alias.name) or alias.name in BLOCKED_ATTRIBUTES:
+                return f"'from {node.module} import {alias.name}' is not allowed"
+    elif isinstance(node, ast.Name):
+        if node.id in BLOCKED_NAMES:
+            return f"use of {node.id!r} is not allowed"
+        if _is_dunder(node.id):
+            return f"dunder name {node.id!r} is not allowed"
+    elif isinstance(node, ast.Attribute):
+        if _is_dunder(node.attr):
+            return f"access to dunder attribute {node.attr!r} is not allowed"
+        if node.attr in BLOCKED_ATTRIBUTES:
+            return f"access to attribute {node.attr!r} is not allowed"
+    elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+        if _FORMAT_DUNDER.search(node.value):
+            return "format strings that reach dunder attributes are not allowed"
+    return None
+
+
+def _is_dunder(name: str) -> bool:
+    return name.startswith("__") and name.endswith("__") and len(name) > 4
+
+
+def _import_message(module: str, allowed: frozenset[str]) -> str:
+    return (
+        f"import of {module!r} is not allowed; allowed modules: {', '.join(sorted(allowed))} "
+        "(extend with MCP_CODE_ALLOWED_IMPORTS)"
+    )

@@ -1,0 +1,110 @@
+"""Messages on the pipe between the host and a worker: one JSON object per line.
+
+Host → worker: `init`, then one `run`, then `reply`s to the worker's requests.
+Worker → host: `ready`, then `call` / `query` requests, then `done`.
+Stdlib only: the worker imports this module.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import IO, Any, Literal, NotRequired, TypedDict
+
+__all__ = [
+    "CallRequest",
+    "DoneMessage",
+    "ErrorInfo",
+    "InitMessage",
+    "Outcome",
+    "QueryRequest",
+    "ReplyMessage",
+    "RunMessage",
+    "decode",
+    "encode",
+    "write_message",
+]
+
+QueryKind = Literal["search_tools", "get_tool_docs", "list_servers"]
+
+
+class InitMessage(TypedDict):
+    op: Literal["init"]
+    allowed_imports: list[str]
+    memory_mb: int
+
+
+class RunMessage(TypedDict):
+    op: Literal["run"]
+    code: str
+    input: Any
+    index: dict[str, Any]  # server identifier -> {"name", "tools": {tool id: name}, "error"?}
+    timeout_s: float
+    max_output_chars: int
+
+
+class ToolCallSpec(TypedDict):
+    server: str
+    tool: str
+    args: dict[str, Any]
+
+
+class CallRequest(TypedDict):
+    op: Literal["call"]
+    id: int
+    calls: list[ToolCallSpec]
+
+
+class QueryRequest(TypedDict):
+    op: Literal["query"]
+    id: int
+    kind: QueryKind
+    args: dict[str, Any]
+
+
+class Outcome(TypedDict):
+    """The result of one call or query: `value` when ok, else `error` (and maybe `fatal`)."""
+
+    ok: bool
+    value: NotRequired[Any]
+    error: NotRequired[str]
+    fatal: NotRequired[str]  # an ErrorType that ends the run (e.g. TOOL_CALL_LIMIT)
+
+
+class ReplyMessage(TypedDict):
+    op: Literal["reply"]
+    id: int
+    results: list[Outcome]
+
+
+class ErrorInfo(TypedDict):
+    type: str
+    message: str
+    line: int | None
+
+
+class DoneMessage(TypedDict):
+    op: Literal["done"]
+    ok: bool
+    result: Any
+    stdout: str
+    logs: list[str]
+    error: ErrorInfo | None
+
+
+def encode(message: Any) -> bytes:
+    """One message as a JSON line."""
+    return json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+
+
+def decode(line: bytes) -> dict[str, Any]:
+    """Parse one line; anything but a JSON object is a protocol error (ValueError)."""
+    message = json.loads(line)
+    if not isinstance(message, dict) or not isinstance(message.get("op"), str):
+        raise ValueError("protocol message must be a JSON object with an 'op'")
+    return message
+
+
+def write_message(stream: IO[bytes], message: Any) -> None:
+    """Write and flush one message (worker side, blocking)."""
+    stream.write(encode(message))
+    stream.flush()

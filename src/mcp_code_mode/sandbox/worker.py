@@ -1,0 +1,289 @@
+"""The worker process: runs one guest snippet and reports the result.
+
+Started by the host as `python -I -m mcp_code_mode.sandbox.worker` in a new session,
+an empty temporary cwd and a minimal environment. It takes the pipe over from
+fds 0/1 (which then point at /dev/null), preloads the allowed modules, applies its
+OS limits, says `ready`, runs exactly one `run` message and exits. Stdlib only.
+
+What this process does not stop on its own: the AST policy and the restricted
+builtins are a speed bump, not a wall; isolation from the host's files, network and
+processes comes from the OS layers the host applies (see the local executor).
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import io
+import json
+import os
+import resource
+import signal
+import sys
+import traceback
+from types import CodeType, FrameType
+from typing import IO, Any
+
+from mcp_code_mode.sandbox.guest import Fatal, GuestRuntime, ToolError
+from mcp_code_mode.sandbox.protocol import DoneMessage, ErrorInfo, decode, write_message
+
+__all__ = ["GUEST_FILENAME", "main"]
+
+GUEST_FILENAME = "<guest>"
+_RESULT = "_mcp_result_"
+_API_NAMES = frozenset({"call_tool", "call_tools", "search_tools", "get_tool_docs", "list_servers"})
+
+
+class _Run:
+    """State of the one run: output budget, the first run-ending signal, the pipe."""
+
+    def __init__(self, pipe_in: IO[bytes], pipe_out: IO[bytes], max_output_chars: int) -> None:
+        self.pipe_in, self.pipe_out = pipe_in, pipe_out
+        self.remaining = max_output_chars
+        self.limit = max_output_chars
+        self.tripped: Fatal | None = None
+        self._next_id = 0
+
+    def trip(self, error_type: str, message: str) -> Fatal:
+        fatal = Fatal(error_type, message)
+        if self.tripped is None:
+            self.tripped = fatal
+        return fatal
+
+    def charge(self, chars: int) -> None:
+        """Count output against MCP_CODE_MAX_OUTPUT_CHARS; raise once it is exceeded."""
+        self.remaining -= chars
+        if self.remaining < 0 or self.tripped is not None and self.tripped.error_type == "OUTPUT_LIMIT":
+            raise self.trip(
+                "OUTPUT_LIMIT",
+                f"output (stdout + logs + result) exceeded {self.limit} characters "
+                "(raise MCP_CODE_MAX_OUTPUT_CHARS, or return less)",
+            )
+
+    def request(self, message: dict[str, Any]) -> list[dict[str, Any]]:
+        """Send a call/query and block until its reply; a `fatal` outcome ends the run."""
+        self._next_id += 1
+        message["id"] = self._next_id
+        write_message(self.pipe_out, message)
+        while True:
+            line = self.pipe_in.readline()
+            if not line:  # the host is gone
+                os._exit(3)
+            reply = decode(line)
+            if reply.get("op") == "reply" and reply.get("id") == self._next_id:
+                results: list[dict[str, Any]] = reply["results"]
+                for outcome in results:
+                    if outcome.get("fatal"):
+                        raise self.trip(outcome["fatal"], outcome.get("error", ""))
+                return results
+
+
+class _Capture(io.TextIOBase):
+    """sys.stdout / sys.stderr for guest code: kept in memory, counted against the budget."""
+
+    def __init__(self, run: _Run) -> None:
+        self._run = run
+        self._parts: list[str] = []
+        self._kept = 0
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        if not isinstance(text, str):
+            raise TypeError(f"write() argument must be str, not {type(text).__name__}")
+        keep = max(0, min(len(text), self._run.limit - self._kept))
+        if keep:
+            self._parts.append(text[:keep])
+            self._kept += keep
+        self._run.charge(len(text))
+        return len(text)
+
+    def getvalue(self) -> str:
+        return "".join(self._parts)
+
+
+class _Rewrite(ast.NodeTransformer):
+    """`await tools.x.y(...)` → `tools.x.y(...)` (guest calls are synchronous)."""
+
+    def visit_Await(self, node: ast.Await) -> ast.AST:
+        self.generic_visit(node)
+        return node.value if _is_api_call(node.value) else node
+
+
+def _is_api_call(node: ast.AST) -> bool:
+    if not isinstance(node, ast.Call):
+        return False
+    func = node.func
+    if isinstance(func, ast.Name):
+        return func.id in _API_NAMES
+    while isinstance(func, ast.Attribute):
+        func = func.value
+    return isinstance(func, ast.Name) and func.id == "tools"
+
+
+def compile_guest(source: str) -> CodeType:
+    """Compile guest code with top-level await, binding the last expression to the result."""
+    tree = _Rewrite().visit(ast.parse(source, GUEST_FILENAME))
+    if tree.body and isinstance(tree.body[-1], ast.Expr):
+        last = tree.body[-1]
+        target = ast.Name(id=_RESULT, ctx=ast.Store())
+        tree.body[-1] = ast.copy_location(ast.Assign(targets=[target], value=last.value), last)
+    ast.fix_missing_locations(tree)
+    return compile(tree, GUEST_FILENAME, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+
+
+def _guest_line(tb: Any) -> int | None:
+    line = None
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == GUEST_FILENAME:
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    return line
+
+
+def _guest_traceback(exc: BaseException, source: str) -> str:
+    lines = source.splitlines()
+    out = ["Traceback (guest code):"]
+    for frame in traceback.extract_tb(exc.__traceback__):
+        if frame.filename == GUEST_FILENAME and frame.lineno is not None:
+            text = lines[frame.lineno - 1].strip() if 0 < frame.lineno <= len(lines) else ""
+            out.append(f"  line {frame.lineno}, in {frame.name}: {text}")
+    out.append(f"{type(exc).__name__}: {exc}")
+    return "\n".join(out)
+
+
+def _error(kind: str, message: str, line: int | None) -> ErrorInfo:
+    return {"type": kind, "message": message, "line": line}
+
+
+def execute(message: dict[str, Any], run: _Run, runtime: GuestRuntime) -> DoneMessage:
+    """Run one snippet to completion (or to its first limit) and build the `done` message."""
+    source: str = message["code"]
+    capture = _Capture(run)
+    runtime.on_output = run.charge
+    namespace = runtime.namespace(message["index"], message["input"])
+    error: ErrorInfo | None = None
+    timeout_s = float(message["timeout_s"])
+
+    def on_alarm(signum: int, frame: FrameType | None) -> None:
+        raise run.trip("TIMEOUT", f"the run exceeded its {timeout_s:g}s time limit "
+                       "(pass a larger timeout_s, up to MCP_CODE_MAX_TIMEOUT_S)")  # fmt: skip
+
+    signal.signal(signal.SIGALRM, on_alarm)
+    sys.stdout = sys.stderr = capture  # type: ignore[assignment]
+    try:
+        code = compile_guest(source)
+        signal.setitimer(signal.ITIMER_REAL, timeout_s)
+        if code.co_flags & 0x80:  # CO_COROUTINE: the code uses top-level await
+            import asyncio
+
+            asyncio.run(eval(code, namespace))
+        else:
+            exec(code, namespace)
+    except SyntaxError as exc:
+        error = _error("SYNTAX_ERROR", f"SyntaxError: {exc.msg}", exc.lineno)
+    except Fatal as exc:
+        error = _error(exc.error_type, exc.message, _guest_line(exc.__traceback__))
+    except MemoryError as exc:
+        error = _error("MEMORY_LIMIT", "MemoryError: the run exceeded its memory limit "
+                       "(raise MCP_CODE_MEMORY_MB)", _guest_line(exc.__traceback__))  # fmt: skip
+    except ToolError as exc:
+        error = _error("TOOL_ERROR", f"ToolError: {exc}", _guest_line(exc.__traceback__))
+    except BaseException as exc:  # guest code may raise anything, SystemExit included
+        error = _error("RUNTIME_ERROR", _guest_traceback(exc, source), _guest_line(exc.__traceback__))
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
+    result: Any = None
+    if error is None and run.tripped is None:
+        result, error = _result_value(namespace.get(_RESULT), run, runtime)
+    if run.tripped is not None:  # a limit the guest caught still ends the run
+        if error is None or error["type"] != run.tripped.error_type:
+            error = _error(run.tripped.error_type, run.tripped.message, None)
+    return {
+        "op": "done", "ok": error is None, "result": result if error is None else None,
+        "stdout": capture.getvalue(), "logs": runtime.logs, "error": error,
+    }  # fmt: skip
+
+
+def _result_value(value: Any, run: _Run, runtime: GuestRuntime) -> tuple[Any, ErrorInfo | None]:
+    try:
+        text = json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError, RecursionError):
+        text = json.dumps(repr(value))
+        runtime.logs.append(
+            f"note: the result ({type(value).__name__}) is not JSON-serialisable; returned its repr"
+        )
+    try:
+        run.charge(len(text))
+    except Fatal as exc:
+        return None, _error(exc.error_type, exc.message, None)
+    return json.loads(text), None
+
+
+def _take_pipe() -> tuple[IO[bytes], IO[bytes]]:
+    """Move the protocol off fds 0/1 so stray writes to them cannot corrupt it."""
+    pipe_in = os.fdopen(os.dup(0), "rb")
+    pipe_out = os.fdopen(os.dup(1), "wb")
+    devnull = os.open(os.devnull, os.O_RDWR)
+    os.dup2(devnull, 0)
+    os.dup2(devnull, 1)
+    os.close(devnull)
+    return pipe_in, pipe_out
+
+
+def _die_with_parent() -> None:
+    """Ask the kernel to SIGKILL this worker when the host process dies (Linux only)."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def _limit_memory(memory_mb: int) -> None:
+    """Cap the address space at what is mapped now plus `memory_mb`."""
+    mapped_kb = 0
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmSize:"):
+                mapped_kb = int(line.split()[1])
+    limit = (mapped_kb + memory_mb * 1024) * 1024
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
+def main() -> None:
+    """Worker entry point: init, ready, one run, done, exit."""
+    parent = os.getppid()
+    pipe_in, pipe_out = _take_pipe()
+    _die_with_parent()
+    if os.getppid() != parent:
+        os._exit(3)
+    init = decode(pipe_in.readline() or b'{"op": "eof"}')
+    if init["op"] != "init":
+        os._exit(3)
+    for module in init["allowed_imports"]:
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            pass  # reported to the guest as an ImportError when it tries
+    _limit_memory(int(init["memory_mb"]))
+    write_message(pipe_out, {"op": "ready", "pid": os.getpid()})
+    line = pipe_in.readline()
+    if not line:
+        os._exit(0)
+    message = decode(line)
+    run = _Run(pipe_in, pipe_out, int(message["max_output_chars"]))
+    runtime = GuestRuntime(run.request, init["allowed_imports"])
+    done = execute(message, run, runtime)
+    write_message(pipe_out, done)
+    pipe_out.close()
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main()

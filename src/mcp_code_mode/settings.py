@@ -1,0 +1,67 @@
+"""Settings from the environment and `.env` (contract §5)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import AliasChoices, Field, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+__all__ = ["DEFAULT_ALLOWED_IMPORTS", "Settings"]
+
+DEFAULT_ALLOWED_IMPORTS: tuple[str, ...] = (
+    "json", "math", "re", "datetime", "collections", "itertools", "functools", "statistics",
+    "random", "string", "textwrap", "decimal", "fractions", "typing", "dataclasses", "enum",
+    "uuid", "hashlib", "base64", "asyncio",
+)  # fmt: skip
+
+
+def _env(name: str) -> AliasChoices:
+    # The environment name, and the field name so tests and callers can pass keywords.
+    return AliasChoices(name, name.lower())
+
+
+class Settings(BaseSettings):
+    """Every knob of the gateway; read once at start and frozen."""
+
+    model_config = SettingsConfigDict(
+        env_file=".env", extra="ignore", frozen=True, populate_by_name=True
+    )
+
+    executor: Literal["local", "pyodide"] = Field("local", validation_alias=_env("MCP_EXECUTOR"))
+    timeout_s: float = Field(30.0, gt=0, validation_alias=_env("MCP_CODE_TIMEOUT_S"))
+    max_timeout_s: float = Field(300.0, gt=0, validation_alias=_env("MCP_CODE_MAX_TIMEOUT_S"))
+    memory_mb: int = Field(256, gt=0, validation_alias=_env("MCP_CODE_MEMORY_MB"))
+    max_tool_calls: int = Field(0, ge=0, validation_alias=_env("MCP_CODE_MAX_TOOL_CALLS"))
+    max_output_chars: int = Field(
+        100_000, gt=0, validation_alias=_env("MCP_CODE_MAX_OUTPUT_CHARS")
+    )
+    pool_size: int = Field(2, ge=0, validation_alias=_env("MCP_CODE_POOL_SIZE"))
+    max_chars: int = Field(8000, gt=0, validation_alias=_env("MCP_CODE_MAX_CHARS"))
+    max_lines: int = Field(400, gt=0, validation_alias=_env("MCP_CODE_MAX_LINES"))
+    extra_imports: str = Field("", validation_alias=_env("MCP_CODE_ALLOWED_IMPORTS"))
+    servers_config: str = Field(
+        "mcp_servers.json", validation_alias=_env("MCP_SERVERS_CONFIG")
+    )
+    dspy_lm: str | None = Field(None, validation_alias=_env("DSPY_LM"))
+    dspy_api_base: str | None = Field(None, validation_alias=_env("DSPY_API_BASE"))
+    dspy_max_steps: int = Field(8, gt=0, validation_alias=_env("DSPY_MAX_STEPS"))
+    dspy_temperature: float = Field(0.0, ge=0, validation_alias=_env("DSPY_TEMPERATURE"))
+    dspy_max_tokens: int = Field(4000, gt=0, validation_alias=_env("DSPY_MAX_TOKENS"))
+
+    @field_validator("dspy_lm", "dspy_api_base", mode="before")
+    @classmethod
+    def _blank_is_unset(cls, value: object) -> object:
+        return None if value == "" else value
+
+    @property
+    def allowed_imports(self) -> tuple[str, ...]:
+        """The default import allowlist plus the comma-separated extras."""
+        extras = [m.strip() for m in self.extra_imports.split(",") if m.strip()]
+        return tuple(dict.fromkeys([*DEFAULT_ALLOWED_IMPORTS, *extras]))
+
+    def clamp_timeout(self, requested_s: float | None) -> float:
+        """The run timeout for a client's request, capped at `max_timeout_s`."""
+        if requested_s is None or requested_s <= 0:
+            return min(self.timeout_s, self.max_timeout_s)
+        return min(requested_s, self.max_timeout_s)

@@ -1,0 +1,50 @@
+"""Turn an MCP `CallToolResult` into the plain JSON value guest code receives (contract §4)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, TypeAlias
+
+from mcp import types as mcp_types
+
+__all__ = ["JSON", "error_text", "unwrap_result"]
+
+JSON: TypeAlias = Any
+"""A value that survives `json.dumps` / `json.loads` unchanged (dict, list, str, number, bool, None)."""
+
+
+def unwrap_result(result: mcp_types.CallToolResult) -> JSON:
+    """The value of a successful tool call.
+
+    `structured_content` when present (a lone `{"result": x}` wrapper becomes `x`);
+    else each content block as text parsed as JSON when it parses, else the text;
+    several content blocks give a list.
+    """
+    structured = result.structured_content
+    if structured is not None:
+        if isinstance(structured, dict) and list(structured) == ["result"]:
+            return structured["result"]
+        return structured
+    values = [_block_value(block) for block in result.content]
+    if not values:
+        return None
+    return values[0] if len(values) == 1 else values
+
+
+def error_text(result: mcp_types.CallToolResult) -> str:
+    """The message of a tool result with `is_error` set."""
+    texts = [b.text for b in result.content if isinstance(b, mcp_types.TextContent)]
+    if texts:
+        return "\n".join(texts)
+    if result.structured_content is not None:
+        return json.dumps(result.structured_content)
+    return "the tool reported an error without a message"
+
+
+def _block_value(block: mcp_types.ContentBlock) -> JSON:
+    if isinstance(block, mcp_types.TextContent):
+        try:
+            return json.loads(block.text)
+        except ValueError:
+            return block.text
+    return block.model_dump(mode="json", by_alias=True, exclude_none=True)
