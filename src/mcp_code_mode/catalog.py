@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import logging
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -16,6 +17,9 @@ from .naming import assign_identifiers
 from .tool_formatter import ToolSchemaFormatter, ToolStubSource, one_line
 
 __all__ = ["Catalog", "SearchHit", "ToolEntry"]
+
+# bm25s sets its own logger to DEBUG; keep its index-building chatter off our stderr.
+logging.getLogger("bm25s").setLevel(logging.WARNING)
 
 _WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 _STOP = frozenset("a an and are as at be by for from in is it of on or that the this to with".split())

@@ -31,11 +31,12 @@ __all__ = ["build_server", "main", "serve"]
 logger = logging.getLogger(__name__)
 
 _MAX_LISTED_SERVERS = 12
+_SERVERS_LINE_CHARS = 200  # tools/list tokens are paid on every turn: keep this line bounded
 _EXECUTE_CODE_DOC = """\
-Run Python that calls upstream MCP tools; filter data in code, return only what matters \
-(last expression = result). Predefined: tools.<server>.<tool>(**kw) (sync, parsed result), \
-call_tool(server, tool, args), call_tools([(server, tool, args)]) (concurrent), \
-search_tools(q), get_tool_docs(server, tool), log(), input, ToolError."""
+Run Python against upstream MCP tools; filter in code, return what matters (last \
+expression = result). Has tools.<server>.<tool>(**kw), call_tool(server, tool, args), \
+call_tools([(server, tool, args)]) (parallel), search_tools(q), get_tool_docs(server, tool), \
+log(), input, ToolError."""
 
 
 class _LeanTool(FunctionTool):
@@ -64,13 +65,23 @@ def _json_result(value: Any, *, is_error: bool = False) -> ToolResult:
 
 
 def _servers_line(gateway: Gateway) -> str:
+    """`Servers: a (desc), b (desc).`: descriptions share a fixed character budget."""
+    rows = gateway.list_servers()[:_MAX_LISTED_SERVERS]
+    shown = []
+    for row in rows:
+        room = _SERVERS_LINE_CHARS // max(len(rows), 1) - len(row["name"]) - 3
+        description = _clip_words(one_line(row["description"]), room)
+        shown.append(f"{row['name']} ({description})" if description else row["name"])
     rows = gateway.list_servers()
-    shown = [
-        f"{r['name']} ({one_line(r['description'], 48)})" if r["description"] else r["name"]
-        for r in rows[:_MAX_LISTED_SERVERS]
-    ]
     more = len(rows) - len(shown)
     return "Servers: " + ", ".join(shown) + (f", +{more} more (list_servers())" if more else ".")
+
+
+def _clip_words(text: str, limit: int) -> str:
+    """The longest run of whole words of `text` within `limit` characters."""
+    if len(text) <= limit:
+        return text
+    return text[: max(limit, 0) + 1].rsplit(" ", 1)[0].rstrip(" ,;:.-") if limit > 0 else ""
 
 
 def instructions(gateway: Gateway) -> str:
@@ -106,9 +117,9 @@ def build_server(gateway: Gateway) -> FastMCP:
         return _json_result(gateway.list_servers())
 
     _add(server, execute_code, _EXECUTE_CODE_DOC + "\n" + _servers_line(gateway))
-    _add(server, search_tools, "Find upstream tools: [{server, tool, signature, description}].")
-    _add(server, get_tool_docs, "Python stub docs of a tool, or of all tools of a server.")
-    _add(server, list_servers, "Upstream servers with status and tool_count.")
+    _add(server, search_tools, "Search upstream tools; returns call signatures.")
+    _add(server, get_tool_docs, "Python stub docs of an upstream tool or server.")
+    _add(server, list_servers, "Upstream servers and their status.")
     return server
 
 

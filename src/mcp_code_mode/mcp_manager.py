@@ -146,9 +146,10 @@ class MCPServerManager:
         except TimeoutError:
             raise ToolCallFailed(server, tool, f"timed out after {up.timeout_s:g}s") from None
         except MCPError as exc:
-            if not client.is_connected():
+            if exc.code == mcp_types.CONNECTION_CLOSED or not client.is_connected():
                 self._mark_dead(up, client, exc)
-            raise ToolCallFailed(server, tool, _describe(exc)) from None
+                raise ToolCallFailed(server, tool, f"upstream failed: {exc.message}") from None
+            raise ToolCallFailed(server, tool, exc.message) from None
         except Exception as exc:  # transport failure of any kind: the upstream is gone
             self._mark_dead(up, client, exc)
             raise ToolCallFailed(server, tool, f"upstream failed: {_describe(exc)}") from None
@@ -208,7 +209,8 @@ async def _close(client: Client[Any]) -> None:
 
 
 def _describe(exc: BaseException) -> str:
-    text = str(exc).strip() or type(exc).__name__
     if isinstance(exc, ExceptionGroup) and exc.exceptions:
         return _describe(exc.exceptions[0])
-    return text
+    if isinstance(exc, MCPError):
+        return exc.message
+    return str(exc).strip() or type(exc).__name__

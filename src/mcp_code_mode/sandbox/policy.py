@@ -59,11 +59,15 @@ def check_policy(
     except SyntaxError as exc:
         return PolicyViolation("SYNTAX_ERROR", f"SyntaxError: {exc.msg}", exc.lineno)
     allowed = frozenset(allowed_imports)
-    for node in ast.walk(tree):
-        message = _check_node(node, allowed)
-        if message is not None:
-            return PolicyViolation("POLICY_VIOLATION", message, getattr(node, "lineno", None))
-    return None
+    found = [
+        (getattr(node, "lineno", 0), getattr(node, "end_col_offset", 0) or 0, message)
+        for node in ast.walk(tree)
+        if (message := _check_node(node, allowed)) is not None
+    ]
+    if not found:
+        return None
+    line, _, message = min(found)  # the first problem in reading order
+    return PolicyViolation("POLICY_VIOLATION", message, line or None)
 
 
 def _check_node(node: ast.AST, allowed: frozenset[str]) -> str | None:

@@ -1,0 +1,168 @@
+"""`mcp-code-mode`: serve, exec, tools (and the agent's `run`, Pyodide's `setup`)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from .errors import CodeModeError
+from .executor_server import add_serve_arguments, serve
+from .gateway import Gateway
+from .settings import Settings
+
+__all__ = ["main"]
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="mcp-code-mode", description="MCP gateway that runs agent code against MCP tools."
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    add_serve_arguments(commands.add_parser("serve", help="run the MCP server (stdio or http)"))
+
+    run = commands.add_parser("exec", help="run one snippet against the configured servers")
+    source = run.add_mutually_exclusive_group(required=True)
+    source.add_argument("--code", help="Python source")
+    source.add_argument("--file", help="file holding Python source")
+    source.add_argument("stdin", nargs="?", choices=["-"], help="'-' reads the source from stdin")
+    run.add_argument("--input", help="JSON value passed to the code as `input`")
+    run.add_argument("--timeout", type=float, help="seconds (default MCP_CODE_TIMEOUT_S)")
+    _common(run)
+
+    tools = commands.add_parser("tools", help="list or search the upstream catalog")
+    tools.add_argument("--search", metavar="QUERY")
+    tools.add_argument("--server", metavar="NAME")
+    tools.add_argument("--limit", type=int, default=10)
+    _common(tools)
+
+    task = commands.add_parser("run", help="natural-language task through the DSPy agent")
+    task.add_argument("task")
+    _common(task)
+
+    setup = commands.add_parser("setup", help="install optional runtimes")
+    setup.add_argument("what", choices=["pyodide"])
+    return parser
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", help="mcp_servers.json path (default: MCP_SERVERS_CONFIG)")
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(message)s")
+    try:
+        settings = Settings()
+        if args.command == "serve":
+            asyncio.run(serve(settings, config_path=args.config, transport=args.transport,
+                              host=args.host, port=args.port))  # fmt: skip
+            return 0
+        if args.command == "exec":
+            return asyncio.run(_exec(settings, args))
+        if args.command == "tools":
+            return asyncio.run(_tools(settings, args))
+        if args.command == "run":
+            raise CodeModeError(
+                "the agent is not built yet in this version; use `mcp-code-mode exec`"
+            )
+        raise CodeModeError("the Pyodide executor is not built yet in this version")
+    except CodeModeError as exc:
+        print(f"mcp-code-mode: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+def _read_source(args: argparse.Namespace) -> str:
+    if args.code is not None:
+        return str(args.code)
+    if args.file is not None:
+        try:
+            with open(args.file, encoding="utf-8") as f:
+                return f.read()
+        except OSError as exc:
+            raise CodeModeError(f"cannot read --file {args.file}: {exc.strerror}") from None
+    return sys.stdin.read()
+
+
+async def _exec(settings: Settings, args: argparse.Namespace) -> int:
+    code = _read_source(args)
+    value: Any = None
+    if args.input is not None:
+        try:
+            value = json.loads(args.input)
+        except ValueError as exc:
+            raise CodeModeError(f"--input is not valid JSON: {exc}") from None
+    async with Gateway.from_settings(settings, args.config) as gateway:
+        _warn_down_servers(gateway)
+        result = await gateway.execute(code, input=value, timeout_s=args.timeout)
+    if args.json:
+        print(json.dumps(result.to_json(), ensure_ascii=False))
+    else:
+        _print_result(result.to_json())
+    return 0 if result.ok else 1
+
+
+def _print_result(data: dict[str, Any]) -> None:
+    if data["stdout"]:
+        print("--- stdout ---")
+        print(data["stdout"].rstrip("\n"))
+    if data["logs"]:
+        print("--- logs ---")
+        print("\n".join(data["logs"]))
+    if data["ok"]:
+        if data["stdout"] or data["logs"]:
+            print("--- result ---")
+        value = data["result"]
+        print(value if isinstance(value, str) else json.dumps(value, indent=2, ensure_ascii=False))
+    else:
+        error = data["error"]
+        where = f" (line {error['line']})" if error.get("line") else ""
+        print(f"error: {error['type']}{where}\n{error['message']}", file=sys.stderr)
+    calls = data["tool_calls"]
+    print(
+        f"[{len(calls)} tool call(s), {data['duration_ms']:.1f} ms]", file=sys.stderr
+    )
+
+
+async def _tools(settings: Settings, args: argparse.Namespace) -> int:
+    async with Gateway.from_settings(settings, args.config) as gateway:
+        _warn_down_servers(gateway)
+        catalog = gateway.catalog
+        if args.search:
+            rows = gateway.search_tools(args.search, args.limit)
+            if args.server:
+                rows = [r for r in rows if r["server"] == args.server]
+        else:
+            entries = catalog.tools_of(args.server) if args.server else list(catalog.entries)
+            rows = [
+                {"server": e.server, "tool": e.tool, "signature": catalog.signature(e),
+                 "description": (e.schema.description or "").strip().split("\n")[0]}
+                for e in entries
+            ]  # fmt: skip
+        if args.json:
+            print(json.dumps({"tools": rows, "servers": gateway.list_servers(),
+                              "sandbox": gateway.sandbox_info()}, ensure_ascii=False))  # fmt: skip
+        else:
+            for row in rows:
+                print(row["signature"])
+                if row["description"]:
+                    print(f"    {row['description']}")
+    return 0
+
+
+def _warn_down_servers(gateway: Gateway) -> None:
+    for row in gateway.list_servers():
+        if row["status"] == "error":
+            print(f"warning: server {row['name']!r}: {row['error']}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,43 @@
+"""Fixtures: config files pointing at real stdio upstreams, and a shared started gateway."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+
+from mcp_code_mode.gateway import Gateway
+
+from .support import SECRET, ConfigWriter, standard_servers, start_gateway
+
+# A "server secret" the guest must never see: set before any gateway or worker starts.
+os.environ["MCP_CODE_TEST_SECRET"] = SECRET
+
+
+@pytest.fixture
+def write_config(tmp_path: Path) -> ConfigWriter:
+    def write(
+        servers: dict[str, Any], *, shape: str = "servers", name: str = "mcp_servers.json"
+    ) -> Path:
+        path = tmp_path / name
+        path.write_text(json.dumps({shape: servers}), encoding="utf-8")
+        return path
+
+    return write
+
+
+@pytest_asyncio.fixture(scope="session")
+async def gateway(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Gateway]:
+    """One gateway over the standard upstreams, shared by tests that do not change it."""
+    path = tmp_path_factory.mktemp("cfg") / "mcp_servers.json"
+    path.write_text(json.dumps({"servers": standard_servers()}), encoding="utf-8")
+    gw = await start_gateway(path, pool_size=2)
+    try:
+        yield gw
+    finally:
+        await gw.aclose()

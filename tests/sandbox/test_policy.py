@@ -1,0 +1,75 @@
+"""The AST policy: what it refuses, with the line of the first problem."""
+
+from __future__ import annotations
+
+import pytest
+
+from mcp_code_mode.sandbox.policy import check_policy
+from mcp_code_mode.settings import DEFAULT_ALLOWED_IMPORTS
+
+
+def check(code: str, **limits: int):  # type: ignore[no-untyped-def]
+    return check_policy(
+        code, allowed_imports=DEFAULT_ALLOWED_IMPORTS,
+        max_chars=limits.get("max_chars", 8000), max_lines=limits.get("max_lines", 400),
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("code", "line", "needle"),
+    [
+        ("import os", 1, "'os'"),
+        ("x = 1\nimport subprocess", 2, "subprocess"),
+        ("from os import path", 1, "'os'"),
+        ("from . import x", 1, "relative"),
+        ("x = 1\ny = 2\nexec('1')", 3, "exec"),
+        ("eval('1')", 1, "eval"),
+        ("compile('1', 'f', 'exec')", 1, "compile"),
+        ("__import__('os')", 1, "__import__"),
+        ("open('/etc/passwd')", 1, "open"),
+        ("globals()", 1, "globals"),
+        ("\n\n().__class__.__base__.__subclasses__()", 3, "__class__"),
+        ("def f():\n    yield 1\ng = f()\ng.gi_frame", 4, "gi_frame"),
+        ("import uuid\nuuid.os.environ", 2, "'os'"),
+        ("import typing\ntyping.sys.modules", 2, "'sys'"),
+        ("import asyncio\nasyncio.create_subprocess_shell('ls')", 2, "create_subprocess_shell"),
+        ("'{0.__class__}'.format(1)", 1, "dunder"),
+        ("from json import *", 1, "import *"),
+        ("__builtins__", 1, "__builtins__"),
+    ],
+)
+def test_violations_name_the_line(code: str, line: int, needle: str) -> None:
+    violation = check(code)
+    assert violation is not None
+    assert violation.kind == "POLICY_VIOLATION"
+    assert violation.line == line
+    assert needle in violation.message
+
+
+def test_syntax_error_has_its_line() -> None:
+    violation = check("x = 1\ny = (\n")
+    assert violation is not None and violation.kind == "SYNTAX_ERROR"
+    assert violation.line is not None and violation.line >= 2
+
+
+def test_size_limits() -> None:
+    too_long = check("x = 1\n" * 10, max_chars=20)
+    assert too_long is not None and "MCP_CODE_MAX_CHARS" in too_long.message
+    too_many = check("x = 1\n" * 5, max_lines=3)
+    assert too_many is not None and "MCP_CODE_MAX_LINES" in too_many.message
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "import json, math\njson.dumps([math.pi])",
+        "from collections import Counter\nCounter('abc')",
+        "x = await tools.notes.list_notes()\nx",
+        "class A:\n    pass\nA()",
+        "[n for n in range(3)]",
+        "import datetime\ndatetime.datetime.now().isoformat()",
+        "_private = 1",
+    ],
+)
+def test_ordinary_code_passes(code: str) -> None:
+    assert check(code) is None

