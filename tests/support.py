@@ -19,6 +19,7 @@ SECRET = "sk-test-secret-value-4242"
 
 ConfigWriter = Callable[..., Path]
 
+
 def server_entry(script: str, **extra: Any) -> dict[str, Any]:
     return {"command": "python", "args": [script], "env": dict(QUIET), **extra}
 

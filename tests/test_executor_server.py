@@ -18,7 +18,16 @@ from mcp import types as mcp_types
 from mcp_code_mode.executor_server import build_server
 from mcp_code_mode.gateway import Gateway
 
-from .support import DATA_SERVER, NOTES_SERVER, QUIET, ROOT, TEST_SERVER, ConfigWriter, server_entry, start_gateway
+from .support import (
+    DATA_SERVER,
+    NOTES_SERVER,
+    QUIET,
+    ROOT,
+    TEST_SERVER,
+    ConfigWriter,
+    server_entry,
+    start_gateway,
+)
 
 CONTRACT_TOOLS = {"execute_code", "search_tools", "get_tool_docs", "list_servers"}
 
@@ -71,8 +80,12 @@ async def test_tools_list_budget_with_five_servers(write_config: ConfigWriter) -
 
 async def test_tools_list_never_above_600_with_many_servers(write_config: ConfigWriter) -> None:
     long = "An upstream server with a long description that goes on about what it can do " * 3
-    servers = {f"upstream-server-{i}": server_entry(TEST_SERVER, description=long) for i in range(15)}
-    servers.update({f"broken-{i}": {"command": "/nonexistent", "description": long} for i in range(5)})
+    servers = {
+        f"upstream-server-{i}": server_entry(TEST_SERVER, description=long) for i in range(15)
+    }
+    servers.update(
+        {f"broken-{i}": {"command": "/nonexistent", "description": long} for i in range(5)}
+    )
     gw = await start_gateway(write_config(servers), timeout_s=60)
     try:
         assert len(gw.catalog.entries) >= 15 * 12
@@ -87,7 +100,9 @@ async def test_tools_list_never_above_600_with_many_servers(write_config: Config
 
 async def test_execute_code_result_shape(gateway: Gateway) -> None:
     async with Client(build_server(gateway)) as client:
-        ok = await client.call_tool_mcp("execute_code", {"code": "tools.my_data.order_stats()['paid_total'] > 0"})
+        ok = await client.call_tool_mcp(
+            "execute_code", {"code": "tools.my_data.order_stats()['paid_total'] > 0"}
+        )
         bad = await client.call_tool_mcp("execute_code", {"code": "print('x')\n1/0"})
         with_input = await client.call_tool_mcp(
             "execute_code", {"code": "input['k']", "input": '{"k": "v"}', "timeout_s": 5}
@@ -105,12 +120,18 @@ async def test_execute_code_result_shape(gateway: Gateway) -> None:
 
 async def test_discovery_tools(gateway: Gateway) -> None:
     async with Client(build_server(gateway)) as client:
-        hits = payload(await client.call_tool_mcp("search_tools", {"query": "list customers", "limit": 2}))
-        doc = payload(await client.call_tool_mcp("get_tool_docs", {"server": "notes", "tool": "add_note"}))
+        hits = payload(
+            await client.call_tool_mcp("search_tools", {"query": "list customers", "limit": 2})
+        )
+        doc = payload(
+            await client.call_tool_mcp("get_tool_docs", {"server": "notes", "tool": "add_note"})
+        )
         all_docs = payload(await client.call_tool_mcp("get_tool_docs", {"server": "my-data"}))
         servers = payload(await client.call_tool_mcp("list_servers", {}))
         unknown = await client.call_tool_mcp("get_tool_docs", {"server": "nope"})
-        unknown_tool = await client.call_tool_mcp("get_tool_docs", {"server": "notes", "tool": "nope"})
+        unknown_tool = await client.call_tool_mcp(
+            "get_tool_docs", {"server": "notes", "tool": "nope"}
+        )
     assert hits[0] == {
         "server": "my-data", "tool": "list_customers",
         "signature": "tools.my_data.list_customers(country: str | None = None, limit: int = 200) -> list[dict]",
@@ -188,7 +209,9 @@ async def test_http_server_end_to_end(tmp_path: Path) -> None:
             except OSError:
                 await asyncio.sleep(0.1)
         async with Client(f"http://127.0.0.1:{port}/mcp") as client:
-            result = await client.call_tool_mcp("execute_code", {"code": "tools.notes.get_note(note_id=2)['id']"})
+            result = await client.call_tool_mcp(
+                "execute_code", {"code": "tools.notes.get_note(note_id=2)['id']"}
+            )
         assert payload(result)["result"] == 2
     finally:
         proc.terminate()

@@ -22,7 +22,9 @@ async def test_last_expression_is_the_result(gateway: Gateway) -> None:
 
 
 async def test_stdout_logs_and_input(gateway: Gateway) -> None:
-    out = await run(gateway, "print('hi', input['n'])\nlog('seen', 3)\ninput['n'] * 2", input={"n": 4})
+    out = await run(
+        gateway, "print('hi', input['n'])\nlog('seen', 3)\ninput['n'] * 2", input={"n": 4}
+    )
     assert out["ok"] and out["result"] == 8
     assert out["stdout"] == "hi 4\n"
     assert out["logs"] == ["seen 3"]
@@ -61,7 +63,13 @@ async def test_dashed_clashing_and_keyword_names(gateway: Gateway) -> None:
     )
     assert out["ok"], out["error"]
     assert out["result"] == ["get-user", "get_user", "get-user", "class ok", 1]
-    assert [c["tool"] for c in out["tool_calls"]] == ["get-user", "get_user", "get-user", "class", "get_customer"]
+    assert [c["tool"] for c in out["tool_calls"]] == [
+        "get-user",
+        "get_user",
+        "get-user",
+        "class",
+        "get_customer",
+    ]
     assert out["tool_calls"][-1]["server"] == "my-data"
 
 
@@ -78,7 +86,9 @@ async def test_tool_error_is_catchable(gateway: Gateway) -> None:
     )
     out = await run(gateway, code)
     assert out["result"] == ["testsrv", "fail", True]
-    assert out["tool_calls"] == [{**out["tool_calls"][0], "server": "testsrv", "tool": "fail", "ok": False}]
+    assert out["tool_calls"] == [
+        {**out["tool_calls"][0], "server": "testsrv", "tool": "fail", "ok": False}
+    ]
 
 
 async def test_uncaught_tool_error_ends_the_run(gateway: Gateway) -> None:

@@ -84,7 +84,9 @@ async def test_hanging_call_times_out_and_server_keeps_serving(write_config: Con
 
 
 async def test_shutdown_leaves_no_upstream_processes(write_config: ConfigWriter) -> None:
-    gw = await start_gateway(write_config({"a": server_entry(TEST_SERVER), "b": server_entry(TEST_SERVER)}))
+    gw = await start_gateway(
+        write_config({"a": server_entry(TEST_SERVER), "b": server_entry(TEST_SERVER)})
+    )
     pids = (await gw.execute("[tools.a.pid(), tools.b.pid()]")).result
     assert all(_alive(p) for p in pids)
     await gw.aclose()
@@ -93,15 +95,21 @@ async def test_shutdown_leaves_no_upstream_processes(write_config: ConfigWriter)
 
 async def test_upstream_env_is_minimal_plus_configured(write_config: ConfigWriter) -> None:
     assert os.environ["MCP_CODE_TEST_SECRET"] == SECRET
-    path = write_config({"t": server_entry(TEST_SERVER, env={"GIVEN": "yes", "FASTMCP_LOG_LEVEL": "WARNING"})})
+    path = write_config(
+        {"t": server_entry(TEST_SERVER, env={"GIVEN": "yes", "FASTMCP_LOG_LEVEL": "WARNING"})}
+    )
     async with MCPServerManager(load_config(path), default_timeout_s=20) as manager:
-        secret = unwrap_result(await manager.call_tool("t", "env", {"name": "MCP_CODE_TEST_SECRET"}))
+        secret = unwrap_result(
+            await manager.call_tool("t", "env", {"name": "MCP_CODE_TEST_SECRET"})
+        )
         given = unwrap_result(await manager.call_tool("t", "env", {"name": "GIVEN"}))
     assert secret is None
     assert given == "yes"
 
 
-async def test_tool_error_and_unknown_server_map_to_tool_call_failed(write_config: ConfigWriter) -> None:
+async def test_tool_error_and_unknown_server_map_to_tool_call_failed(
+    write_config: ConfigWriter,
+) -> None:
     path = write_config({"t": server_entry(TEST_SERVER, deny_tools=["crash", "pid"])})
     async with MCPServerManager(load_config(path), default_timeout_s=20) as manager:
         names = [t.name for t in manager.tools()["t"]]

@@ -25,6 +25,27 @@ SETTING_NAMES = (
 )  # fmt: skip
 
 
+# Contract §5 defaults by field name.
+DEFAULTS = {
+    "executor": "local",
+    "timeout_s": 30.0,
+    "max_timeout_s": 300.0,
+    "memory_mb": 256,
+    "max_tool_calls": 0,
+    "max_output_chars": 100_000,
+    "pool_size": 2,
+    "max_chars": 8000,
+    "max_lines": 400,
+    "extra_imports": "",
+    "servers_config": "mcp_servers.json",
+    "dspy_lm": None,
+    "dspy_api_base": None,
+    "dspy_max_steps": 8,
+    "dspy_temperature": 0.0,
+    "dspy_max_tokens": 4000,
+}
+
+
 @pytest.fixture
 def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> pytest.MonkeyPatch:
     """No MCP_*/DSPY_* variables, and an empty working directory (no stray `.env`)."""
@@ -56,6 +77,7 @@ def test_defaults_match_the_contract(clean_env: pytest.MonkeyPatch) -> None:
     assert s.dspy_max_steps == 8
     assert s.dspy_temperature == 0.0
     assert s.dspy_max_tokens == 4000
+    assert s.model_dump() == DEFAULTS
 
 
 def test_defaults_without_env_file_argument_in_an_empty_folder(
@@ -91,9 +113,7 @@ def test_environment_overrides_a_default(
 ) -> None:
     clean_env.setenv(variable, value)
     s = Settings(_env_file=None)  # type: ignore[call-arg]
-    assert getattr(s, field) == expected
-    defaults = Settings(_env_file=None, **{field: getattr(s, field)})  # type: ignore[arg-type]
-    assert s == defaults  # nothing else changed
+    assert s.model_dump() == {**DEFAULTS, field: expected}  # nothing else changed
 
 
 def test_extra_imports_are_added_to_the_defaults(clean_env: pytest.MonkeyPatch) -> None:

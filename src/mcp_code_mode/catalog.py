@@ -22,7 +22,31 @@ __all__ = ["Catalog", "SearchHit", "ToolEntry"]
 logging.getLogger("bm25s").setLevel(logging.WARNING)
 
 _WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
-_STOP = frozenset("a an and are as at be by for from in is it of on or that the this to with".split())
+_STOP = frozenset(
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "by",
+        "for",
+        "from",
+        "in",
+        "is",
+        "it",
+        "of",
+        "on",
+        "or",
+        "that",
+        "the",
+        "this",
+        "to",
+        "with",
+    ]
+)
 # Field weights: how many times a field's tokens count in a tool's document.
 _NAME_WEIGHT, _PARAM_WEIGHT, _SERVER_WEIGHT = 3, 1, 1
 

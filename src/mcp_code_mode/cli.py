@@ -127,9 +127,7 @@ def _print_result(data: dict[str, Any]) -> None:
         where = f" (line {error['line']})" if error.get("line") else ""
         print(f"error: {error['type']}{where}\n{error['message']}", file=sys.stderr)
     calls = data["tool_calls"]
-    print(
-        f"[{len(calls)} tool call(s), {data['duration_ms']:.1f} ms]", file=sys.stderr
-    )
+    print(f"[{len(calls)} tool call(s), {data['duration_ms']:.1f} ms]", file=sys.stderr)
 
 
 async def _tools(settings: Settings, args: argparse.Namespace) -> int:

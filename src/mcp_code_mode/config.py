@@ -12,8 +12,12 @@ from pathlib import Path
 from typing import Any, Literal
 
 from dotenv import dotenv_values
-from fastmcp.client.transports import ClientTransport, SSETransport, StdioTransport
-from fastmcp.client.transports import StreamableHttpTransport
+from fastmcp.client.transports import (
+    ClientTransport,
+    SSETransport,
+    StdioTransport,
+    StreamableHttpTransport,
+)
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from .errors import ConfigError
@@ -75,7 +79,9 @@ class ServerConfig(BaseModel):
     @model_validator(mode="after")
     def _resolve_transport(self) -> ServerConfig:
         if self.command is not None and self.url is not None:
-            raise _FieldProblem("url", "give either 'command' (stdio) or 'url' (http/sse), not both")
+            raise _FieldProblem(
+                "url", "give either 'command' (stdio) or 'url' (http/sse), not both"
+            )
         kind = self.transport
         if kind is None:
             if self.url is not None:
@@ -142,7 +148,9 @@ class GatewayConfig(BaseModel):
         return {name: s for name, s in self.servers.items() if s.enabled}
 
 
-def load_config(path: str | os.PathLike[str], *, env: Mapping[str, str] | None = None) -> GatewayConfig:
+def load_config(
+    path: str | os.PathLike[str], *, env: Mapping[str, str] | None = None
+) -> GatewayConfig:
     """Read, interpolate and validate a config file.
 
     Args:

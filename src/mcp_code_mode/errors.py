@@ -40,7 +40,11 @@ class ConfigError(CodeModeError):
     """A config file or setting is wrong; names the file, the server and the field."""
 
     def __init__(
-        self, message: str, *, file: str | None = None, server: str | None = None,
+        self,
+        message: str,
+        *,
+        file: str | None = None,
+        server: str | None = None,
         field: str | None = None,
     ) -> None:
         self.file = file
@@ -59,7 +63,7 @@ class ConfigError(CodeModeError):
 
 
 class ToolCallFailed(CodeModeError):
-    """An upstream tool call failed: the tool reported an error, timed out, or its server is down."""
+    """An upstream call failed: the tool reported an error, timed out, or its server is down."""
 
     error_type = ErrorType.TOOL_ERROR
 

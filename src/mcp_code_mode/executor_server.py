@@ -40,7 +40,7 @@ log(), input, ToolError."""
 
 
 class _LeanTool(FunctionTool):
-    """A FunctionTool without the title and `_meta` fastmcp adds: tools/list tokens are paid every turn."""
+    """A FunctionTool without fastmcp's title and `_meta`: tools/list tokens cost every turn."""
 
     def to_mcp_tool(self, **overrides: Any) -> mcp_types.Tool:
         tool = super().to_mcp_tool(**overrides)
@@ -161,9 +161,7 @@ async def serve(
         if transport == "stdio":
             await server.run_stdio_async(show_banner=False)
         else:
-            await server.run_http_async(
-                show_banner=False, transport="http", host=host, port=port
-            )
+            await server.run_http_async(show_banner=False, transport="http", host=host, port=port)
 
 
 def add_serve_arguments(parser: argparse.ArgumentParser) -> None:

@@ -117,7 +117,7 @@ class MCPServerManager:
         return rows
 
     def unavailable_reason(self, server: str) -> str | None:
-        """Why a configured server cannot take calls right now, or None when it can (or is unknown)."""
+        """Why a configured server cannot take calls now; None when it can (or is unknown)."""
         if server in self.config.servers and server not in self._upstreams:
             return f"server {server!r} is disabled in the config"
         up = self._upstreams.get(server)
@@ -164,7 +164,7 @@ class MCPServerManager:
         started = time.perf_counter()
         try:
             async with asyncio.timeout(up.timeout_s):
-                await client.__aenter__()
+                await client.__aenter__()  # type: ignore[no-untyped-call]
                 tools = await client.list_tools()
         except Exception as exc:  # any start-up failure is reported as this server's status
             await _close(client)
@@ -203,7 +203,7 @@ class MCPServerManager:
 
 async def _close(client: Client[Any]) -> None:
     try:
-        await client.close()
+        await client.close()  # type: ignore[no-untyped-call]
     except Exception as exc:  # teardown of a broken transport must not stop the others
         logger.debug("error while closing upstream client: %s", exc)
 

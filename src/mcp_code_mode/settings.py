@@ -33,16 +33,12 @@ class Settings(BaseSettings):
     max_timeout_s: float = Field(300.0, gt=0, validation_alias=_env("MCP_CODE_MAX_TIMEOUT_S"))
     memory_mb: int = Field(256, gt=0, validation_alias=_env("MCP_CODE_MEMORY_MB"))
     max_tool_calls: int = Field(0, ge=0, validation_alias=_env("MCP_CODE_MAX_TOOL_CALLS"))
-    max_output_chars: int = Field(
-        100_000, gt=0, validation_alias=_env("MCP_CODE_MAX_OUTPUT_CHARS")
-    )
+    max_output_chars: int = Field(100_000, gt=0, validation_alias=_env("MCP_CODE_MAX_OUTPUT_CHARS"))
     pool_size: int = Field(2, ge=0, validation_alias=_env("MCP_CODE_POOL_SIZE"))
     max_chars: int = Field(8000, gt=0, validation_alias=_env("MCP_CODE_MAX_CHARS"))
     max_lines: int = Field(400, gt=0, validation_alias=_env("MCP_CODE_MAX_LINES"))
     extra_imports: str = Field("", validation_alias=_env("MCP_CODE_ALLOWED_IMPORTS"))
-    servers_config: str = Field(
-        "mcp_servers.json", validation_alias=_env("MCP_SERVERS_CONFIG")
-    )
+    servers_config: str = Field("mcp_servers.json", validation_alias=_env("MCP_SERVERS_CONFIG"))
     dspy_lm: str | None = Field(None, validation_alias=_env("DSPY_LM"))
     dspy_api_base: str | None = Field(None, validation_alias=_env("DSPY_API_BASE"))
     dspy_max_steps: int = Field(8, gt=0, validation_alias=_env("DSPY_MAX_STEPS"))

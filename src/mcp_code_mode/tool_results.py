@@ -10,7 +10,7 @@ from mcp import types as mcp_types
 __all__ = ["JSON", "error_text", "unwrap_result"]
 
 JSON: TypeAlias = Any
-"""A value that survives `json.dumps` / `json.loads` unchanged (dict, list, str, number, bool, None)."""
+"""A value that survives `json.dumps` / `json.loads` (dict, list, str, number, bool, None)."""
 
 
 def unwrap_result(result: mcp_types.CallToolResult) -> JSON:

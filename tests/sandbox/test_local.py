@@ -27,7 +27,11 @@ def worker_pids() -> set[int]:
         except OSError:
             continue
         fields = stat.rsplit(")", 1)[1].split()
-        if b"mcp_code_mode.sandbox.worker" in cmdline and fields[0] != "Z" and int(fields[1]) == os.getpid():
+        if (
+            b"mcp_code_mode.sandbox.worker" in cmdline
+            and fields[0] != "Z"
+            and int(fields[1]) == os.getpid()
+        ):
             pids.add(int(entry.name))
     return pids
 
@@ -88,7 +92,9 @@ async def test_output_flood_is_cut(timing_gateway: Gateway) -> None:
 async def test_memory_limit(timing_gateway: Gateway) -> None:
     out = (await timing_gateway.execute("x = bytearray(512 * 1024 * 1024)\nlen(x)")).to_json()
     assert out["error"]["type"] == "MEMORY_LIMIT", out
-    assert (await timing_gateway.execute("len(bytearray(10 * 1024 * 1024))")).result == 10 * 1024 * 1024
+    assert (
+        await timing_gateway.execute("len(bytearray(10 * 1024 * 1024))")
+    ).result == 10 * 1024 * 1024
 
 
 @pytest.mark.parametrize(

@@ -41,7 +41,9 @@ class ExecutionResult(BaseModel):
     def failure(
         cls, error_type: ErrorType, message: str, line: int | None = None, **fields: Any
     ) -> ExecutionResult:
-        return cls(ok=False, error=ErrorDetail(type=error_type, message=message, line=line), **fields)
+        return cls(
+            ok=False, error=ErrorDetail(type=error_type, message=message, line=line), **fields
+        )
 
     def to_json(self) -> dict[str, Any]:
         return self.model_dump(mode="json")

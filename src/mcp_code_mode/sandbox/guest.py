@@ -24,13 +24,49 @@ Requester = Callable[[dict[str, Any]], list[dict[str, Any]]]
 # Attributes that lead from harmless objects to frames, code, modules or processes.
 # The policy rejects them as literals; `getattr` & co. reject them as strings.
 BLOCKED_ATTRIBUTES = frozenset(
-    """gi_frame gi_code gi_yieldfrom cr_frame cr_code cr_await ag_frame ag_code tb_frame
-    tb_next f_back f_globals f_locals f_builtins f_code co_code mro os sys builtins
-    subprocess create_subprocess_exec create_subprocess_shell open_connection
-    open_unix_connection start_server start_unix_server subprocess_exec subprocess_shell
-    create_connection create_server create_unix_connection create_unix_server
-    create_datagram_endpoint connect_read_pipe connect_write_pipe run_in_executor
-    to_thread add_reader add_writer sock_connect""".split()
+    [
+        "gi_frame",
+        "gi_code",
+        "gi_yieldfrom",
+        "cr_frame",
+        "cr_code",
+        "cr_await",
+        "ag_frame",
+        "ag_code",
+        "tb_frame",
+        "tb_next",
+        "f_back",
+        "f_globals",
+        "f_locals",
+        "f_builtins",
+        "f_code",
+        "co_code",
+        "mro",
+        "os",
+        "sys",
+        "builtins",
+        "subprocess",
+        "create_subprocess_exec",
+        "create_subprocess_shell",
+        "open_connection",
+        "open_unix_connection",
+        "start_server",
+        "start_unix_server",
+        "subprocess_exec",
+        "subprocess_shell",
+        "create_connection",
+        "create_server",
+        "create_unix_connection",
+        "create_unix_server",
+        "create_datagram_endpoint",
+        "connect_read_pipe",
+        "connect_write_pipe",
+        "run_in_executor",
+        "to_thread",
+        "add_reader",
+        "add_writer",
+        "sock_connect",
+    ]
 )
 _REMOVED_BUILTINS = (
     "open", "exec", "eval", "compile", "__import__", "breakpoint", "input", "help",
@@ -48,7 +84,7 @@ class ToolError(Exception):
         self.message = message
 
 
-class Fatal(BaseException):  # noqa: N818 - a run-ending signal, not an error class
+class Fatal(BaseException):
     """Ends the run with a given error type; the worker reports it even if guest code catches it."""
 
     def __init__(self, error_type: str, message: str) -> None:

@@ -12,6 +12,7 @@ OS layer blocks them.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -144,10 +145,9 @@ class _Conversation:
             )
         else:
             results = [await self._outcome(self.router.query(request["kind"], request["args"]))]
-        try:
+        # A worker that is gone cannot take the reply; the conversation loop reports it.
+        with contextlib.suppress(ConnectionError, RuntimeError):
             await self.worker.send({"op": "reply", "id": request["id"], "results": results})
-        except (ConnectionError, RuntimeError):
-            pass  # the worker is gone; the conversation loop reports it
 
     @staticmethod
     async def _outcome(pending: Any) -> Outcome:

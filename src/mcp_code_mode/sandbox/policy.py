@@ -22,8 +22,24 @@ from .guest import BLOCKED_ATTRIBUTES
 __all__ = ["BLOCKED_NAMES", "PolicyViolation", "check_policy"]
 
 BLOCKED_NAMES = frozenset(
-    """exec eval compile __import__ open globals locals vars breakpoint help exit quit
-    memoryview __builtins__ __loader__ __spec__""".split()
+    [
+        "exec",
+        "eval",
+        "compile",
+        "__import__",
+        "open",
+        "globals",
+        "locals",
+        "vars",
+        "breakpoint",
+        "help",
+        "exit",
+        "quit",
+        "memoryview",
+        "__builtins__",
+        "__loader__",
+        "__spec__",
+    ]
 )
 _FORMAT_DUNDER = re.compile(r"\{[^{}]*__")
 
@@ -93,9 +109,12 @@ def _check_node(node: ast.AST, allowed: frozenset[str]) -> str | None:
             return f"access to dunder attribute {node.attr!r} is not allowed"
         if node.attr in BLOCKED_ATTRIBUTES:
             return f"access to attribute {node.attr!r} is not allowed"
-    elif isinstance(node, ast.Constant) and isinstance(node.value, str):
-        if _FORMAT_DUNDER.search(node.value):
-            return "format strings that reach dunder attributes are not allowed"
+    elif (
+        isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and _FORMAT_DUNDER.search(node.value)
+    ):
+        return "format strings that reach dunder attributes are not allowed"
     return None
 
 

@@ -55,7 +55,9 @@ class WorkerProcess:
             async with asyncio.timeout(_START_TIMEOUT_S):
                 ready = await worker.receive()
             if ready is None or ready.get("op") != "ready":
-                raise WorkerCrashed(f"worker {proc.pid} did not start (exit code {proc.returncode})")
+                raise WorkerCrashed(
+                    f"worker {proc.pid} did not start (exit code {proc.returncode})"
+                )
         except BaseException:
             await worker.dispose()
             raise

@@ -13,6 +13,7 @@ processes comes from the OS layers the host applies (see the local executor).
 from __future__ import annotations
 
 import ast
+import contextlib
 import importlib
 import io
 import json
@@ -53,7 +54,9 @@ class _Run:
     def charge(self, chars: int) -> None:
         """Count output against MCP_CODE_MAX_OUTPUT_CHARS; raise once it is exceeded."""
         self.remaining -= chars
-        if self.remaining < 0 or self.tripped is not None and self.tripped.error_type == "OUTPUT_LIMIT":
+        if self.remaining < 0 or (
+            self.tripped is not None and self.tripped.error_type == "OUTPUT_LIMIT"
+        ):
             raise self.trip(
                 "OUTPUT_LIMIT",
                 f"output (stdout + logs + result) exceeded {self.limit} characters "
@@ -124,13 +127,14 @@ def _is_api_call(node: ast.AST) -> bool:
 
 def compile_guest(source: str) -> CodeType:
     """Compile guest code with top-level await, binding the last expression to the result."""
-    tree = _Rewrite().visit(ast.parse(source, GUEST_FILENAME))
+    tree: ast.Module = _Rewrite().visit(ast.parse(source, GUEST_FILENAME))
     if tree.body and isinstance(tree.body[-1], ast.Expr):
         last = tree.body[-1]
         target = ast.Name(id=_RESULT, ctx=ast.Store())
         tree.body[-1] = ast.copy_location(ast.Assign(targets=[target], value=last.value), last)
     ast.fix_missing_locations(tree)
-    return compile(tree, GUEST_FILENAME, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+    code: CodeType = compile(tree, GUEST_FILENAME, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+    return code
 
 
 def _guest_line(tb: Any) -> int | None:
@@ -171,7 +175,7 @@ def execute(message: dict[str, Any], run: _Run, runtime: GuestRuntime) -> DoneMe
                        "(pass a larger timeout_s, up to MCP_CODE_MAX_TIMEOUT_S)")  # fmt: skip
 
     signal.signal(signal.SIGALRM, on_alarm)
-    sys.stdout = sys.stderr = capture  # type: ignore[assignment]
+    sys.stdout = sys.stderr = capture
     try:
         code = compile_guest(source)
         signal.setitimer(signal.ITIMER_REAL, timeout_s)
@@ -191,16 +195,18 @@ def execute(message: dict[str, Any], run: _Run, runtime: GuestRuntime) -> DoneMe
     except ToolError as exc:
         error = _error("TOOL_ERROR", f"ToolError: {exc}", _guest_line(exc.__traceback__))
     except BaseException as exc:  # guest code may raise anything, SystemExit included
-        error = _error("RUNTIME_ERROR", _guest_traceback(exc, source), _guest_line(exc.__traceback__))
+        error = _error(
+            "RUNTIME_ERROR", _guest_traceback(exc, source), _guest_line(exc.__traceback__)
+        )
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
     result: Any = None
     if error is None and run.tripped is None:
         result, error = _result_value(namespace.get(_RESULT), run, runtime)
-    if run.tripped is not None:  # a limit the guest caught still ends the run
-        if error is None or error["type"] != run.tripped.error_type:
-            error = _error(run.tripped.error_type, run.tripped.message, None)
+    tripped = run.tripped  # a limit the guest caught still ends the run
+    if tripped is not None and (error is None or error["type"] != tripped.error_type):
+        error = _error(tripped.error_type, tripped.message, None)
     return {
         "op": "done", "ok": error is None, "result": result if error is None else None,
         "stdout": capture.getvalue(), "logs": runtime.logs, "error": error,
@@ -267,10 +273,9 @@ def main() -> None:
     if init["op"] != "init":
         os._exit(3)
     for module in init["allowed_imports"]:
-        try:
+        # A module that is missing here is reported to the guest when it imports it.
+        with contextlib.suppress(ImportError):
             importlib.import_module(module)
-        except ImportError:
-            pass  # reported to the guest as an ImportError when it tries
     _limit_memory(int(init["memory_mb"]))
     write_message(pipe_out, {"op": "ready", "pid": os.getpid()})
     line = pipe_in.readline()

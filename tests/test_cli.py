@@ -1,0 +1,92 @@
+"""The `mcp-code-mode` command line, run as a real subprocess against the bundled demo config."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from .support import ROOT, TEST_SERVER, server_entry
+
+SCRIPT = Path(sys.executable).parent / "mcp-code-mode"
+
+
+def cli(
+    *args: str, stdin: str | None = None, cwd: Path = ROOT, timeout: float = 90
+) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "MCP_CODE_POOL_SIZE": "1"}
+    return subprocess.run(
+        [str(SCRIPT), *args], input=stdin, capture_output=True, text=True, cwd=cwd,
+        env=env, timeout=timeout,
+    )  # fmt: skip
+
+
+def test_exec_demo_readme_example() -> None:
+    proc = cli("exec", "--code", "orders = tools.data.list_orders(status='refunded')\n"
+               "len([o for o in orders if o['amount'] > 850])")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert int(proc.stdout.strip()) > 0
+    assert "1 tool call" in proc.stderr
+
+
+def test_exec_json_output_and_input() -> None:
+    proc = cli("exec", "--json", "--input", '{"tag": "work"}', "--code",
+               "print('checking')\n[n['id'] for n in tools.notes.list_notes(tag=input['tag'])]")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["ok"] is True and data["result"] == [1, 3]
+    assert data["stdout"] == "checking\n"
+    assert data["tool_calls"][0]["server"] == "notes"
+
+
+def test_exec_failure_exits_1(tmp_path: Path) -> None:
+    snippet = tmp_path / "snippet.py"
+    snippet.write_text("x = 1\nimport os\n")
+    proc = cli("exec", "--json", "--file", str(snippet))
+    assert proc.returncode == 1
+    data = json.loads(proc.stdout)
+    assert data["error"]["type"] == "POLICY_VIOLATION" and data["error"]["line"] == 2
+    readable = cli("exec", "-", stdin="1/0\n")
+    assert readable.returncode == 1
+    assert "RUNTIME_ERROR (line 1)" in readable.stderr and "ZeroDivisionError" in readable.stderr
+
+
+def test_tools_listing_search_and_json() -> None:
+    listing = cli("tools", "--server", "data")
+    assert listing.returncode == 0, listing.stderr
+    assert "tools.data.order_stats() -> dict" in listing.stdout
+    found = cli("tools", "--search", "convert timezone", "--limit", "1")
+    assert found.stdout.startswith("tools.time.convert_time(")
+    data = json.loads(cli("tools", "--json").stdout)
+    assert {t["server"] for t in data["tools"]} == {"notes", "data", "time"}
+    assert data["sandbox"]["executor"] == "local" and "worker_process" in data["sandbox"]["layers"]
+
+
+def test_bad_config_is_a_clear_error(tmp_path: Path) -> None:
+    config = tmp_path / "bad.json"
+    config.write_text(json.dumps({"servers": {"x": {"comand": "python"}}}))
+    proc = cli("exec", "--config", str(config), "--code", "1")
+    assert proc.returncode == 2
+    assert str(config) in proc.stderr and "'x'" in proc.stderr and "'comand'" in proc.stderr
+    missing = cli("tools", "--config", str(tmp_path / "nope.json"))
+    assert missing.returncode == 2 and "file not found" in missing.stderr
+
+
+def test_down_server_is_a_warning_not_a_failure(tmp_path: Path) -> None:
+    config = tmp_path / "mcp_servers.json"
+    config.write_text(json.dumps({"servers": {
+        "t": server_entry(TEST_SERVER), "gone": {"command": "/nonexistent/cmd"},
+    }}))  # fmt: skip
+    proc = cli("exec", "--code", "tools.t.echo(text='fine')", cwd=tmp_path)
+    assert proc.returncode == 0 and proc.stdout.strip() == "fine"
+    assert "warning: server 'gone'" in proc.stderr
+
+
+@pytest.mark.parametrize("args", [["run", "do something"], ["setup", "pyodide"]])
+def test_unbuilt_commands_say_so(args: list[str]) -> None:
+    proc = cli(*args)
+    assert proc.returncode == 2 and "not built yet" in proc.stderr
