@@ -11,7 +11,7 @@ import pytest
 from fastmcp.client.transports import SSETransport, StdioTransport, StreamableHttpTransport
 
 from mcp_code_mode.config import GatewayConfig, ServerConfig, load_config
-from mcp_code_mode.errors import ConfigError
+from mcp_code_mode.errors import CodeModeError, ConfigError
 
 from .support import ConfigWriter
 
@@ -500,8 +500,6 @@ def test_server_entry_not_an_object(write_config: ConfigWriter, entry: Any) -> N
 
 
 def test_config_error_is_a_code_mode_error() -> None:
-    from mcp_code_mode.errors import CodeModeError
-
     error = ConfigError("boom", file="f.json", server="s", field="x")
     assert isinstance(error, CodeModeError)
     assert str(error) == "f.json: server 's': field 'x': boom"

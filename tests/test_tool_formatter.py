@@ -311,7 +311,7 @@ def search_notes(query: str, tags: list[str] = [], limit: int = 10, order: Liter
 
     Returns:
         list[{"id": int, "text": str, "tags": list[str]}]
-    """'''  # noqa: E501
+    """'''
 
 
 def test_golden_stub() -> None:
