@@ -59,7 +59,9 @@ async def main(runs: int, pause_s: float) -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         config = Path(tmp) / "mcp_servers.json"
-        config.write_text(json.dumps({"servers": {"notes": {"command": sys.executable, "args": [NOTES]}}}))
+        config.write_text(
+            json.dumps({"servers": {"notes": {"command": sys.executable, "args": [NOTES]}}})
+        )
         settings = Settings(_env_file=None, pool_size=2)  # type: ignore[call-arg]
         async with Gateway(settings, load_config(config)) as gw:
             server = build_server(gw)

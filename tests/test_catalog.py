@@ -228,11 +228,6 @@ def test_unknown_names_raise_everywhere(catalog: Catalog) -> None:
         catalog.get("files", "nope")
 
 
-@pytest.mark.xfail(
-    reason="Catalog.get/_server rejects identifiers yet offers them as suggestions "
-    "(\"no tool 'get_user_2' (did you mean 'get_user_2', ...)\")",
-    strict=True,
-)
 @pytest.mark.parametrize(
     ("server", "name", "original"),
     [
@@ -319,11 +314,6 @@ def test_exact_match_across_servers() -> None:
     assert names(c.search("search"))[:2] == [("a", "search"), ("b", "search")]
 
 
-@pytest.mark.xfail(
-    reason="Catalog._exact_matches treats a match on another tool's identifier like an "
-    "exact tool-name match, so 'get-user' (identifier get_user) outranks the tool named get_user",
-    strict=True,
-)
 def test_exact_original_name_beats_an_identifier_match() -> None:
     assert names(CLASHING.search("get_user"))[0] == ("my-server", "get_user")
 

@@ -247,11 +247,6 @@ def test_variable_default(write_config: ConfigWriter) -> None:
     assert only(load_config(path, env={"SET": "given"})).args == ("/srv/data", "given", "")
 
 
-@pytest.mark.xfail(
-    reason="config._interpolate uses the value of a set-but-empty VAR for ${VAR:-default}; "
-    "shell and docker-compose semantics use the default when VAR is unset or empty",
-    strict=True,
-)
 def test_variable_default_applies_to_an_empty_variable(write_config: ConfigWriter) -> None:
     path = write_config({"fs": {"command": "npx", "args": ["${PORT:-8080}"]}})
     assert only(load_config(path, env={"PORT": ""})).args == ("8080",)
@@ -475,11 +470,6 @@ def test_file_without_a_servers_object(tmp_path: Path, data: Any) -> None:
     assert_names(info.value, path, None, "servers")
 
 
-@pytest.mark.xfail(
-    reason="config._to_config_error takes the field from loc[2:] only, so a top-level "
-    "'servers' of the wrong type yields field=None",
-    strict=True,
-)
 def test_servers_not_an_object_names_the_field(tmp_path: Path) -> None:
     path = write_json(tmp_path, {"servers": ["a", "b"]})
     with pytest.raises(ConfigError) as info:

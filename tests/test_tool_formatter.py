@@ -141,11 +141,6 @@ def test_optional_parameter_rendering(prop: dict[str, Any], rendered: str) -> No
     assert F.parameters(tool("x", properties={"p": prop})) == [rendered]
 
 
-@pytest.mark.xfail(
-    reason="ToolSchemaFormatter.parameters renders an explicit `default: null` as "
-    "`p: int = None`, while an optional without default gets `int | None`",
-    strict=True,
-)
 def test_default_none_makes_the_hint_optional() -> None:
     assert F.parameters(tool("x", properties={"p": {"type": "integer", "default": None}})) == [
         "p: int | None = None"
@@ -183,11 +178,6 @@ def test_result_property_without_the_fastmcp_marker_and_with_siblings_stays_a_di
     assert F.return_hint(tool("r", output=out)) == "dict"
 
 
-@pytest.mark.xfail(
-    reason="return_hint unwraps only with x-fastmcp-wrap-result, but unwrap_result turns any "
-    "lone {'result': x} into x, so the guest gets an int while the stub says dict",
-    strict=True,
-)
 def test_return_hint_agrees_with_unwrap_for_a_lone_result_property() -> None:
     out = {"type": "object", "properties": {"result": INT}, "required": ["result"]}
     assert F.return_hint(tool("r", output=out)) == "int"
@@ -331,11 +321,6 @@ LONG_DESCRIPTION = (
 )
 
 
-@pytest.mark.xfail(
-    reason="ToolSchemaFormatter.stub renders one_line(description): get_tool_docs drops "
-    "everything past 160 characters or the first paragraph",
-    strict=True,
-)
 @pytest.mark.parametrize(
     "description",
     [LONG_DESCRIPTION, "Read a file.\n\nUse 'head' to read only the first N lines."],

@@ -103,11 +103,6 @@ def test_plain_text_is_kept(body: str) -> None:
     assert unwrap_result(result(text(body))) == body
 
 
-@pytest.mark.xfail(
-    reason="tool_results._block_value uses json.loads, which accepts NaN/Infinity: plain text "
-    "'NaN' becomes a float that is not JSON (RFC 8259) and not equal to itself",
-    strict=True,
-)
 @pytest.mark.parametrize("body", ["NaN", "Infinity", "-Infinity"])
 def test_non_json_constants_stay_text(body: str) -> None:
     value = unwrap_result(result(text(body)))

@@ -142,7 +142,7 @@ class Catalog:
             return entries[tool]
         raise UnknownToolError(
             f"server {server!r} has no tool {tool!r}"
-            + _suggest(tool, [*entries, *(e.tool_id for e in entries.values())])
+            + _suggest(tool, list(entries))
             + f"; its tools: {', '.join(entries) or '(none)'}"
         )
 
@@ -198,19 +198,18 @@ class Catalog:
         names = list(self._by_server)
         raise UnknownToolError(
             f"unknown server {server!r}"
-            + _suggest(server, [*names, *self.server_ids.values()])
+            + _suggest(server, names)
             + f"; servers: {', '.join(names) or '(none)'}"
         )
 
     def _exact_matches(self, query: str) -> list[ToolEntry]:
+        """Entries named exactly like the query: original names first, then identifiers."""
         q = query.strip().lower()
         if not q:
             return []
-        return [
-            e
-            for e in self.entries
-            if q in (e.tool.lower(), e.tool_id.lower(), f"{e.server}.{e.tool}".lower())
-        ]
+        by_name = [e for e in self.entries if q in (e.tool.lower(), f"{e.server}.{e.tool}".lower())]
+        by_id = [e for e in self.entries if q == e.tool_id.lower() and e not in by_name]
+        return by_name + by_id
 
     def _build_index(self, entries: Iterable[ToolEntry]) -> bm25s.BM25:
         corpus = [self._document(e) for e in entries]

@@ -202,10 +202,10 @@ def _interpolate(value: Any, variables: Mapping[str, str], file: str, loc: tuple
 
         def replace(match: re.Match[str]) -> str:
             name, default = match.group(1), match.group(2)
+            if default is not None:  # `${VAR:-x}`: x when VAR is unset or empty, as in a shell
+                return variables.get(name) or default
             if name in variables:
                 return variables[name]
-            if default is not None:
-                return default
             server = loc[1] if len(loc) > 1 else None
             raise ConfigError(
                 f"${{{name}}} is not defined; set it in the environment or in .env",
@@ -224,7 +224,7 @@ def _to_config_error(exc: ValidationError, file: str) -> ConfigError:
     first = exc.errors()[0]
     loc = [str(part) for part in first["loc"]]
     server = loc[1] if len(loc) > 1 and loc[0] == "servers" else None
-    field = ".".join(loc[2:]) or None
+    field = ".".join(loc[2:]) or (loc[0] if len(loc) == 1 else None)
     problem = (first.get("ctx") or {}).get("error")
     if isinstance(problem, _FieldProblem):
         return ConfigError(str(problem), file=file, server=server, field=problem.field)

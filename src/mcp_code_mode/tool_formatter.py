@@ -67,9 +67,9 @@ class ToolSchemaFormatter:
             hint = self.type_hint(prop)
             if name in required:
                 first.append(f"{name}: {hint}")
-            elif isinstance(prop, dict) and "default" in prop:
+            elif isinstance(prop, dict) and prop.get("default") is not None:
                 rest.append(f"{name}: {hint} = {_python_literal(prop['default'])}")
-            else:
+            else:  # no default, or `default: null`
                 optional = hint if hint.endswith("| None") or hint == "Any" else f"{hint} | None"
                 rest.append(f"{name}: {optional} = None")
         return first + rest
@@ -87,7 +87,8 @@ class ToolSchemaFormatter:
         tool = source.tool
         params = ", ".join(self.parameters(tool))
         lines = [f"def {source.tool_id}({params}) -> {self.return_hint(tool)}:", '    """']
-        lines.append(f"    {one_line(tool.description) or 'No description.'}")
+        description = (tool.description or "").strip() or "No description."
+        lines += [f"    {line}".rstrip() for line in description.splitlines()]
         call = f"tools.{source.server_id}.{source.tool_id}(...)"
         if source.tool_id != tool.name or source.server_id != source.server:
             call += f"  (MCP name: {source.server}/{tool.name})"
@@ -143,7 +144,12 @@ def _unwrapped_output_schema(tool: mcp_types.Tool) -> Any:
     if not isinstance(schema, dict):
         return None
     props = schema.get("properties")
-    if schema.get("x-fastmcp-wrap-result") and isinstance(props, dict) and "result" in props:
+    # unwrap_result turns a lone {"result": x} into x, wrapped by fastmcp or not.
+    if (
+        isinstance(props, dict)
+        and "result" in props
+        and (schema.get("x-fastmcp-wrap-result") or list(props) == ["result"])
+    ):
         return props["result"]
     return schema
 

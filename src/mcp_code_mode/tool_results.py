@@ -41,10 +41,15 @@ def error_text(result: mcp_types.CallToolResult) -> str:
     return "the tool reported an error without a message"
 
 
+def _reject_constant(name: str) -> Any:
+    # NaN / Infinity are not JSON: such text stays text.
+    raise ValueError(name)
+
+
 def _block_value(block: mcp_types.ContentBlock) -> JSON:
     if isinstance(block, mcp_types.TextContent):
         try:
-            return json.loads(block.text)
+            return json.loads(block.text, parse_constant=_reject_constant)
         except ValueError:
             return block.text
     return block.model_dump(mode="json", by_alias=True, exclude_none=True)
