@@ -102,7 +102,8 @@ class LocalExecutor:
             result = ExecutionResult.failure(ErrorType.EXECUTOR_ERROR, str(exc))
         finally:
             if worker is not None:
-                await worker.dispose()
+                worker.kill()  # at once: nothing of this run outlives it
+                self.pool.reap(worker)  # waiting for exit and cleanup need not delay the reply
         result.tool_calls = router.records()
         result.duration_ms = _ms_since(started)
         return result

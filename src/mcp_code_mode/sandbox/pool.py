@@ -111,6 +111,7 @@ class WorkerPool:
         self._memory_mb = memory_mb
         self._idle: list[WorkerProcess] = []
         self._starting: set[asyncio.Task[None]] = set()
+        self._reaping: set[asyncio.Task[None]] = set()
         self._closed = False
 
     async def start(self) -> None:
@@ -124,9 +125,11 @@ class WorkerPool:
         if self._closed:
             raise WorkerCrashed("the worker pool is closed")
         worker = self._idle.pop() if self._idle else None
-        self._refill()
         if worker is None or worker.proc.returncode is not None:
+            self._refill()
             worker = await self._spawn()
+        # Otherwise the replacement starts in `reap()`: forking this (large) process while
+        # the run is in flight would delay the run's reply by milliseconds.
         return worker
 
     async def aclose(self) -> None:
@@ -136,7 +139,14 @@ class WorkerPool:
             task.cancel()
         await asyncio.gather(*self._starting, return_exceptions=True)
         idle, self._idle = self._idle, []
-        await asyncio.gather(*(w.dispose() for w in idle))
+        await asyncio.gather(*(w.dispose() for w in idle), *self._reaping)
+
+    def reap(self, worker: WorkerProcess) -> None:
+        """Dispose of a used worker in the background; `aclose()` waits for it."""
+        task = asyncio.create_task(worker.dispose())
+        self._reaping.add(task)
+        task.add_done_callback(self._reaping.discard)
+        self._refill()
 
     @property
     def idle_count(self) -> int:
