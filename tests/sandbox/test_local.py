@@ -10,31 +10,37 @@ from pathlib import Path
 import pytest
 
 from mcp_code_mode.gateway import Gateway
-from mcp_code_mode.sandbox.pool import WorkerProcess
+from mcp_code_mode.sandbox.pool import Zygote
 from mcp_code_mode.settings import DEFAULT_ALLOWED_IMPORTS
 
 from ..support import SECRET, TEST_SERVER, ConfigWriter, server_entry, start_gateway
 
 
-def worker_pids() -> set[int]:
-    """Live worker processes started by this test process."""
-    pids = set()
+def _processes() -> dict[int, tuple[int, bytes]]:
+    """pid -> (parent pid, cmdline) of every live (non-zombie) process."""
+    table = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
             cmdline = (entry / "cmdline").read_bytes()
-            stat = (entry / "stat").read_text()
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        fields = stat.rsplit(")", 1)[1].split()
-        if (
-            b"mcp_code_mode.sandbox.worker" in cmdline
-            and fields[0] != "Z"
-            and int(fields[1]) == os.getpid()
-        ):
-            pids.add(int(entry.name))
-    return pids
+        if fields[0] != "Z":
+            table[int(entry.name)] = (int(fields[1]), cmdline)
+    return table
+
+
+def worker_pids() -> set[int]:
+    """Live sandbox workers (children of a zygote) started from this test process."""
+    table = _processes()
+    zygotes = {
+        pid
+        for pid, (ppid, cmd) in table.items()
+        if ppid == os.getpid() and b"mcp_code_mode.sandbox.zygote" in cmd
+    }
+    return {pid for pid, (ppid, _) in table.items() if ppid in zygotes}
 
 
 @pytest.fixture
@@ -49,16 +55,21 @@ async def timing_gateway(write_config: ConfigWriter) -> Gateway:
 
 async def test_worker_has_no_server_environment() -> None:
     assert os.environ["MCP_CODE_TEST_SECRET"] == SECRET
-    worker = await WorkerProcess.spawn(allowed_imports=DEFAULT_ALLOWED_IMPORTS, memory_mb=256)
+    zygote = Zygote(allowed_imports=DEFAULT_ALLOWED_IMPORTS)
+    await zygote.start()
+    worker = await zygote.fork(memory_mb=256)
     try:
         environ = Path(f"/proc/{worker.pid}/environ").read_bytes()
         cwd = os.readlink(f"/proc/{worker.pid}/cwd")
         assert SECRET.encode() not in environ
         assert b"MCP_CODE_TEST_SECRET" not in environ
         assert cwd == worker.workdir and os.listdir(cwd) == []
+        assert worker_pids() == {worker.pid}
     finally:
         await worker.dispose()
+        await zygote.aclose()
     assert not Path(worker.workdir).exists()
+    assert worker_pids() == set()
 
 
 @pytest.mark.parametrize(

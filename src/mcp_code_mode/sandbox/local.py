@@ -59,8 +59,9 @@ class LocalExecutor:
             "restricted_builtins": True,
             "minimal_env": True,
             "empty_tmp_cwd": True,
-            "rlimit_memory": True,
+            "rlimits": True,
             "kill_on_timeout": True,
+            **self.pool.zygote.layers,
         }
 
     async def run(
@@ -123,8 +124,10 @@ class _Conversation:
             while True:
                 request = await self.worker.receive()
                 if request is None:
-                    code = await self.worker.proc.wait()
-                    raise WorkerCrashed(_death_message(code))
+                    raise WorkerCrashed(
+                        "the worker process died before finishing the run "
+                        "(killed by the OS: a crash, or its CPU-time or memory limit)"
+                    )
                 op = request.get("op")
                 if op == "done":
                     return request
@@ -160,12 +163,6 @@ class _Conversation:
             return {"ok": False, "error": getattr(exc, "message", None) or str(exc)}
         except Exception as exc:  # a gateway bug must reach the guest as a failed call, not hang it
             return {"ok": False, "error": f"internal gateway error: {type(exc).__name__}: {exc}"}
-
-
-def _death_message(returncode: int) -> str:
-    if returncode < 0:
-        return f"the worker process died from signal {-returncode} before finishing the run"
-    return f"the worker process exited with code {returncode} before finishing the run"
 
 
 def _ms_since(started: float) -> float:

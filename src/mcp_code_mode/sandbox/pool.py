@@ -1,18 +1,21 @@
-"""Worker processes and the warm pool that keeps some of them ready.
+"""Worker processes, the zygote that forks them, and the warm pool that keeps some ready.
 
-A worker serves exactly one run and is then killed; the pool starts replacements
-in the background, so every run gets fresh state. Workers live in their own
-session (process group) and die by `killpg(SIGKILL)`.
+A worker serves exactly one run and is then killed; the pool asks the zygote for
+replacements in the background, so every run gets fresh state. Workers live in their
+own session and die by SIGKILL to their process group; they and the zygote die with
+the server (PR_SET_PDEATHSIG).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import os
 import shutil
 import signal
+import socket
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -21,60 +24,46 @@ from typing import Any
 from ..errors import WorkerCrashed
 from .protocol import decode, encode
 
-__all__ = ["WorkerPool", "WorkerProcess"]
+__all__ = ["WorkerPool", "WorkerProcess", "Zygote"]
 
 logger = logging.getLogger(__name__)
 
 _LINE_LIMIT = 64 * 1024 * 1024  # largest protocol line accepted from a worker
-_START_TIMEOUT_S = 30.0
+_START_TIMEOUT_S = 60.0
+
+
+def _minimal_env(home: str) -> dict[str, str]:
+    # An explicit minimal environment: no variable of the server (API keys) reaches guests.
+    return {"PATH": os.defpath, "LANG": "C.UTF-8", "HOME": home, "TMPDIR": home}
 
 
 class WorkerProcess:
-    """One worker: a child process in its own session, talking JSON lines on a pipe."""
+    """One worker, forked by the zygote, talking JSON lines over a Unix socket."""
 
-    def __init__(self, proc: asyncio.subprocess.Process, workdir: str) -> None:
-        self.proc = proc
+    def __init__(
+        self, pid: int, workdir: str, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        self.pid = pid
         self.workdir = workdir
-        self.pid = proc.pid
+        self._reader = reader
+        self._writer = writer
+        self._pidfd: int | None = None
+        with contextlib.suppress(OSError):
+            self._pidfd = os.pidfd_open(pid)
         self._disposed = False
 
-    @classmethod
-    async def spawn(cls, *, allowed_imports: Sequence[str], memory_mb: int) -> WorkerProcess:
-        """Start a worker and wait until it has preloaded its modules and says `ready`."""
-        workdir = tempfile.mkdtemp(prefix="mcp-code-")
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-I", "-m", "mcp_code_mode.sandbox.worker",
-            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-            cwd=workdir, env=_worker_env(workdir), start_new_session=True, limit=_LINE_LIMIT,
-        )  # fmt: skip
-        worker = cls(proc, workdir)
-        try:
-            await worker.send(
-                {"op": "init", "allowed_imports": list(allowed_imports), "memory_mb": memory_mb}
-            )
-            async with asyncio.timeout(_START_TIMEOUT_S):
-                ready = await worker.receive()
-            if ready is None or ready.get("op") != "ready":
-                raise WorkerCrashed(
-                    f"worker {proc.pid} did not start (exit code {proc.returncode})"
-                )
-        except BaseException:
-            await worker.dispose()
-            raise
-        return worker
-
     async def send(self, message: Any) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(encode(message))
-        await self.proc.stdin.drain()
+        self._writer.write(encode(message))
+        await self._writer.drain()
 
     async def receive(self) -> dict[str, Any] | None:
-        """The next message, or None when the worker closed the pipe (exited)."""
-        assert self.proc.stdout is not None
+        """The next message, or None when the worker closed its socket (exited)."""
         try:
-            line = await self.proc.stdout.readline()
+            line = await self._reader.readline()
         except (ValueError, asyncio.LimitOverrunError) as exc:
             raise WorkerCrashed(f"worker sent an oversized message: {exc}") from None
+        except ConnectionError:
+            return None
         if not line:
             return None
         try:
@@ -82,32 +71,163 @@ class WorkerProcess:
         except ValueError as exc:
             raise WorkerCrashed(f"worker broke the protocol: {exc}") from None
 
+    def exited(self) -> bool:
+        if self._pidfd is None:
+            return True
+        try:  # a pidfd polls readable once its process has exited
+            import select
+
+            return bool(select.select([self._pidfd], [], [], 0)[0])
+        except (OSError, ValueError):
+            return True
+
     def kill(self) -> None:
-        """SIGKILL the worker's whole process group (anything it started dies too)."""
+        """SIGKILL the worker's process group (anything it started dies too)."""
+        if self.exited():
+            return  # its pid may already belong to someone else
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.pid, signal.SIGKILL)
+        if self._pidfd is not None:
+            with contextlib.suppress(ProcessLookupError, OSError):
+                signal.pidfd_send_signal(self._pidfd, signal.SIGKILL)
 
     async def dispose(self) -> None:
-        """Kill, reap and remove the working directory; idempotent, shielded from cancellation."""
+        """Kill, wait for the exit, close and remove the working directory; idempotent."""
         if self._disposed:
             return
         self._disposed = True
         self.kill()
-        await asyncio.shield(self.proc.wait())
+        for _ in range(200):  # up to ~2 s; a SIGKILLed process exits in milliseconds
+            if self.exited():
+                break
+            await asyncio.sleep(0.01)
+        self._writer.close()
+        if self._pidfd is not None:
+            os.close(self._pidfd)
+            self._pidfd = None
         shutil.rmtree(self.workdir, ignore_errors=True)
 
 
-def _worker_env(workdir: str) -> dict[str, str]:
-    # An explicit minimal environment: no variable of the server (API keys) reaches a worker.
-    return {"PATH": os.defpath, "LANG": "C.UTF-8", "HOME": workdir, "TMPDIR": workdir}
+class Zygote:
+    """The preloaded process that forks workers (see `mcp_code_mode.sandbox.zygote`)."""
+
+    def __init__(self, *, allowed_imports: Sequence[str]) -> None:
+        self._allowed_imports = list(allowed_imports)
+        self._proc: asyncio.subprocess.Process | None = None
+        self._control: socket.socket | None = None
+        self._buffer = b""
+        self._lock = asyncio.Lock()
+        self._inflight: set[asyncio.Future[dict[str, Any]]] = set()
+        self.layers: dict[str, bool] = {}
+
+    async def start(self) -> None:
+        parent, child = socket.socketpair()
+        home = tempfile.gettempdir()
+        try:
+            self._proc = await asyncio.create_subprocess_exec(
+                sys.executable, "-I", "-m", "mcp_code_mode.sandbox.zygote", str(child.fileno()),
+                pass_fds=(child.fileno(),), stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.DEVNULL, env=_minimal_env(home), cwd="/",
+                start_new_session=True,
+            )  # fmt: skip
+        finally:
+            child.close()
+        parent.setblocking(False)
+        self._control = parent
+        parent.send(encode({"op": "init", "allowed_imports": self._allowed_imports}))
+        try:
+            async with asyncio.timeout(_START_TIMEOUT_S):
+                ready = await self._receive()
+        except (TimeoutError, WorkerCrashed):
+            await self._stop()
+            raise WorkerCrashed("the sandbox zygote did not start") from None
+        self.layers = dict(ready.get("layers") or {})
+
+    @property
+    def alive(self) -> bool:
+        return self._proc is not None and self._proc.returncode is None
+
+    async def fork(self, *, memory_mb: int) -> WorkerProcess:
+        """A new worker that has confined itself and said `ready`."""
+        host_end, child_end = socket.socketpair()
+        try:
+            # Shielded: once the request is sent, its reply must be read, or the next
+            # request would read it. A cancelled caller's worker sees EOF and exits.
+            exchange = asyncio.ensure_future(self._request_fork(child_end, memory_mb))
+            self._inflight.add(exchange)
+            exchange.add_done_callback(self._inflight.discard)
+            reply = await asyncio.shield(exchange)
+            reader, writer = await asyncio.open_unix_connection(sock=host_end, limit=_LINE_LIMIT)
+        except BaseException:
+            host_end.close()
+            raise
+        worker = WorkerProcess(int(reply["pid"]), str(reply["workdir"]), reader, writer)
+        try:
+            async with asyncio.timeout(_START_TIMEOUT_S):
+                ready = await worker.receive()
+            if ready is None or ready.get("op") != "ready":
+                raise WorkerCrashed(f"worker {worker.pid} did not start")
+        except BaseException:
+            await worker.dispose()
+            raise
+        return worker
+
+    async def _request_fork(self, child_end: socket.socket, memory_mb: int) -> dict[str, Any]:
+        try:
+            async with self._lock:
+                if not self.alive:
+                    await self._stop()
+                    await self.start()
+                assert self._control is not None
+                request = encode({"op": "fork", "memory_mb": memory_mb})
+                socket.send_fds(self._control, [request], [child_end.fileno()])
+                child_end.close()
+                return await self._receive()
+        finally:
+            child_end.close()
+
+    async def _receive(self) -> dict[str, Any]:
+        assert self._control is not None
+        loop = asyncio.get_running_loop()
+        while b"\n" not in self._buffer:
+            chunk = await loop.sock_recv(self._control, 1 << 16)
+            if not chunk:
+                raise WorkerCrashed("the sandbox zygote exited")
+            self._buffer += chunk
+        line, _, self._buffer = self._buffer.partition(b"\n")
+        message: dict[str, Any] = json.loads(line)
+        return message
+
+    async def aclose(self) -> None:
+        """Abandon pending fork requests, then stop the zygote."""
+        for exchange in list(self._inflight):
+            exchange.cancel()
+        await asyncio.gather(*self._inflight, return_exceptions=True)
+        await self._stop()
+
+    async def _stop(self) -> None:
+        """Close the channel (the zygote exits on EOF) and make sure it is gone."""
+        if self._control is not None:
+            self._control.close()
+            self._control = None
+        self._buffer = b""
+        proc, self._proc = self._proc, None
+        if proc is not None and proc.returncode is None:
+            try:
+                async with asyncio.timeout(2):
+                    await asyncio.shield(proc.wait())
+            except TimeoutError:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                await asyncio.shield(proc.wait())
 
 
 class WorkerPool:
-    """Keeps `size` workers started ahead; each `acquire()` hands out a worker of its own."""
+    """Keeps `size` workers forked ahead; each `acquire()` hands out a worker of its own."""
 
     def __init__(self, *, size: int, allowed_imports: Sequence[str], memory_mb: int) -> None:
         self.size = size
-        self._allowed_imports = list(allowed_imports)
+        self.zygote = Zygote(allowed_imports=allowed_imports)
         self._memory_mb = memory_mb
         self._idle: list[WorkerProcess] = []
         self._starting: set[asyncio.Task[None]] = set()
@@ -115,38 +235,41 @@ class WorkerPool:
         self._closed = False
 
     async def start(self) -> None:
-        """Fill the pool and wait until it is warm."""
+        """Start the zygote, fill the pool and wait until it is warm."""
+        await self.zygote.start()
         self._refill()
         if self._starting:
             await asyncio.gather(*self._starting, return_exceptions=True)
 
     async def acquire(self) -> WorkerProcess:
-        """A ready worker, from the pool when one is idle, else started now."""
+        """A ready worker: an idle one when there is one, else one forked now."""
         if self._closed:
             raise WorkerCrashed("the worker pool is closed")
-        worker = self._idle.pop() if self._idle else None
-        if worker is None or worker.proc.returncode is not None:
-            self._refill()
-            worker = await self._spawn()
-        # Otherwise the replacement starts in `reap()`: forking this (large) process while
-        # the run is in flight would delay the run's reply by milliseconds.
+        while self._idle:
+            worker = self._idle.pop()
+            if not worker.exited():
+                self._refill()
+                return worker
+            self.reap(worker)
+        worker = await self.zygote.fork(memory_mb=self._memory_mb)
+        self._refill()
         return worker
-
-    async def aclose(self) -> None:
-        """Stop refilling and kill every idle worker."""
-        self._closed = True
-        for task in list(self._starting):
-            task.cancel()
-        await asyncio.gather(*self._starting, return_exceptions=True)
-        idle, self._idle = self._idle, []
-        await asyncio.gather(*(w.dispose() for w in idle), *self._reaping)
 
     def reap(self, worker: WorkerProcess) -> None:
         """Dispose of a used worker in the background; `aclose()` waits for it."""
         task = asyncio.create_task(worker.dispose())
         self._reaping.add(task)
         task.add_done_callback(self._reaping.discard)
-        self._refill()
+
+    async def aclose(self) -> None:
+        """Stop refilling, kill every worker, stop the zygote."""
+        self._closed = True
+        for task in list(self._starting):
+            task.cancel()
+        await asyncio.gather(*self._starting, return_exceptions=True)
+        idle, self._idle = self._idle, []
+        await asyncio.gather(*(w.dispose() for w in idle), *self._reaping)
+        await self.zygote.aclose()
 
     @property
     def idle_count(self) -> int:
@@ -160,7 +283,7 @@ class WorkerPool:
 
     async def _add_one(self) -> None:
         try:
-            worker = await self._spawn()
+            worker = await self.zygote.fork(memory_mb=self._memory_mb)
         except WorkerCrashed as exc:
             logger.error("could not start a warm worker: %s", exc)
             return
@@ -168,8 +291,3 @@ class WorkerPool:
             await worker.dispose()
         else:
             self._idle.append(worker)
-
-    async def _spawn(self) -> WorkerProcess:
-        return await WorkerProcess.spawn(
-            allowed_imports=self._allowed_imports, memory_mb=self._memory_mb
-        )

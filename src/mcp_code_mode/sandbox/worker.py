@@ -1,9 +1,8 @@
-"""The worker process: runs one guest snippet and reports the result.
+"""The worker: runs one guest snippet in a process forked from the zygote, and reports.
 
-Started by the host as `python -I -m mcp_code_mode.sandbox.worker` in a new session,
-an empty temporary cwd and a minimal environment. It takes the pipe over from
-fds 0/1 (which then point at /dev/null), preloads the allowed modules, applies its
-OS limits, says `ready`, runs exactly one `run` message and exits. Stdlib only.
+The zygote forks it with a Unix socket to the host; `serve()` confines the process
+(new session, empty temporary cwd, the isolation layers, rlimits), says `ready`, runs
+exactly one `run` message and exits. Stdlib only.
 
 What this process does not stop on its own: the AST policy and the restricted
 builtins are a speed bump, not a wall; isolation from the host's files, network and
@@ -14,21 +13,21 @@ from __future__ import annotations
 
 import ast
 import contextlib
-import importlib
 import io
 import json
 import os
-import resource
 import signal
+import socket
 import sys
 import traceback
 from types import CodeType, FrameType
 from typing import IO, Any
 
 from mcp_code_mode.sandbox.guest import Fatal, GuestRuntime, ToolError
+from mcp_code_mode.sandbox.isolation import confine, set_cpu_limit
 from mcp_code_mode.sandbox.protocol import DoneMessage, ErrorInfo, decode, write_message
 
-__all__ = ["GUEST_FILENAME", "main"]
+__all__ = ["GUEST_FILENAME", "compile_guest", "execute", "serve"]
 
 GUEST_FILENAME = "<guest>"
 _RESULT = "_mcp_result_"
@@ -228,67 +227,35 @@ def _result_value(value: Any, run: _Run, runtime: GuestRuntime) -> tuple[Any, Er
     return json.loads(text), None
 
 
-def _take_pipe() -> tuple[IO[bytes], IO[bytes]]:
-    """Move the protocol off fds 0/1 so stray writes to them cannot corrupt it."""
-    pipe_in = os.fdopen(os.dup(0), "rb")
-    pipe_out = os.fdopen(os.dup(1), "wb")
-    devnull = os.open(os.devnull, os.O_RDWR)
-    os.dup2(devnull, 0)
-    os.dup2(devnull, 1)
-    os.close(devnull)
-    return pipe_in, pipe_out
+def _warm_up(allowed_imports: list[str]) -> None:
+    """Touch the run path once before `ready`, so its copy-on-write page faults happen now."""
+    runtime = GuestRuntime(lambda message: [], allowed_imports)
+    exec(compile_guest("_ = [1 + 1]\n_"), runtime.namespace({}, None))
 
 
-def _die_with_parent() -> None:
-    """Ask the kernel to SIGKILL this worker when the host process dies (Linux only)."""
+def serve(
+    fd: int, *, workdir: str, memory_mb: int, allowed_imports: list[str],
+    layers: dict[str, bool],
+) -> None:  # fmt: skip
+    """In a freshly forked worker: confine this process, say `ready`, run one snippet, report."""
+    sock = socket.socket(fileno=fd)
+    pipe_in, pipe_out = sock.makefile("rb"), sock.makefile("wb")
+    confine(workdir=workdir, memory_mb=memory_mb, layers=layers)
+    _warm_up(allowed_imports)
     try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
-
-
-def _limit_memory(memory_mb: int) -> None:
-    """Cap the address space at what is mapped now plus `memory_mb`."""
-    mapped_kb = 0
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith("VmSize:"):
-                mapped_kb = int(line.split()[1])
-    limit = (mapped_kb + memory_mb * 1024) * 1024
-    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-
-
-def main() -> None:
-    """Worker entry point: init, ready, one run, done, exit."""
-    parent = os.getppid()
-    pipe_in, pipe_out = _take_pipe()
-    _die_with_parent()
-    if os.getppid() != parent:
-        os._exit(3)
-    init = decode(pipe_in.readline() or b'{"op": "eof"}')
-    if init["op"] != "init":
-        os._exit(3)
-    for module in init["allowed_imports"]:
-        # A module that is missing here is reported to the guest when it imports it.
-        with contextlib.suppress(ImportError):
-            importlib.import_module(module)
-    _limit_memory(int(init["memory_mb"]))
-    write_message(pipe_out, {"op": "ready", "pid": os.getpid()})
-    line = pipe_in.readline()
-    if not line:
-        os._exit(0)
-    message = decode(line)
-    run = _Run(pipe_in, pipe_out, int(message["max_output_chars"]))
-    runtime = GuestRuntime(run.request, init["allowed_imports"])
-    done = execute(message, run, runtime)
-    write_message(pipe_out, done)
-    pipe_out.close()
+        write_message(pipe_out, {"op": "ready", "pid": os.getpid()})
+        line = pipe_in.readline()
+        if not line:  # the host gave up on this worker before using it
+            os.chdir("/")
+            with contextlib.suppress(OSError):
+                os.rmdir(workdir)
+            os._exit(0)
+        message = decode(line)
+        set_cpu_limit(float(message["timeout_s"]))
+        run = _Run(pipe_in, pipe_out, int(message["max_output_chars"]))
+        done = execute(message, run, GuestRuntime(run.request, allowed_imports))
+        write_message(pipe_out, done)
+        pipe_out.close()
+    except (BrokenPipeError, ConnectionResetError):
+        pass  # the host went away (pool closing): nothing to report to
     os._exit(0)
-
-
-if __name__ == "__main__":
-    main()

@@ -1,0 +1,171 @@
+"""OS isolation for worker processes: detected once in the zygote, applied in each worker.
+
+Stdlib only (runs in the zygote and its forked workers). Each layer is tried, not assumed:
+`detect_layers()` forks a probe child that applies them and reports which held.
+
+Layers:
+- `uid_drop`: workers run as nobody (65534) with no supplementary groups (only when the
+  zygote is root); with it, `rlimit_nproc` stops fork (root ignores RLIMIT_NPROC).
+- `network_namespace`: a fresh network namespace with no interfaces but a down loopback
+  (`unshare(CLONE_NEWNET)`); where it is missing, `socket_block` disables connect/bind/sendto
+  in-process, which is much weaker.
+- `no_new_privs`, `die_with_parent`, rlimits on address space, CPU, open files, file size
+  and core dumps.
+
+What this does not stop: reads of world-readable files (no mount namespace or Landlock
+yet), and anything the kernel lets user `nobody` do.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import resource
+import signal
+from typing import Any
+
+__all__ = ["NOBODY", "confine", "detect_layers", "die_with_parent", "set_cpu_limit"]
+
+NOBODY = 65534
+_CLONE_NEWNET = 0x40000000
+_PR_SET_PDEATHSIG = 1
+_PR_SET_NO_NEW_PRIVS = 38
+_OPEN_FILES = 64
+
+_libc: Any = None
+
+
+def _c() -> Any:
+    global _libc
+    if _libc is None:
+        _libc = ctypes.CDLL(None, use_errno=True)
+    return _libc
+
+
+def die_with_parent() -> bool:
+    """Ask the kernel to SIGKILL this process when its parent dies (Linux)."""
+    try:
+        return bool(_c().prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0)
+    except (OSError, AttributeError):
+        return False
+
+
+def _unshare_network() -> bool:
+    try:
+        return bool(_c().unshare(_CLONE_NEWNET) == 0)
+    except (OSError, AttributeError):
+        return False
+
+
+def _drop_privileges(workdir: str | None) -> bool:
+    if os.getuid() != 0:
+        return False
+    try:
+        if workdir is not None:
+            os.chown(workdir, NOBODY, NOBODY)
+        os.setgroups([])
+        os.setgid(NOBODY)
+        os.setuid(NOBODY)
+    except OSError:
+        return False
+    return os.getuid() == NOBODY
+
+
+def _block_sockets() -> None:
+    """In-process fallback when there is no network namespace: refuse outgoing traffic."""
+    import socket
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise PermissionError("network access is disabled in the sandbox")
+
+    for name in ("connect", "connect_ex", "bind", "sendto", "sendmsg"):
+        setattr(socket.socket, name, refuse)
+    socket.create_connection = refuse  # type: ignore[assignment]
+
+
+def confine(*, workdir: str | None, memory_mb: int, layers: dict[str, bool]) -> None:
+    """Apply the layers `detect_layers()` found working, in the current (worker) process."""
+    os.setsid()
+    if layers.get("network_namespace"):
+        _unshare_network()
+    else:
+        _block_sockets()
+    if workdir is not None:
+        os.chdir(workdir)
+    if layers.get("uid_drop"):
+        _drop_privileges(workdir)
+    die_with_parent()  # after the uid change, which clears it
+    if layers.get("no_new_privs"):
+        _c().prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+    _set_limits(memory_mb, nproc=bool(layers.get("rlimit_nproc")))
+
+
+def _set_limits(memory_mb: int, *, nproc: bool) -> None:
+    mapped_kb = 0
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmSize:"):
+                mapped_kb = int(line.split()[1])
+    address_space = (mapped_kb + memory_mb * 1024) * 1024
+    limits = {
+        resource.RLIMIT_AS: address_space,
+        resource.RLIMIT_CORE: 0,
+        resource.RLIMIT_FSIZE: 0,
+        resource.RLIMIT_NOFILE: _OPEN_FILES,
+    }
+    if nproc:
+        limits[resource.RLIMIT_NPROC] = 0
+    for which, value in limits.items():
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(which, (value, value))
+
+
+def set_cpu_limit(seconds: float) -> None:
+    """CPU-time backstop for a run: SIGXCPU, then SIGKILL, a little after the wall-clock limit."""
+    soft = int(seconds) + 2
+    with contextlib.suppress(ValueError, OSError):
+        resource.setrlimit(resource.RLIMIT_CPU, (soft, soft + 1))
+
+
+def detect_layers() -> dict[str, bool]:
+    """Fork a probe that tries each layer; return which ones work on this machine."""
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the probe
+        os.close(read_fd)
+        found = {
+            "die_with_parent": die_with_parent(),
+            "network_namespace": _unshare_network(),
+            "uid_drop": _drop_privileges(None),
+        }
+        with contextlib.suppress(OSError):
+            found["no_new_privs"] = _c().prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0
+        found["rlimit_nproc"] = _nproc_blocks_fork()
+        os.write(write_fd, ",".join(k for k, on in found.items() if on).encode())
+        os._exit(0)
+    os.close(write_fd)
+    with os.fdopen(read_fd, "rb") as pipe:
+        names = pipe.read().decode().split(",")
+    os.waitpid(pid, 0)
+    layers = {
+        name: name in names
+        for name in ("die_with_parent", "network_namespace", "uid_drop", "no_new_privs",
+                     "rlimit_nproc")
+    }  # fmt: skip
+    layers["socket_block"] = not layers["network_namespace"]
+    return layers
+
+
+def _nproc_blocks_fork() -> bool:
+    if os.getuid() == 0:
+        return False  # root ignores RLIMIT_NPROC
+    try:
+        resource.setrlimit(resource.RLIMIT_NPROC, (0, 0))
+        pid = os.fork()
+    except OSError:
+        return True
+    if pid == 0:
+        os._exit(0)
+    os.waitpid(pid, 0)
+    return False
