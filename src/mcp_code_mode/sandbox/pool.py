@@ -248,18 +248,18 @@ class WorkerPool:
         while self._idle:
             worker = self._idle.pop()
             if not worker.exited():
-                self._refill()
-                return worker
+                return worker  # its replacement is forked in `reap()`, after the run
             self.reap(worker)
-        worker = await self.zygote.fork(memory_mb=self._memory_mb)
-        self._refill()
-        return worker
+        return await self.zygote.fork(memory_mb=self._memory_mb)
 
     def reap(self, worker: WorkerProcess) -> None:
         """Dispose of a used worker in the background; `aclose()` waits for it."""
         task = asyncio.create_task(worker.dispose())
         self._reaping.add(task)
         task.add_done_callback(self._reaping.discard)
+        # Forking the replacement now, not while the run was going, keeps it off the run's
+        # two cores; a burst of runs beyond the pool forks on demand in `acquire()`.
+        self._refill()
 
     async def aclose(self) -> None:
         """Stop refilling, kill every worker, stop the zygote."""

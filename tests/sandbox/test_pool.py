@@ -1,0 +1,106 @@
+"""The warm pool and the zygote: fresh workers, no sharing, and no orphans even on SIGKILL."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from fastmcp import Client
+from fastmcp.client.transports import StdioTransport
+
+from mcp_code_mode.gateway import Gateway
+from mcp_code_mode.sandbox.pool import WorkerPool
+from mcp_code_mode.settings import DEFAULT_ALLOWED_IMPORTS
+
+from ..support import QUIET, TEST_SERVER, server_entry
+from .test_local import _processes
+
+
+def _descendants(root: int) -> set[int]:
+    table = _processes()
+    found, frontier = set(), {root}
+    while frontier:
+        children = {pid for pid, (ppid, _) in table.items() if ppid in frontier}
+        frontier = children - found
+        found |= children
+    return found
+
+
+async def test_pool_hands_out_distinct_warm_workers() -> None:
+    pool = WorkerPool(size=2, allowed_imports=DEFAULT_ALLOWED_IMPORTS, memory_mb=256)
+    await pool.start()
+    try:
+        assert pool.idle_count == 2
+        workers = await asyncio.gather(*(pool.acquire() for _ in range(5)))
+        assert len({w.pid for w in workers}) == 5  # beyond the pool: forked on demand, not shared
+        for worker in workers:
+            pool.reap(worker)
+        for _ in range(300):
+            if pool.idle_count == 2:
+                break
+            await asyncio.sleep(0.01)
+        assert pool.idle_count == 2
+        assert not any(w.pid in {x.pid for x in pool._idle} for w in workers)
+    finally:
+        await pool.aclose()
+    assert all(w.exited() for w in workers)
+    assert not Path(workers[0].workdir).exists()
+
+
+async def test_zygote_restarts_after_it_dies(gateway: Gateway) -> None:
+    zygote_proc = gateway.executor.pool.zygote._proc  # type: ignore[attr-defined]
+    assert zygote_proc is not None
+    os.kill(zygote_proc.pid, signal.SIGKILL)
+    await zygote_proc.wait()
+    results = [(await gateway.execute("1+1")).result for _ in range(4)]
+    assert results == [2, 2, 2, 2]
+
+
+async def test_killed_server_leaves_no_processes(tmp_path: Path) -> None:
+    config = tmp_path / "mcp_servers.json"
+    config.write_text(json.dumps({"servers": {"t": server_entry(TEST_SERVER)}}))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mcp_code_mode.executor_server", "--config", str(config)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+        env={"PATH": os.defpath, **QUIET, "MCP_CODE_POOL_SIZE": "3"},
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            tree = _descendants(proc.pid)
+            if len(tree) >= 5:  # upstream + zygote + 3 warm workers
+                break
+            await asyncio.sleep(0.1)
+        assert len(tree) >= 5, tree
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        for pipe in (proc.stdin, proc.stdout):
+            if pipe is not None:
+                pipe.close()
+    for _ in range(200):
+        alive = {pid for pid in tree if pid in _processes()}
+        if not alive:
+            break
+        await asyncio.sleep(0.05)
+    assert not alive, f"left behind after SIGKILL of the server: {alive}"
+
+
+async def test_stdio_session_end_stops_everything(tmp_path: Path) -> None:
+    config = tmp_path / "mcp_servers.json"
+    config.write_text(json.dumps({"servers": {"t": server_entry(TEST_SERVER)}}))
+    transport = StdioTransport(
+        sys.executable, ["-m", "mcp_code_mode.executor_server", "--config", str(config)],
+        env={**QUIET, "MCP_CODE_POOL_SIZE": "2"}, keep_alive=False,
+    )  # fmt: skip
+    async with Client(transport, init_timeout=60) as client:
+        pid = (await client.call_tool("execute_code", {"code": "tools.t.pid()"})).structured_content
+        assert pid is not None
+        upstream = pid["result"]
+    assert upstream not in _processes()
