@@ -135,7 +135,8 @@ async def main(runs: int, pause_s: float, rss_runs: int) -> None:
         print(f"| {name} | {p50:.2f} | {p95(samples):.2f} | {p50 / base:.2f}x |")
     growth = (rss_after - rss_before) / rss_before * 100
     print(
-        f"\nserver RSS over {rss_runs} runs: {rss_before:.1f} MB -> {rss_after:.1f} MB ({growth:+.1f}%)"
+        f"\nserver RSS over {rss_runs} runs: {rss_before:.1f} MB -> {rss_after:.1f} MB "
+        f"({growth:+.1f}%)"
     )
 
 
