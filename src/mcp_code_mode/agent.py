@@ -1,0 +1,191 @@
+"""The DSPy agent: natural-language task → code → run → observe → answer.
+
+A code-act loop written with dspy signatures over our own executor (not the deprecated
+`dspy.CodeAct`, which copies tool source into its sandbox so MCP tools cannot work there).
+Each step's code runs through `Gateway.execute`, the same path as the `execute_code` tool,
+so the policy and every limit apply. The agent is a plain `dspy.Module`: compile it with
+any DSPy optimizer.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no cost-map fetch offline
+
+import dspy  # noqa: E402 - after the litellm switch above
+
+from .errors import CodeModeError  # noqa: E402
+from .sandbox.base import ExecutionResult  # noqa: E402
+from .settings import Settings  # noqa: E402
+
+__all__ = ["Answer", "CodeExecutionAgent", "LMNotConfigured", "Step", "WriteCode", "make_lm"]
+
+CodeRunner = Callable[[str], Awaitable[ExecutionResult]]
+StepCallback = Callable[[int, "Step"], Awaitable[None]]
+
+_FENCE = re.compile(r"^\s*```(?:python|py)?\s*\n(.*?)\n?```\s*$", re.DOTALL)
+_RESULT_CHARS = 2000
+
+
+class LMNotConfigured(CodeModeError):
+    """The agent needs an LM: set DSPY_LM (and a key or DSPY_API_BASE) in .env."""
+
+
+class WriteCode(dspy.Signature):
+    """Write the next Python snippet that makes progress on the task.
+
+    The code runs in a sandbox. `tools.<server>.<tool>(**kwargs)` calls an MCP tool and returns
+    its parsed result; `call_tools([(server, tool, args), ...])` runs calls concurrently;
+    `search_tools(query)` and `get_tool_docs(server, tool)` find more tools; `log(...)` records
+    notes. The value of the last expression is returned to you. Filter, join and aggregate in
+    code and return only what the answer needs. If the previous step failed, read its error
+    and fix the code. Set `finished` to true, with empty code, once the trajectory holds
+    everything the answer needs.
+    """
+
+    task: str = dspy.InputField()
+    tool_context: str = dspy.InputField(desc="Python stubs of the available tools")
+    trajectory: str = dspy.InputField(desc="earlier steps: code and its result or error")
+    code: str = dspy.OutputField(desc="Python code to run next, without markdown fences")
+    finished: bool = dspy.OutputField(desc="true when no more code needs to run")
+
+
+class Answer(dspy.Signature):
+    """Answer the task from what the code that was run returned."""
+
+    task: str = dspy.InputField()
+    trajectory: str = dspy.InputField(desc="the code that was run and its results")
+    answer: str = dspy.OutputField()
+
+
+@dataclass(slots=True)
+class Step:
+    """One executed snippet (contract §3 `run_task.steps`)."""
+
+    code: str
+    ok: bool
+    result: Any
+    error: dict[str, Any] | None
+    stdout: str = ""
+    logs: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"code": self.code, "ok": self.ok, "result": self.result, "error": self.error}
+
+    def render(self, number: int) -> str:
+        lines = [f"## Step {number}", "```python", self.code, "```"]
+        if self.stdout:
+            lines.append("stdout: " + _clip(self.stdout))
+        if self.logs:
+            lines.append("logs: " + _clip("\n".join(self.logs)))
+        if self.ok:
+            lines.append("result: " + _clip(json.dumps(self.result, ensure_ascii=False)))
+        else:
+            error = self.error or {}
+            where = f" at line {error['line']}" if error.get("line") else ""
+            lines.append(f"error {error.get('type')}{where}: {_clip(str(error.get('message')))}")
+        return "\n".join(lines)
+
+
+def _clip(text: str, limit: int = _RESULT_CHARS) -> str:
+    return text if len(text) <= limit else text[:limit] + f"… [{len(text) - limit} more chars]"
+
+
+def strip_fences(code: str) -> str:
+    """The code inside a markdown fence, or the text itself."""
+    match = _FENCE.match(code)
+    return (match.group(1) if match else code).strip()
+
+
+class CodeExecutionAgent(dspy.Module):
+    """Writes code for a task, runs it, reads results and errors, and answers.
+
+    Args:
+        run_code: runs one snippet, e.g. `gateway.execute` (policy and limits apply).
+        tool_context: the stubs the model writes code against
+            (`ToolSchemaFormatter.format_for_llm`).
+        max_steps: snippets to run at most before giving up.
+    """
+
+    def __init__(self, run_code: CodeRunner, *, tool_context: str = "", max_steps: int = 8) -> None:
+        super().__init__()
+        self.run_code = run_code
+        self.tool_context = tool_context
+        self.max_steps = max_steps
+        self.write_code = dspy.ChainOfThought(WriteCode)
+        self.answer = dspy.Predict(Answer)
+
+    async def aforward(self, task: str, on_step: StepCallback | None = None) -> dspy.Prediction:
+        steps: list[Step] = []
+        tool_calls: list[dict[str, Any]] = []
+        finished = False
+        with dspy.track_usage() as usage:
+            for number in range(1, self.max_steps + 1):
+                proposal = await self.write_code.acall(
+                    task=task, tool_context=self.tool_context, trajectory=_trajectory(steps)
+                )
+                code = strip_fences(str(proposal.code or ""))
+                if not code:
+                    finished = True
+                    break
+                result = await self.run_code(code)
+                step = Step(
+                    code=code, ok=result.ok, result=result.result,
+                    error=result.error.model_dump(mode="json") if result.error else None,
+                    stdout=result.stdout, logs=list(result.logs),
+                )  # fmt: skip
+                steps.append(step)
+                tool_calls += [c.model_dump(mode="json") for c in result.tool_calls]
+                if on_step is not None:
+                    await on_step(number, step)
+                if proposal.finished and step.ok:
+                    finished = True
+                    break
+            final = await self.answer.acall(task=task, trajectory=_trajectory(steps))
+        answer = str(final.answer)
+        if not finished:
+            answer = f"Gave up after {self.max_steps} steps without finishing. {answer}"
+        last_ok = next((s.code for s in reversed(steps) if s.ok), steps[-1].code if steps else "")
+        return dspy.Prediction(
+            answer=answer, code=last_ok, steps=[s.to_json() for s in steps],
+            tool_calls=tool_calls, tokens=_tokens(usage), finished=finished,
+        )  # fmt: skip
+
+    def forward(self, task: str) -> dspy.Prediction:
+        """Synchronous entry for optimizers and scripts; the runner must not need a running loop."""
+        import asyncio
+
+        return asyncio.run(self.aforward(task))
+
+
+def _trajectory(steps: list[Step]) -> str:
+    if not steps:
+        return "(nothing run yet)"
+    return "\n\n".join(step.render(i) for i, step in enumerate(steps, 1))
+
+
+def _tokens(usage: Any) -> dict[str, int]:
+    prompt = completion = 0
+    for entry in usage.get_total_tokens().values():
+        prompt += int(entry.get("prompt_tokens") or 0)
+        completion += int(entry.get("completion_tokens") or 0)
+    return {"prompt": prompt, "completion": completion}
+
+
+def make_lm(settings: Settings) -> dspy.LM:
+    """The LM named by DSPY_LM; raises LMNotConfigured when it is unset."""
+    if not settings.dspy_lm:
+        raise LMNotConfigured(
+            "no LM configured: set DSPY_LM (a LiteLLM model string such as openai/gpt-4o-mini) "
+            "and its key or DSPY_API_BASE in .env (see .env.example)"
+        )
+    return dspy.LM(
+        settings.dspy_lm, api_base=settings.dspy_api_base, temperature=settings.dspy_temperature,
+        max_tokens=settings.dspy_max_tokens, cache=False,
+    )  # fmt: skip
