@@ -18,11 +18,11 @@ from typing import Any
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no cost-map fetch offline
 
-import dspy  # noqa: E402 - after the litellm switch above
+import dspy
 
-from .errors import CodeModeError  # noqa: E402
-from .sandbox.base import ExecutionResult  # noqa: E402
-from .settings import Settings  # noqa: E402
+from .errors import CodeModeError
+from .sandbox.base import ExecutionResult
+from .settings import Settings
 
 __all__ = ["Answer", "CodeExecutionAgent", "LMNotConfigured", "Step", "WriteCode", "make_lm"]
 

@@ -9,7 +9,6 @@ from functools import cache
 from typing import Any
 
 import tiktoken
-
 from mcp import types as mcp_types
 
 __all__ = ["ToolSchemaFormatter", "ToolStubSource", "count_tokens", "one_line"]
