@@ -19,12 +19,26 @@ from typing import Any
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no cost-map fetch offline
 
 import dspy
+from dotenv import load_dotenv
 
 from .errors import CodeModeError
+from .gateway import Gateway
 from .sandbox.base import ExecutionResult
 from .settings import Settings
 
-__all__ = ["Answer", "CodeExecutionAgent", "LMNotConfigured", "Step", "WriteCode", "make_lm"]
+__all__ = [
+    "Answer",
+    "CodeExecutionAgent",
+    "LMNotConfigured",
+    "Step",
+    "WriteCode",
+    "agent_for",
+    "make_lm",
+    "run_task",
+    "tool_context_for",
+]
+
+TOOL_CONTEXT_TOKENS = 3000
 
 CodeRunner = Callable[[str], Awaitable[ExecutionResult]]
 StepCallback = Callable[[int, "Step"], Awaitable[None]]
@@ -178,6 +192,39 @@ def _tokens(usage: Any) -> dict[str, int]:
     return {"prompt": prompt, "completion": completion}
 
 
+def tool_context_for(
+    gateway: Gateway, task: str, *, budget_tokens: int = TOOL_CONTEXT_TOKENS
+) -> str:
+    """The catalog as stubs for this task: whole when it fits, else summaries plus top hits."""
+    catalog = gateway.catalog
+    ranked = [catalog.get(hit.server, hit.tool).source for hit in catalog.search(task, 40)]
+    return catalog.formatter.format_for_llm(
+        [entry.source for entry in catalog.entries], descriptions=catalog.descriptions,
+        budget_tokens=budget_tokens, ranked=ranked,
+    )  # fmt: skip
+
+
+def agent_for(gateway: Gateway, task: str) -> CodeExecutionAgent:
+    """An agent whose code runs through `gateway.execute`, with the stubs for `task`."""
+    return CodeExecutionAgent(
+        gateway.execute, tool_context=tool_context_for(gateway, task),
+        max_steps=gateway.settings.dspy_max_steps,
+    )  # fmt: skip
+
+
+async def run_task(
+    gateway: Gateway, lm: dspy.LM, task: str, on_step: StepCallback | None = None
+) -> dict[str, Any]:
+    """Run the agent on one task; the contract §3 `run_task` object."""
+    agent = agent_for(gateway, task)
+    with dspy.context(lm=lm):
+        prediction = await agent.acall(task=task, on_step=on_step)
+    return {
+        "answer": prediction.answer, "code": prediction.code, "steps": prediction.steps,
+        "tool_calls": prediction.tool_calls, "tokens": prediction.tokens,
+    }  # fmt: skip
+
+
 def make_lm(settings: Settings) -> dspy.LM:
     """The LM named by DSPY_LM; raises LMNotConfigured when it is unset."""
     if not settings.dspy_lm:
@@ -185,6 +232,9 @@ def make_lm(settings: Settings) -> dspy.LM:
             "no LM configured: set DSPY_LM (a LiteLLM model string such as openai/gpt-4o-mini) "
             "and its key or DSPY_API_BASE in .env (see .env.example)"
         )
+    # Provider keys (OPENAI_API_KEY, ...) may live in .env; LiteLLM reads the environment.
+    # Workers and upstreams never see them: both start from explicit minimal environments.
+    load_dotenv(".env", override=False)
     return dspy.LM(
         settings.dspy_lm, api_base=settings.dspy_api_base, temperature=settings.dspy_temperature,
         max_tokens=settings.dspy_max_tokens, cache=False,

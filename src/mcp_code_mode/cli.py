@@ -10,6 +10,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from . import agent
 from .errors import CodeModeError
 from .executor_server import add_serve_arguments, serve
 from .gateway import Gateway
@@ -69,9 +70,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "tools":
             return asyncio.run(_tools(settings, args))
         if args.command == "run":
-            raise CodeModeError(
-                "the agent is not built yet in this version; use `mcp-code-mode exec`"
-            )
+            return asyncio.run(_run(settings, args))
         raise CodeModeError("the Pyodide executor is not built yet in this version")
     except CodeModeError as exc:
         print(f"mcp-code-mode: {exc}", file=sys.stderr)
@@ -153,6 +152,35 @@ async def _tools(settings: Settings, args: argparse.Namespace) -> int:
                 print(row["signature"])
                 if row["description"]:
                     print(f"    {row['description']}")
+    return 0
+
+
+async def _run(settings: Settings, args: argparse.Namespace) -> int:
+    lm = agent.make_lm(settings)
+
+    async def show(number: int, step: agent.Step) -> None:
+        if args.json:
+            return
+        print(f"--- step {number} ---\n{step.code}")
+        if step.ok:
+            print("=> " + json.dumps(step.result, ensure_ascii=False)[:2000])
+        else:
+            error = step.error or {}
+            print(f"=> {error.get('type')}: {error.get('message')}")
+
+    async with Gateway.from_settings(settings, args.config) as gateway:
+        _warn_down_servers(gateway)
+        result = await agent.run_task(gateway, lm, args.task, show)
+    if args.json:
+        print(json.dumps(result, ensure_ascii=False))
+    else:
+        print(f"--- answer ---\n{result['answer']}")
+        tokens = result["tokens"]
+        print(
+            f"[{len(result['steps'])} step(s), {len(result['tool_calls'])} tool call(s), "
+            f"{tokens['prompt']} + {tokens['completion']} tokens]",
+            file=sys.stderr,
+        )
     return 0
 
 

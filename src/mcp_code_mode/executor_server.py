@@ -15,12 +15,13 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from fastmcp import FastMCP
+from fastmcp import Context, FastMCP
 from fastmcp.exceptions import ToolError
 from fastmcp.tools.base import ToolResult
 from fastmcp.tools.function_tool import FunctionTool
 from mcp import types as mcp_types
 
+from . import agent
 from .errors import CodeModeError
 from .gateway import Gateway
 from .settings import Settings
@@ -95,8 +96,11 @@ def instructions(gateway: Gateway) -> str:
     )
 
 
-def build_server(gateway: Gateway) -> FastMCP:
-    """A FastMCP app over a started gateway (the caller owns the gateway's lifecycle)."""
+def build_server(gateway: Gateway, *, lm: Any = None) -> FastMCP:
+    """A FastMCP app over a started gateway (the caller owns the gateway's lifecycle).
+
+    `run_task` is registered only with an LM (`agent.make_lm(settings)` or any dspy LM).
+    """
     server = FastMCP("mcp-code-mode", instructions=instructions(gateway))
 
     async def execute_code(
@@ -120,6 +124,18 @@ def build_server(gateway: Gateway) -> FastMCP:
     _add(server, search_tools, "Search upstream tools; returns call signatures.")
     _add(server, get_tool_docs, "Python stub docs of an upstream tool or server.")
     _add(server, list_servers, "Upstream servers and their status.")
+    if lm is not None:
+
+        async def run_task(task: str, ctx: Context) -> ToolResult:
+            total = gateway.settings.dspy_max_steps
+
+            async def progress(number: int, step: agent.Step) -> None:
+                state = "ok" if step.ok else (step.error or {}).get("type", "error")
+                await ctx.report_progress(number, total, f"step {number}: {state}")
+
+            return _json_result(await agent.run_task(gateway, lm, task, progress))
+
+        _add(server, run_task, "Have the code agent solve a task in natural language.")
     return server
 
 
@@ -150,8 +166,9 @@ async def serve(
     host: str = "127.0.0.1", port: int = 8765,
 ) -> None:  # fmt: skip
     """Start the gateway, then serve MCP until the client goes away or we are cancelled."""
+    lm = agent.make_lm(settings) if settings.dspy_lm else None
     async with Gateway.from_settings(settings, config_path) as gateway:
-        server = build_server(gateway)
+        server = build_server(gateway, lm=lm)
         info = gateway.sandbox_info()
         print(
             f"mcp-code-mode: {len(gateway.catalog.entries)} upstream tools; "

@@ -1,0 +1,64 @@
+"""A loopback OpenAI-compatible chat-completions server with scripted replies, for agent tests."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+def chat_reply(**fields: Any) -> str:
+    """A reply in dspy's ChatAdapter format: `[[ ## name ## ]]` sections, then completed."""
+    parts = [f"[[ ## {name} ## ]]\n{value}" for name, value in fields.items()]
+    return "\n\n".join([*parts, "[[ ## completed ## ]]"])
+
+
+class StubLM:
+    """Serves `replies` in order on 127.0.0.1; records every request body."""
+
+    def __init__(self, replies: list[str]) -> None:
+        self.replies = list(replies)
+        self.requests: list[dict[str, Any]] = []
+        stub = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                stub.requests.append(body)
+                text = (
+                    stub.replies.pop(0) if stub.replies else chat_reply(answer="(no more replies)")
+                )
+                payload = json.dumps({
+                    "id": f"chatcmpl-{len(stub.requests)}", "object": "chat.completion",
+                    "created": 0, "model": body.get("model", "stub"),
+                    "choices": [{"index": 0, "finish_reason": "stop",
+                                 "message": {"role": "assistant", "content": text}}],
+                    "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120},
+                }).encode()  # fmt: skip
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.api_base = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+
+@contextmanager
+def serve_stub(replies: list[str]) -> Iterator[StubLM]:
+    stub = StubLM(replies)
+    thread = threading.Thread(target=stub.server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield stub
+    finally:
+        stub.server.shutdown()
+        stub.server.server_close()
+        thread.join()

@@ -1,0 +1,118 @@
+"""The DSPy agent with DummyLM and with a loopback OpenAI-compatible stub LM over MCP."""
+
+from __future__ import annotations
+
+import json
+
+import dspy
+import pytest
+from dspy.utils.dummies import DummyLM
+from fastmcp import Client
+
+from mcp_code_mode import agent
+from mcp_code_mode.executor_server import build_server
+from mcp_code_mode.gateway import Gateway
+from mcp_code_mode.settings import Settings
+
+from .servers.stub_lm import chat_reply, serve_stub
+
+
+async def test_two_steps_error_then_success(gateway: Gateway) -> None:
+    lm = DummyLM([
+        {"reasoning": "start", "code": "x = 1\nimport os\nos.listdir('/')", "finished": False},
+        {"reasoning": "fix it", "code": "```python\nlen(tools.my_data.list_customers(country='DE'))\n```",
+         "finished": True},
+        {"answer": "22 customers"},
+    ])  # fmt: skip
+    runner = agent.CodeExecutionAgent(gateway.execute, tool_context="(stubs)", max_steps=4)
+    with dspy.context(lm=lm):
+        prediction = await runner.acall(task="How many customers are in DE?")
+    assert prediction.answer == "22 customers"
+    assert [s["ok"] for s in prediction.steps] == [False, True]
+    assert prediction.steps[0]["error"]["type"] == "POLICY_VIOLATION"
+    assert prediction.steps[0]["error"]["line"] == 2
+    assert prediction.steps[1]["result"] == 22
+    assert prediction.code == "len(tools.my_data.list_customers(country='DE'))"
+    assert prediction.tool_calls == [{**prediction.tool_calls[0], "server": "my-data", "ok": True}]
+    second_prompt = lm.history[1]["messages"][-1]["content"]
+    assert "POLICY_VIOLATION at line 2" in second_prompt and "import of 'os'" in second_prompt
+
+
+async def test_tool_error_is_fed_back(gateway: Gateway) -> None:
+    lm = DummyLM([
+        {"reasoning": "a", "code": "tools.testsrv.fail(message='quota exceeded')", "finished": False},
+        {"reasoning": "b", "code": "tools.testsrv.echo(text='recovered')", "finished": True},
+        {"answer": "recovered"},
+    ])  # fmt: skip
+    runner = agent.CodeExecutionAgent(gateway.execute, max_steps=3)
+    with dspy.context(lm=lm):
+        prediction = await runner.acall(task="echo something")
+    assert prediction.steps[0]["error"]["type"] == "TOOL_ERROR"
+    assert "quota exceeded" in lm.history[1]["messages"][-1]["content"]
+    assert prediction.steps[1]["result"] == "recovered"
+
+
+async def test_gives_up_at_max_steps(gateway: Gateway) -> None:
+    failing = {"reasoning": "again", "code": "1/0", "finished": False}
+    lm = DummyLM([failing, failing, {"answer": "could not compute"}])
+    runner = agent.CodeExecutionAgent(gateway.execute, max_steps=2)
+    with dspy.context(lm=lm):
+        prediction = await runner.acall(task="divide")
+    assert prediction.answer.startswith("Gave up after 2 steps")
+    assert len(prediction.steps) == 2 and not any(s["ok"] for s in prediction.steps)
+    assert prediction.finished is False
+
+
+async def test_finished_without_code_answers_from_the_trajectory(gateway: Gateway) -> None:
+    lm = DummyLM([
+        {"reasoning": "look", "code": "sum([1, 2, 3])", "finished": False},
+        {"reasoning": "done", "code": "", "finished": True},
+        {"answer": "6"},
+    ])  # fmt: skip
+    with dspy.context(lm=lm):
+        prediction = await agent.CodeExecutionAgent(gateway.execute).acall(task="add 1 2 3")
+    assert prediction.answer == "6" and len(prediction.steps) == 1 and prediction.finished
+
+
+def test_make_lm_needs_dspy_lm() -> None:
+    with pytest.raises(agent.LMNotConfigured, match="DSPY_LM"):
+        agent.make_lm(Settings(_env_file=None, dspy_lm=None))  # type: ignore[call-arg]
+
+
+async def test_run_task_over_mcp_with_stub_lm(gateway: Gateway) -> None:
+    replies = [
+        chat_reply(reasoning="List the refunded orders and count big ones.",
+                   code="rs = tools.my_data.list_orders(status='refunded')\n"
+                        "len([o for o in rs if o['amount'] > 850])",
+                   finished="True"),
+        chat_reply(answer="16 refunded orders are above 850."),
+    ]  # fmt: skip
+    with serve_stub(replies) as stub:
+        lm = dspy.LM("openai/stub-model", api_base=stub.api_base, api_key="not-a-key", cache=False)
+        progress: list[tuple[float, float | None, str | None]] = []
+
+        async def on_progress(value: float, total: float | None, message: str | None) -> None:
+            progress.append((value, total, message))
+
+        async with Client(build_server(gateway, lm=lm)) as client:
+            names = {t.name for t in await client.list_tools()}
+            result = await client.call_tool_mcp(
+                "run_task", {"task": "How many refunded orders are above 850?"},
+                progress_handler=on_progress,
+            )  # fmt: skip
+    assert "run_task" in names
+    data = json.loads(result.content[0].text)
+    assert data == result.structured_content
+    assert set(data) == {"answer", "code", "steps", "tool_calls", "tokens"}
+    assert data["answer"] == "16 refunded orders are above 850."
+    assert data["steps"] == [{"code": data["code"], "ok": True, "result": 16, "error": None}]
+    assert data["tool_calls"][0]["tool"] == "list_orders"
+    assert data["tokens"] == {"prompt": 200, "completion": 40}
+    assert progress and progress[0][0] == 1 and "step 1: ok" in (progress[0][2] or "")
+    assert len(stub.requests) == 2
+    assert "tools.my_data.list_orders" in json.dumps(stub.requests[0]["messages"])
+
+
+async def test_run_task_absent_without_lm(gateway: Gateway) -> None:
+    async with Client(build_server(gateway)) as client:
+        assert "run_task" not in {t.name for t in await client.list_tools()}
