@@ -15,6 +15,7 @@ from mcp_code_mode.gateway import Gateway
 from mcp_code_mode.settings import Settings
 
 from .servers.stub_lm import chat_reply, serve_stub
+from .support import ROOT
 
 
 async def test_two_steps_error_then_success(gateway: Gateway) -> None:
@@ -116,3 +117,40 @@ async def test_run_task_over_mcp_with_stub_lm(gateway: Gateway) -> None:
 async def test_run_task_absent_without_lm(gateway: Gateway) -> None:
     async with Client(build_server(gateway)) as client:
         assert "run_task" not in {t.name for t in await client.list_tools()}
+
+
+async def test_agent_is_a_module_optimizers_can_copy_and_call_from_threads(
+    gateway: Gateway,
+) -> None:
+    import asyncio
+
+    runner = agent.agent_for(gateway, "customers")
+    copy = runner.deepcopy()
+    assert copy.runner is runner.runner  # the gateway behind it is shared, not copied
+    assert copy.write_code is not runner.write_code
+    lm = DummyLM([
+        {"reasoning": "r", "code": "len(tools.my_data.list_customers())", "finished": True},
+        {"answer": "200"},
+    ])  # fmt: skip
+
+    def call_sync() -> dspy.Prediction:
+        with dspy.context(lm=lm):
+            return copy(task="How many customers?")
+
+    prediction = await asyncio.to_thread(call_sync)
+    assert prediction.answer == "200" and prediction.steps[0]["result"] == 200
+
+
+def test_trainset_examples_are_well_formed() -> None:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "trainset", ROOT / "scripts" / "agent_trainset.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert len(module.TRAINSET) >= 5
+    example = module.TRAINSET[0]
+    assert list(example.inputs().keys()) == ["task"]
+    assert module.metric(example, dspy.Prediction(answer=f"It is {example.answer}."))

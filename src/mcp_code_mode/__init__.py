@@ -9,6 +9,7 @@ import os as _os
 # fastmcp reads these at import; whatever starts fastmcp through us gets quiet defaults.
 _os.environ.setdefault("FASTMCP_CHECK_FOR_UPDATES", "off")
 _os.environ.setdefault("FASTMCP_SHOW_SERVER_BANNER", "false")
+_os.environ.setdefault("FASTMCP_LOG_LEVEL", "WARNING")
 
 __version__ = "0.1.0"
 __all__ = ["__version__"]

@@ -9,6 +9,7 @@ any DSPy optimizer.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
@@ -111,6 +112,24 @@ def _clip(text: str, limit: int = _RESULT_CHARS) -> str:
     return text if len(text) <= limit else text[:limit] + f"… [{len(text) - limit} more chars]"
 
 
+class _SharedRunner:
+    """The code runner and the event loop it belongs to; shared, never copied.
+
+    dspy optimizers deep-copy modules; the gateway behind the runner (processes, sockets,
+    upstream sessions) must stay one.
+    """
+
+    def __init__(self, run_code: CodeRunner) -> None:
+        self.run_code = run_code
+        try:
+            self.loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            self.loop = None
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> _SharedRunner:
+        return self
+
+
 def strip_fences(code: str) -> str:
     """The code inside a markdown fence, or the text itself."""
     match = _FENCE.match(code)
@@ -129,7 +148,7 @@ class CodeExecutionAgent(dspy.Module):
 
     def __init__(self, run_code: CodeRunner, *, tool_context: str = "", max_steps: int = 8) -> None:
         super().__init__()
-        self.run_code = run_code
+        self.runner = _SharedRunner(run_code)
         self.tool_context = tool_context
         self.max_steps = max_steps
         self.write_code = dspy.ChainOfThought(WriteCode)
@@ -148,7 +167,7 @@ class CodeExecutionAgent(dspy.Module):
                 if not code:
                     finished = True
                     break
-                result = await self.run_code(code)
+                result = await self.runner.run_code(code)
                 step = Step(
                     code=code, ok=result.ok, result=result.result,
                     error=result.error.model_dump(mode="json") if result.error else None,
@@ -172,10 +191,16 @@ class CodeExecutionAgent(dspy.Module):
         )  # fmt: skip
 
     def forward(self, task: str) -> dspy.Prediction:
-        """Synchronous entry for optimizers and scripts; the runner must not need a running loop."""
-        import asyncio
+        """Synchronous entry for optimizers and evaluation, from any thread but the loop's own.
 
-        return asyncio.run(self.aforward(task))
+        With an agent made inside a running loop (e.g. over a started Gateway), the run is
+        scheduled on that loop and this thread waits for it: call optimizers through
+        `asyncio.to_thread(...)`. Without a loop, the run gets a loop of its own.
+        """
+        loop = self.runner.loop
+        if loop is None:
+            return asyncio.run(self.aforward(task))
+        return asyncio.run_coroutine_threadsafe(self.aforward(task), loop).result()
 
 
 def _trajectory(steps: list[Step]) -> str:

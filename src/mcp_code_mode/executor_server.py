@@ -133,7 +133,10 @@ def build_server(gateway: Gateway, *, lm: Any = None) -> FastMCP:
                 state = "ok" if step.ok else (step.error or {}).get("type", "error")
                 await ctx.report_progress(number, total, f"step {number}: {state}")
 
-            return _json_result(await agent.run_task(gateway, lm, task, progress))
+            try:
+                return _json_result(await agent.run_task(gateway, lm, task, progress))
+            except Exception as exc:  # LM/provider failures reach the client as a clear tool error
+                raise ToolError(f"run_task failed: {type(exc).__name__}: {exc}") from None
 
         _add(server, run_task, "Have the code agent solve a task in natural language.")
     return server
