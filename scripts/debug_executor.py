@@ -91,9 +91,8 @@ async def main(config: str) -> int:
                 return 1
             data = json.loads(text)
             for number, step in enumerate(data.get("steps", []), 1):
-                print(
-                    f"--- step {number} ({'ok' if step['ok'] else step['error']['type']}) ---\n{step['code']}"
-                )
+                state = "ok" if step["ok"] else step["error"]["type"]
+                print(f"--- step {number} ({state}) ---\n{step['code']}")
             ok &= report(
                 not result.is_error and bool(data.get("answer")),
                 "run_task",
