@@ -40,3 +40,12 @@ def test_debug_executor_with_stub_lm() -> None:
     assert "[PASS] run_task: There are 200 customers." in proc.stdout
     assert "len(tools.data.list_customers())" in proc.stdout
     assert "not-a-real-key" not in proc.stdout + proc.stderr
+
+
+def test_dspy_sandbox_script() -> None:
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "test_dspy_sandbox.py")], capture_output=True,
+        text=True, timeout=180, cwd=ROOT, env={**os.environ, "MCP_CODE_POOL_SIZE": "1"},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.count("[PASS]") == 6 and "all checks passed" in proc.stdout

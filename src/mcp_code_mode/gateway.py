@@ -10,7 +10,7 @@ import json
 import time
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 from .catalog import Catalog
 from .config import GatewayConfig, load_config
@@ -21,6 +21,9 @@ from .sandbox.base import ExecutionResult, Executor, ToolCallRecord
 from .sandbox.local import LocalExecutor
 from .settings import Settings
 from .tool_results import JSON, unwrap_result
+
+if TYPE_CHECKING:
+    from .sandbox.interpreter import MCPCodeInterpreter
 
 __all__ = ["Gateway"]
 
@@ -98,6 +101,22 @@ class Gateway:
 
     def list_servers(self) -> list[dict[str, Any]]:
         return [status.to_json() for status in self.manager.statuses()]
+
+    def interpreter(self) -> MCPCodeInterpreter:
+        """A dspy `CodeInterpreter` session whose code calls this gateway's tools.
+
+        Call from inside the gateway's event loop; use the interpreter (it is synchronous)
+        from another thread, e.g. through `asyncio.to_thread`.
+        """
+        from .sandbox.interpreter import MCPCodeInterpreter  # imports dspy: only when asked
+
+        s = self.settings
+        return MCPCodeInterpreter(
+            router=_RunRouter(self), router_loop=asyncio.get_running_loop(),
+            index=self._guest_index(), allowed_imports=s.allowed_imports,
+            memory_mb=s.memory_mb, timeout_s=s.timeout_s, max_output_chars=s.max_output_chars,
+            max_chars=s.max_chars, max_lines=s.max_lines,
+        )  # fmt: skip
 
     def sandbox_info(self) -> dict[str, Any]:
         """The executor and its active isolation layers."""

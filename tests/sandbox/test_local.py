@@ -32,15 +32,21 @@ def _processes() -> dict[int, tuple[int, bytes]]:
     return table
 
 
-def worker_pids() -> set[int]:
-    """Live sandbox workers (children of a zygote) started from this test process."""
+def worker_pids(zygote: int | None = None) -> set[int]:
+    """Live sandbox workers: children of `zygote`, or of any zygote this test process started."""
     table = _processes()
-    zygotes = {
+    zygotes = {zygote} if zygote is not None else {
         pid
         for pid, (ppid, cmd) in table.items()
         if ppid == os.getpid() and b"mcp_code_mode.sandbox.zygote" in cmd
-    }
+    }  # fmt: skip
     return {pid for pid, (ppid, _) in table.items() if ppid in zygotes}
+
+
+def zygote_pid(gateway: Gateway) -> int:
+    proc = gateway.executor.pool.zygote._proc  # type: ignore[attr-defined]
+    assert proc is not None
+    return int(proc.pid)
 
 
 @pytest.fixture
@@ -64,12 +70,14 @@ async def test_worker_has_no_server_environment() -> None:
         assert SECRET.encode() not in environ
         assert b"MCP_CODE_TEST_SECRET" not in environ
         assert cwd == worker.workdir and os.listdir(cwd) == []
-        assert worker_pids() == {worker.pid}
+        assert zygote._proc is not None
+        zygote_process = zygote._proc.pid
+        assert worker_pids(zygote_process) == {worker.pid}
     finally:
         await worker.dispose()
         await zygote.aclose()
     assert not Path(worker.workdir).exists()
-    assert worker_pids() == set()
+    assert worker_pids(zygote_process) == set()
 
 
 @pytest.mark.parametrize(
@@ -82,17 +90,18 @@ async def test_worker_has_no_server_environment() -> None:
     ],
 )
 async def test_timeout_kills_the_worker(timing_gateway: Gateway, code: str) -> None:
-    before = worker_pids()
+    zygote = zygote_pid(timing_gateway)
+    before = worker_pids(zygote)
     started = time.perf_counter()
     out = (await timing_gateway.execute(code, timeout_s=1.0)).to_json()
     elapsed = time.perf_counter() - started
     assert out["error"]["type"] == "TIMEOUT", out
     assert elapsed < 1.0 + 1.0 + 0.5  # timeout + 1 s, plus slack for a loaded machine
     for _ in range(100):  # the killed worker is reaped in the background
-        if not (before & worker_pids()):
+        if not (before & worker_pids(zygote)):
             break
         await asyncio.sleep(0.01)
-    assert not (before & worker_pids()), "a worker of the timed-out run is still alive"
+    assert not (before & worker_pids(zygote)), "a worker of the timed-out run is still alive"
     assert (await timing_gateway.execute("1+1")).result == 2
 
 

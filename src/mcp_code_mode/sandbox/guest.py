@@ -16,6 +16,7 @@ __all__ = [
     "BLOCKED_ATTRIBUTES",
     "Fatal",
     "GuestRuntime",
+    "Submitted",
     "ToolError",
 ]
 
@@ -91,6 +92,18 @@ class Fatal(BaseException):
         super().__init__(message)
         self.error_type = error_type
         self.message = message
+
+
+class Submitted(BaseException):
+    """Raised by `SUBMIT(**fields)` (interpreter sessions only): ends the snippet with output."""
+
+    def __init__(self, fields: dict[str, Any]) -> None:
+        super().__init__("SUBMIT")
+        self.fields = fields
+
+
+def _submit(**fields: Any) -> None:
+    raise Submitted(fields)
 
 
 def _is_blocked(name: object) -> bool:
@@ -180,15 +193,22 @@ class GuestRuntime:
         self.logs: list[str] = []
         self.on_output: Callable[[int], None] = lambda n: None
 
-    def namespace(self, index: dict[str, Any], input_value: Any) -> dict[str, Any]:
-        """The globals of a run: restricted builtins plus the contract §4 names."""
+    def namespace(
+        self, index: dict[str, Any], input_value: Any, *, session: bool = False
+    ) -> dict[str, Any]:
+        """The globals of a run: restricted builtins plus the contract §4 names.
+
+        A session (dspy CodeInterpreter) namespace also has `SUBMIT(**fields)`.
+        """
         safe = {k: v for k, v in vars(builtins).items() if k not in _REMOVED_BUILTINS}
         safe.update(
             __import__=self._import, getattr=_safe_getattr, hasattr=_safe_hasattr,
             setattr=_safe_setattr, delattr=_safe_delattr,
         )  # fmt: skip
         servers = {ident: _Server(self, ident, spec) for ident, spec in index.items()}
+        extra = {"SUBMIT": _submit} if session else {}
         return {
+            **extra,
             "__builtins__": safe,
             "__name__": "__guest__",
             "tools": _Tools(servers),

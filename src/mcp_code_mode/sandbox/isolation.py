@@ -123,7 +123,8 @@ def _set_limits(memory_mb: int, *, nproc: bool) -> None:
 
 def set_cpu_limit(seconds: float) -> None:
     """CPU-time backstop for a run: SIGXCPU, then SIGKILL, a little after the wall-clock limit."""
-    soft = int(seconds) + 2
+    used = resource.getrusage(resource.RUSAGE_SELF)
+    soft = int(used.ru_utime + used.ru_stime + seconds) + 2
     with contextlib.suppress(ValueError, OSError):
         resource.setrlimit(resource.RLIMIT_CPU, (soft, soft + 1))
 

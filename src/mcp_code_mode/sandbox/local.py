@@ -83,11 +83,9 @@ class LocalExecutor:
             "op": "run", "code": code, "input": input, "index": index,
             "timeout_s": timeout_s, "max_output_chars": self.max_output_chars,
         }  # fmt: skip
-        worker: WorkerProcess | None = None
         try:
-            worker = await self.pool.acquire()
             async with asyncio.timeout(timeout_s + _KILL_GRACE_S):
-                done = await _Conversation(worker, router).run(message)
+                done = await self._attempt(message, router)
             error = ErrorDetail.model_validate(done["error"]) if done["error"] else None
             result = ExecutionResult(
                 ok=bool(done["ok"]), result=done["result"], stdout=done["stdout"],
@@ -101,13 +99,29 @@ class LocalExecutor:
             )
         except WorkerCrashed as exc:
             result = ExecutionResult.failure(ErrorType.EXECUTOR_ERROR, str(exc))
-        finally:
-            if worker is not None:
-                worker.kill()  # at once: nothing of this run outlives it
-                self.pool.reap(worker)  # waiting for exit and cleanup need not delay the reply
         result.tool_calls = router.records()
         result.duration_ms = _ms_since(started)
         return result
+
+    async def _attempt(self, message: dict[str, Any], router: ToolRouter) -> dict[str, Any]:
+        """Run on a pool worker; once more on a fresh one if the first died without a trace.
+
+        A warm worker can die before it runs anything (its zygote was killed, the OS
+        reclaimed it). When it made no tool call or query, nothing observable happened
+        (workers have no network and cannot write files), so one retry is safe.
+        """
+        for attempt in (1, 2):
+            worker = await self.pool.acquire()
+            conversation = _Conversation(worker, router)
+            try:
+                return await conversation.run(message)
+            except WorkerCrashed:
+                if attempt == 2 or conversation.requests:
+                    raise
+            finally:
+                worker.kill()  # at once: nothing of this run outlives it
+                self.pool.reap(worker)  # waiting for exit and cleanup need not delay the reply
+        raise AssertionError("unreachable")
 
 
 class _Conversation:
@@ -116,6 +130,7 @@ class _Conversation:
     def __init__(self, worker: WorkerProcess, router: ToolRouter) -> None:
         self.worker = worker
         self.router = router
+        self.requests = 0
         self._tasks: set[asyncio.Task[None]] = set()
 
     async def run(self, message: dict[str, Any]) -> dict[str, Any]:
@@ -132,6 +147,7 @@ class _Conversation:
                 if op == "done":
                     return request
                 if op in ("call", "query"):
+                    self.requests += 1
                     task = asyncio.create_task(self._answer(request))
                     self._tasks.add(task)
                     task.add_done_callback(self._tasks.discard)

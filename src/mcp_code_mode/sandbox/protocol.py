@@ -89,6 +89,7 @@ class DoneMessage(TypedDict):
     stdout: str
     logs: list[str]
     error: ErrorInfo | None
+    submitted: NotRequired[bool]  # the result holds SUBMIT(**fields) (sessions only)
 
 
 def encode(message: Any) -> bytes:

@@ -23,7 +23,7 @@ import traceback
 from types import CodeType, FrameType
 from typing import IO, Any
 
-from mcp_code_mode.sandbox.guest import Fatal, GuestRuntime, ToolError
+from mcp_code_mode.sandbox.guest import Fatal, GuestRuntime, Submitted, ToolError
 from mcp_code_mode.sandbox.isolation import confine, set_cpu_limit
 from mcp_code_mode.sandbox.protocol import DoneMessage, ErrorInfo, decode, write_message
 
@@ -160,12 +160,27 @@ def _error(kind: str, message: str, line: int | None) -> ErrorInfo:
     return {"type": kind, "message": message, "line": line}
 
 
-def execute(message: dict[str, Any], run: _Run, runtime: GuestRuntime) -> DoneMessage:
-    """Run one snippet to completion (or to its first limit) and build the `done` message."""
+def execute(
+    message: dict[str, Any], run: _Run, runtime: GuestRuntime,
+    namespace: dict[str, Any] | None = None,
+) -> DoneMessage:  # fmt: skip
+    """Run one snippet to completion (or to its first limit) and build the `done` message.
+
+    `namespace` carries a session's variables from snippet to snippet; the guest API in it
+    is refreshed for this run, and `message["variables"]` are added to it.
+    """
     source: str = message["code"]
     capture = _Capture(run)
     runtime.on_output = run.charge
-    namespace = runtime.namespace(message["index"], message["input"])
+    session = namespace is not None
+    fresh = runtime.namespace(message["index"], message["input"], session=session)
+    if namespace is None:
+        namespace = fresh
+    else:
+        namespace.update(fresh)
+    namespace.update(message.get("variables") or {})
+    namespace.pop(_RESULT, None)
+    submitted: dict[str, Any] | None = None
     error: ErrorInfo | None = None
     timeout_s = float(message["timeout_s"])
 
@@ -184,6 +199,8 @@ def execute(message: dict[str, Any], run: _Run, runtime: GuestRuntime) -> DoneMe
             asyncio.run(eval(code, namespace))
         else:
             exec(code, namespace)
+    except Submitted as exc:
+        submitted = exc.fields
     except SyntaxError as exc:
         error = _error("SYNTAX_ERROR", f"SyntaxError: {exc.msg}", exc.lineno)
     except Fatal as exc:
@@ -202,14 +219,18 @@ def execute(message: dict[str, Any], run: _Run, runtime: GuestRuntime) -> DoneMe
         sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
     result: Any = None
     if error is None and run.tripped is None:
-        result, error = _result_value(namespace.get(_RESULT), run, runtime)
+        value = submitted if submitted is not None else namespace.get(_RESULT)
+        result, error = _result_value(value, run, runtime)
     tripped = run.tripped  # a limit the guest caught still ends the run
     if tripped is not None and (error is None or error["type"] != tripped.error_type):
         error = _error(tripped.error_type, tripped.message, None)
-    return {
+    done: DoneMessage = {
         "op": "done", "ok": error is None, "result": result if error is None else None,
         "stdout": capture.getvalue(), "logs": runtime.logs, "error": error,
     }  # fmt: skip
+    if submitted is not None and error is None:
+        done["submitted"] = True
+    return done
 
 
 def _result_value(value: Any, run: _Run, runtime: GuestRuntime) -> tuple[Any, ErrorInfo | None]:
@@ -242,19 +263,25 @@ def serve(
     pipe_in, pipe_out = sock.makefile("rb"), sock.makefile("wb")
     confine(workdir=workdir, memory_mb=memory_mb, layers=layers)
     _warm_up(allowed_imports)
+    namespace: dict[str, Any] | None = None
     try:
         write_message(pipe_out, {"op": "ready", "pid": os.getpid()})
-        line = pipe_in.readline()
-        if not line:  # the host gave up on this worker before using it
-            os.chdir("/")
-            with contextlib.suppress(OSError):
-                os.rmdir(workdir)
-            os._exit(0)
-        message = decode(line)
-        set_cpu_limit(float(message["timeout_s"]))
-        run = _Run(pipe_in, pipe_out, int(message["max_output_chars"]))
-        done = execute(message, run, GuestRuntime(run.request, allowed_imports))
-        write_message(pipe_out, done)
+        while True:
+            line = pipe_in.readline()
+            if not line:  # the host is done with this worker (or gave up on it unused)
+                os.chdir("/")
+                with contextlib.suppress(OSError):
+                    os.rmdir(workdir)
+                os._exit(0)
+            message = decode(line)
+            set_cpu_limit(float(message["timeout_s"]))
+            run = _Run(pipe_in, pipe_out, int(message["max_output_chars"]))
+            if message.get("session") and namespace is None:
+                namespace = {}
+            runtime = GuestRuntime(run.request, allowed_imports)
+            write_message(pipe_out, execute(message, run, runtime, namespace))
+            if not message.get("session"):
+                break
         pipe_out.close()
     except (BrokenPipeError, ConnectionResetError):
         pass  # the host went away (pool closing): nothing to report to

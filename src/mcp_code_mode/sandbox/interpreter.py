@@ -1,0 +1,199 @@
+"""`MCPCodeInterpreter`: dspy's `CodeInterpreter` protocol over our sandbox (sync, a session).
+
+One worker is held from `start()` to `shutdown()`, so variables persist between `execute()`
+calls, as dspy's protocol requires. Every snippet still passes the AST policy and runs under
+the worker's limits. `SUBMIT(**fields)` returns `FinalOutput(fields)`; a guest error raises
+`CodeExecutionError` (`SyntaxError` for syntax); a dead worker raises `CodeInterpreterError`,
+and the session is over. Guest tool calls go to `router` (e.g. a gateway's, see
+`Gateway.interpreter()`), run on `router_loop` when the router lives on another event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable, Coroutine, Sequence
+from concurrent.futures import Future
+from typing import Any, TypeVar
+
+from dspy.primitives.code_interpreter import (
+    CodeExecutionError,
+    CodeInterpreterError,
+    FinalOutput,
+)
+
+from ..errors import ToolCallFailed, WorkerCrashed
+from .base import ToolCallRecord, ToolRouter
+from .local import _Conversation
+from .policy import check_policy
+from .pool import WorkerProcess, Zygote
+
+__all__ = ["MCPCodeInterpreter"]
+
+T = TypeVar("T")
+_KILL_GRACE_S = 0.5
+
+
+class _NoTools:
+    """The router of an interpreter without upstreams: every call fails clearly."""
+
+    async def call(self, server: str, tool: str, args: dict[str, Any]) -> Any:
+        raise ToolCallFailed(server, tool, "no MCP servers are connected to this interpreter")
+
+    async def query(self, kind: str, args: dict[str, Any]) -> Any:
+        return []
+
+    def records(self) -> list[ToolCallRecord]:
+        return []
+
+
+class _ThreadSafeRouter:
+    """Runs another loop's router coroutines there, awaited from the interpreter's loop."""
+
+    def __init__(self, router: ToolRouter, loop: asyncio.AbstractEventLoop) -> None:
+        self._router, self._loop = router, loop
+
+    async def call(self, server: str, tool: str, args: dict[str, Any]) -> Any:
+        future = asyncio.run_coroutine_threadsafe(self._router.call(server, tool, args), self._loop)
+        return await asyncio.wrap_future(future)
+
+    async def query(self, kind: str, args: dict[str, Any]) -> Any:
+        future = asyncio.run_coroutine_threadsafe(self._router.query(kind, args), self._loop)
+        return await asyncio.wrap_future(future)
+
+    def records(self) -> list[ToolCallRecord]:
+        return self._router.records()
+
+
+class MCPCodeInterpreter:
+    """A dspy `CodeInterpreter` whose code runs in our sandbox and can call MCP tools."""
+
+    def __init__(
+        self, *, router: ToolRouter | None = None,
+        router_loop: asyncio.AbstractEventLoop | None = None,
+        index: dict[str, Any] | None = None, allowed_imports: Sequence[str] = (),
+        memory_mb: int = 256, timeout_s: float = 30.0, max_output_chars: int = 100_000,
+        max_chars: int = 8000, max_lines: int = 400,
+    ) -> None:  # fmt: skip
+        from ..settings import DEFAULT_ALLOWED_IMPORTS
+
+        self._router: ToolRouter = router or _NoTools()
+        if router is not None and router_loop is not None:
+            self._router = _ThreadSafeRouter(router, router_loop)
+        self._index = index or {}
+        self.allowed_imports = tuple(allowed_imports) or DEFAULT_ALLOWED_IMPORTS
+        self.memory_mb, self.timeout_s = memory_mb, timeout_s
+        self.max_output_chars, self.max_chars, self.max_lines = (
+            max_output_chars,
+            max_chars,
+            max_lines,
+        )
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._zygote: Zygote | None = None
+        self._worker: WorkerProcess | None = None
+        self._dead: str | None = None
+
+    @property
+    def tools(self) -> dict[str, Callable[..., Any]]:
+        """MCP tools are reached from code as `tools.<server>.<tool>(...)`, not as globals."""
+        return {}
+
+    def start(self) -> None:
+        """Start the interpreter's loop thread, the zygote and the session's worker."""
+        if self._worker is not None:
+            return
+        if self._dead is not None:
+            raise CodeInterpreterError(self._dead)
+        loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(
+            target=loop.run_forever, name="mcp-interpreter", daemon=True
+        )
+        self._thread.start()
+        self._loop = loop
+        self._zygote = Zygote(allowed_imports=self.allowed_imports)
+        try:
+            self._call(self._zygote.start())
+            self._worker = self._call(self._zygote.fork(memory_mb=self.memory_mb))
+        except WorkerCrashed as exc:
+            self.shutdown()
+            raise CodeInterpreterError(str(exc)) from None
+
+    def execute(self, code: str, variables: dict[str, Any] | None = None) -> Any:
+        """Run one snippet in the session; see the module docstring for the outcomes."""
+        self.start()
+        violation = check_policy(
+            code, allowed_imports=self.allowed_imports, max_chars=self.max_chars,
+            max_lines=self.max_lines,
+        )  # fmt: skip
+        if violation is not None:
+            if violation.kind == "SYNTAX_ERROR":
+                raise SyntaxError(f"{violation.message} (line {violation.line})")
+            raise CodeExecutionError(
+                f"POLICY_VIOLATION (line {violation.line}): {violation.message}"
+            )
+        message = {
+            "op": "run", "code": code, "input": None, "index": self._index,
+            "timeout_s": self.timeout_s, "max_output_chars": self.max_output_chars,
+            "session": True, "variables": variables or {},
+        }  # fmt: skip
+        done = self._call(self._converse(message))
+        if done.get("submitted"):
+            return FinalOutput(done["result"])
+        if not done["ok"]:
+            error = done["error"] or {}
+            where = f" (line {error['line']})" if error.get("line") else ""
+            raise CodeExecutionError(f"{error.get('type')}{where}: {error.get('message')}")
+        output = str(done["stdout"])
+        if done["result"] is not None:
+            output += repr(done["result"]) if not output else "\n" + repr(done["result"])
+        return output or None
+
+    def shutdown(self) -> None:
+        """Kill the worker, stop the zygote and the loop thread; idempotent."""
+        loop, self._loop = self._loop, None
+        if loop is None:
+            return
+        worker, self._worker = self._worker, None
+        zygote, self._zygote = self._zygote, None
+
+        async def close() -> None:
+            if worker is not None:
+                await worker.dispose()
+            if zygote is not None:
+                await zygote.aclose()
+
+        asyncio.run_coroutine_threadsafe(close(), loop).result(timeout=30)
+        loop.call_soon_threadsafe(loop.stop)
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        loop.close()
+
+    def __enter__(self) -> MCPCodeInterpreter:
+        self.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.shutdown()
+
+    async def _converse(self, message: dict[str, Any]) -> dict[str, Any]:
+        worker = self._worker
+        if worker is None or self._dead is not None:
+            raise CodeInterpreterError(self._dead or "the interpreter is not started")
+        try:
+            async with asyncio.timeout(self.timeout_s + _KILL_GRACE_S):
+                return await _Conversation(worker, self._router).run(message)
+        except TimeoutError:
+            self._dead = (
+                f"the snippet ignored its {self.timeout_s:g}s time limit and the worker was "
+                "killed; the session's state is lost (start a new interpreter)"
+            )
+        except WorkerCrashed as exc:
+            self._dead = f"{exc}; the session's state is lost (start a new interpreter)"
+        worker.kill()
+        raise CodeInterpreterError(self._dead)
+
+    def _call(self, coroutine: Coroutine[Any, Any, T]) -> T:
+        assert self._loop is not None
+        future: Future[T] = asyncio.run_coroutine_threadsafe(coroutine, self._loop)
+        return future.result()

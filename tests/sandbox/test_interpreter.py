@@ -1,0 +1,78 @@
+"""MCPCodeInterpreter: dspy's CodeInterpreter protocol as a sandbox session."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+
+import pytest
+from dspy.primitives.code_interpreter import (
+    CodeExecutionError,
+    CodeInterpreter,
+    CodeInterpreterError,
+    FinalOutput,
+)
+
+from mcp_code_mode.gateway import Gateway
+from mcp_code_mode.sandbox.interpreter import MCPCodeInterpreter
+
+
+@pytest.fixture(scope="module")
+def interp() -> Iterator[MCPCodeInterpreter]:
+    with MCPCodeInterpreter(timeout_s=1.0) as session:
+        yield session
+
+
+def test_implements_the_protocol(interp: MCPCodeInterpreter) -> None:
+    assert isinstance(interp, CodeInterpreter)
+    assert interp.tools == {}
+
+
+def test_state_persists_between_calls(interp: MCPCodeInterpreter) -> None:
+    assert interp.execute("counter = 40") is None
+    assert interp.execute("counter += 2\nprint('counted')\ncounter") == "counted\n\n42"
+    assert interp.execute("counter + bonus", variables={"bonus": 8}) == "50"
+
+
+def test_submit_returns_final_output(interp: MCPCodeInterpreter) -> None:
+    out = interp.execute("SUBMIT(answer=counter, note='done')")
+    assert isinstance(out, FinalOutput)
+    assert out.output == {"answer": 42, "note": "done"}
+
+
+def test_guest_errors_are_recoverable(interp: MCPCodeInterpreter) -> None:
+    with pytest.raises(CodeExecutionError, match="ZeroDivisionError"):
+        interp.execute("1 / 0")
+    with pytest.raises(CodeExecutionError, match="POLICY_VIOLATION"):
+        interp.execute("import os")
+    with pytest.raises(SyntaxError):
+        interp.execute("x = (")
+    with pytest.raises(CodeExecutionError, match="TIMEOUT"):
+        interp.execute("while True:\n    pass")
+    with pytest.raises(CodeExecutionError, match="no MCP servers"):
+        interp.execute("call_tool('notes', 'list_notes')")
+    with pytest.raises(CodeExecutionError, match="unknown server"):
+        interp.execute("tools.notes.list_notes()")
+    assert interp.execute("counter") == "42"  # the session survived all of them
+
+
+def test_a_killed_worker_ends_the_session() -> None:
+    with MCPCodeInterpreter(timeout_s=0.5) as session:
+        session.execute("x = 1")
+        stubborn = "while True:\n    try:\n        while True:\n            pass\n    except BaseException:\n        pass"
+        with pytest.raises(CodeInterpreterError, match="state is lost"):
+            session.execute(stubborn)
+        with pytest.raises(CodeInterpreterError):
+            session.execute("x")
+
+
+async def test_gateway_interpreter_calls_upstream_tools(gateway: Gateway) -> None:
+    session = gateway.interpreter()
+    try:
+        await asyncio.to_thread(session.start)
+        out = await asyncio.to_thread(session.execute, "r = tools.testsrv.echo(text='via dspy')\nr")
+        assert out == "'via dspy'"
+        final = await asyncio.to_thread(session.execute, "SUBMIT(echoed=r)")
+        assert isinstance(final, FinalOutput) and final.output == {"echoed": "via dspy"}
+    finally:
+        await asyncio.to_thread(session.shutdown)
