@@ -1,8 +1,8 @@
-"""The worker: runs one guest snippet in a process forked from the zygote, and reports.
+"""Running one guest snippet: compile, execute with limits, build the `done` message.
 
-The zygote forks it with a Unix socket to the host; `serve()` confines the process
-(new session, empty temporary cwd, the isolation layers, rlimits), says `ready`, runs
-exactly one `run` message and exits. Stdlib only.
+Used by the local executor's workers (forked by the zygote, see `zygote.serve`) and inside
+Pyodide by the Wasm executor's runner, so it touches no OS facility beyond `signal`'s
+timer (absent under Pyodide, where the host kills the runner instead). Stdlib only.
 
 What this process does not stop on its own: the AST policy and the restricted
 builtins are a speed bump, not a wall; isolation from the host's files, network and
@@ -12,33 +12,34 @@ processes comes from the OS layers the host applies (see the local executor).
 from __future__ import annotations
 
 import ast
-import contextlib
 import io
 import json
-import os
 import signal
-import socket
 import sys
 import traceback
+from collections.abc import Callable
 from types import CodeType, FrameType
-from typing import IO, Any
+from typing import Any
 
 from mcp_code_mode.sandbox.guest import Fatal, GuestRuntime, Submitted, ToolError
-from mcp_code_mode.sandbox.isolation import confine, set_cpu_limit
-from mcp_code_mode.sandbox.protocol import DoneMessage, ErrorInfo, decode, write_message
+from mcp_code_mode.sandbox.protocol import DoneMessage, ErrorInfo
 
-__all__ = ["GUEST_FILENAME", "compile_guest", "execute", "serve"]
+__all__ = ["GUEST_FILENAME", "Exchange", "Run", "compile_guest", "execute"]
 
 GUEST_FILENAME = "<guest>"
 _RESULT = "_mcp_result_"
 _API_NAMES = frozenset({"call_tool", "call_tools", "search_tools", "get_tool_docs", "list_servers"})
 
 
-class _Run:
-    """State of the one run: output budget, the first run-ending signal, the pipe."""
+Exchange = Callable[[dict[str, Any]], dict[str, Any]]
+"""Sends one request to the host and returns the host's reply to it (blocking)."""
 
-    def __init__(self, pipe_in: IO[bytes], pipe_out: IO[bytes], max_output_chars: int) -> None:
-        self.pipe_in, self.pipe_out = pipe_in, pipe_out
+
+class Run:
+    """State of one run: output budget, the first run-ending signal, the way to the host."""
+
+    def __init__(self, exchange: Exchange, max_output_chars: int) -> None:
+        self._exchange = exchange
         self.remaining = max_output_chars
         self.limit = max_output_chars
         self.tripped: Fatal | None = None
@@ -66,24 +67,18 @@ class _Run:
         """Send a call/query and block until its reply; a `fatal` outcome ends the run."""
         self._next_id += 1
         message["id"] = self._next_id
-        write_message(self.pipe_out, message)
-        while True:
-            line = self.pipe_in.readline()
-            if not line:  # the host is gone
-                os._exit(3)
-            reply = decode(line)
-            if reply.get("op") == "reply" and reply.get("id") == self._next_id:
-                results: list[dict[str, Any]] = reply["results"]
-                for outcome in results:
-                    if outcome.get("fatal"):
-                        raise self.trip(outcome["fatal"], outcome.get("error", ""))
-                return results
+        reply = self._exchange(message)
+        results: list[dict[str, Any]] = reply["results"]
+        for outcome in results:
+            if outcome.get("fatal"):
+                raise self.trip(outcome["fatal"], outcome.get("error", ""))
+        return results
 
 
 class _Capture(io.TextIOBase):
     """sys.stdout / sys.stderr for guest code: kept in memory, counted against the budget."""
 
-    def __init__(self, run: _Run) -> None:
+    def __init__(self, run: Run) -> None:
         self._run = run
         self._parts: list[str] = []
         self._kept = 0
@@ -161,7 +156,7 @@ def _error(kind: str, message: str, line: int | None) -> ErrorInfo:
 
 
 def execute(
-    message: dict[str, Any], run: _Run, runtime: GuestRuntime,
+    message: dict[str, Any], run: Run, runtime: GuestRuntime,
     namespace: dict[str, Any] | None = None,
 ) -> DoneMessage:  # fmt: skip
     """Run one snippet to completion (or to its first limit) and build the `done` message.
@@ -188,11 +183,14 @@ def execute(
         raise run.trip("TIMEOUT", f"the run exceeded its {timeout_s:g}s time limit "
                        "(pass a larger timeout_s, up to MCP_CODE_MAX_TIMEOUT_S)")  # fmt: skip
 
-    signal.signal(signal.SIGALRM, on_alarm)
+    timer = hasattr(signal, "setitimer")  # no timers under Pyodide: the host kills the runner
+    if timer:
+        signal.signal(signal.SIGALRM, on_alarm)
     sys.stdout = sys.stderr = capture
     try:
         code = compile_guest(source)
-        signal.setitimer(signal.ITIMER_REAL, timeout_s)
+        if timer:
+            signal.setitimer(signal.ITIMER_REAL, timeout_s)
         if code.co_flags & 0x80:  # CO_COROUTINE: the code uses top-level await
             import asyncio
 
@@ -215,7 +213,8 @@ def execute(
             "RUNTIME_ERROR", _guest_traceback(exc, source), _guest_line(exc.__traceback__)
         )
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
+        if timer:
+            signal.setitimer(signal.ITIMER_REAL, 0)
         sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
     result: Any = None
     if error is None and run.tripped is None:
@@ -233,7 +232,7 @@ def execute(
     return done
 
 
-def _result_value(value: Any, run: _Run, runtime: GuestRuntime) -> tuple[Any, ErrorInfo | None]:
+def _result_value(value: Any, run: Run, runtime: GuestRuntime) -> tuple[Any, ErrorInfo | None]:
     try:
         text = json.dumps(value, allow_nan=False)
     except (TypeError, ValueError, RecursionError):
@@ -246,43 +245,3 @@ def _result_value(value: Any, run: _Run, runtime: GuestRuntime) -> tuple[Any, Er
     except Fatal as exc:
         return None, _error(exc.error_type, exc.message, None)
     return json.loads(text), None
-
-
-def _warm_up(allowed_imports: list[str]) -> None:
-    """Touch the run path once before `ready`, so its copy-on-write page faults happen now."""
-    runtime = GuestRuntime(lambda message: [], allowed_imports)
-    exec(compile_guest("_ = [1 + 1]\n_"), runtime.namespace({}, None))
-
-
-def serve(
-    fd: int, *, workdir: str, memory_mb: int, allowed_imports: list[str],
-    layers: dict[str, bool],
-) -> None:  # fmt: skip
-    """In a freshly forked worker: confine this process, say `ready`, run one snippet, report."""
-    sock = socket.socket(fileno=fd)
-    pipe_in, pipe_out = sock.makefile("rb"), sock.makefile("wb")
-    confine(workdir=workdir, memory_mb=memory_mb, layers=layers)
-    _warm_up(allowed_imports)
-    namespace: dict[str, Any] | None = None
-    try:
-        write_message(pipe_out, {"op": "ready", "pid": os.getpid()})
-        while True:
-            line = pipe_in.readline()
-            if not line:  # the host is done with this worker (or gave up on it unused)
-                os.chdir("/")
-                with contextlib.suppress(OSError):
-                    os.rmdir(workdir)
-                os._exit(0)
-            message = decode(line)
-            set_cpu_limit(float(message["timeout_s"]))
-            run = _Run(pipe_in, pipe_out, int(message["max_output_chars"]))
-            if message.get("session") and namespace is None:
-                namespace = {}
-            runtime = GuestRuntime(run.request, allowed_imports)
-            write_message(pipe_out, execute(message, run, runtime, namespace))
-            if not message.get("session"):
-                break
-        pipe_out.close()
-    except (BrokenPipeError, ConnectionResetError):
-        pass  # the host went away (pool closing): nothing to report to
-    os._exit(0)

@@ -19,12 +19,14 @@ import signal
 import socket
 import sys
 import tempfile
+from typing import Any
 
 from mcp_code_mode.sandbox import worker
-from mcp_code_mode.sandbox.isolation import detect_layers, die_with_parent
-from mcp_code_mode.sandbox.protocol import encode
+from mcp_code_mode.sandbox.guest import GuestRuntime
+from mcp_code_mode.sandbox.isolation import confine, detect_layers, die_with_parent, set_cpu_limit
+from mcp_code_mode.sandbox.protocol import decode, encode, write_message
 
-__all__ = ["main"]
+__all__ = ["main", "serve"]
 
 
 def _preload(modules: list[str]) -> None:
@@ -56,12 +58,63 @@ def main() -> None:
         if pid == 0:
             control.close()
             signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-            worker.serve(fds[0], workdir=workdir, memory_mb=int(request["memory_mb"]),
+            serve(fds[0], workdir=workdir, memory_mb=int(request["memory_mb"]),
                          allowed_imports=allowed, layers=layers)  # fmt: skip
             os._exit(0)
         for fd in fds:
             os.close(fd)
         control.sendall(encode({"op": "forked", "pid": pid, "workdir": workdir}))
+
+
+def _warm_up(allowed_imports: list[str]) -> None:
+    """Touch the run path once before `ready`, so its copy-on-write page faults happen now."""
+    runtime = GuestRuntime(lambda message: [], allowed_imports)
+    exec(worker.compile_guest("_ = [1 + 1]\n_"), runtime.namespace({}, None))
+
+
+def serve(
+    fd: int, *, workdir: str, memory_mb: int, allowed_imports: list[str],
+    layers: dict[str, bool],
+) -> None:  # fmt: skip
+    """In a freshly forked worker: confine this process, say `ready`, run one snippet, report."""
+    sock = socket.socket(fileno=fd)
+    pipe_in, pipe_out = sock.makefile("rb"), sock.makefile("wb")
+    confine(workdir=workdir, memory_mb=memory_mb, layers=layers)
+    _warm_up(allowed_imports)
+
+    def exchange(message: dict[str, Any]) -> dict[str, Any]:
+        write_message(pipe_out, message)
+        while True:
+            line = pipe_in.readline()
+            if not line:  # the host is gone
+                os._exit(3)
+            reply = decode(line)
+            if reply.get("op") == "reply" and reply.get("id") == message["id"]:
+                return reply
+
+    namespace: dict[str, Any] | None = None
+    try:
+        write_message(pipe_out, {"op": "ready", "pid": os.getpid()})
+        while True:
+            line = pipe_in.readline()
+            if not line:  # the host is done with this worker (or gave up on it unused)
+                os.chdir("/")
+                with contextlib.suppress(OSError):
+                    os.rmdir(workdir)
+                os._exit(0)
+            message = decode(line)
+            set_cpu_limit(float(message["timeout_s"]))
+            run = worker.Run(exchange, int(message["max_output_chars"]))
+            if message.get("session") and namespace is None:
+                namespace = {}
+            runtime = GuestRuntime(run.request, allowed_imports)
+            write_message(pipe_out, worker.execute(message, run, runtime, namespace))
+            if not message.get("session"):
+                break
+        pipe_out.close()
+    except (BrokenPipeError, ConnectionResetError):
+        pass  # the host went away (pool closing): nothing to report to
+    os._exit(0)
 
 
 if __name__ == "__main__":
