@@ -71,7 +71,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return asyncio.run(_tools(settings, args))
         if args.command == "run":
             return asyncio.run(_run(settings, args))
-        raise CodeModeError("the Pyodide executor is not built yet in this version")
+        from .sandbox.pyodide import setup_pyodide
+
+        print(f"Pyodide is ready in {setup_pyodide()}")
+        return 0
     except CodeModeError as exc:
         print(f"mcp-code-mode: {exc}", file=sys.stderr)
         return 2

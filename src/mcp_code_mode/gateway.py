@@ -19,6 +19,7 @@ from .mcp_manager import MCPServerManager
 from .naming import to_identifier
 from .sandbox.base import ExecutionResult, Executor, ToolCallRecord
 from .sandbox.local import LocalExecutor
+from .sandbox.pyodide import PyodideLauncher
 from .settings import Settings
 from .tool_results import JSON, unwrap_result
 
@@ -184,14 +185,14 @@ class _RunRouter:
 
 
 def _make_executor(settings: Settings) -> Executor:
-    if settings.executor != "local":
-        raise CodeModeError(
-            f"MCP_EXECUTOR={settings.executor!r} is not available in this version; use 'local'"
-        )
+    launcher = None
+    if settings.executor == "pyodide":
+        launcher = PyodideLauncher(allowed_imports=settings.allowed_imports)
     return LocalExecutor(
         allowed_imports=settings.allowed_imports, memory_mb=settings.memory_mb,
         pool_size=settings.pool_size, max_output_chars=settings.max_output_chars,
         max_chars=settings.max_chars, max_lines=settings.max_lines,
+        launcher=launcher, name=settings.executor,
     )  # fmt: skip
 
 

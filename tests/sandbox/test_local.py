@@ -44,7 +44,7 @@ def worker_pids(zygote: int | None = None) -> set[int]:
 
 
 def zygote_pid(gateway: Gateway) -> int:
-    proc = gateway.executor.pool.zygote._proc  # type: ignore[attr-defined]
+    proc = gateway.executor.pool.launcher._proc  # type: ignore[attr-defined]
     assert proc is not None
     return int(proc.pid)
 

@@ -54,7 +54,7 @@ async def test_pool_hands_out_distinct_warm_workers() -> None:
 
 
 async def test_zygote_restarts_after_it_dies(gateway: Gateway) -> None:
-    zygote_proc = gateway.executor.pool.zygote._proc  # type: ignore[attr-defined]
+    zygote_proc = gateway.executor.pool.launcher._proc  # type: ignore[attr-defined]
     assert zygote_proc is not None
     os.kill(zygote_proc.pid, signal.SIGKILL)
     await zygote_proc.wait()

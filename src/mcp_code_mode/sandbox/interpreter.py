@@ -26,7 +26,7 @@ from ..errors import ToolCallFailed, WorkerCrashed
 from .base import ToolCallRecord, ToolRouter
 from .local import _Conversation
 from .policy import check_policy
-from .pool import WorkerProcess, Zygote
+from .pool import Worker, Zygote
 
 __all__ = ["MCPCodeInterpreter"]
 
@@ -91,7 +91,7 @@ class MCPCodeInterpreter:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._zygote: Zygote | None = None
-        self._worker: WorkerProcess | None = None
+        self._worker: Worker | None = None
         self._dead: str | None = None
 
     @property

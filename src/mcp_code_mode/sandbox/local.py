@@ -20,7 +20,7 @@ from typing import Any
 from ..errors import CodeModeError, ErrorType, WorkerCrashed
 from .base import ErrorDetail, ExecutionResult, ToolRouter
 from .policy import check_policy
-from .pool import WorkerPool, WorkerProcess
+from .pool import Launcher, Worker, WorkerPool
 from .protocol import Outcome
 
 __all__ = ["LocalExecutor"]
@@ -31,20 +31,21 @@ _KILL_GRACE_S = 0.5  # the worker's own timer fires first; the host kills after 
 class LocalExecutor:
     """Runs each snippet in a fresh worker process from a warm pool."""
 
-    name = "local"
-
     def __init__(
         self, *, allowed_imports: Sequence[str], memory_mb: int = 256, pool_size: int = 2,
         max_output_chars: int = 100_000, max_chars: int = 8000, max_lines: int = 400,
+        launcher: Launcher | None = None, name: str = "local",
     ) -> None:  # fmt: skip
+        self.name = name
         self.allowed_imports = tuple(allowed_imports)
         self.memory_mb = memory_mb
         self.max_output_chars = max_output_chars
         self.max_chars = max_chars
         self.max_lines = max_lines
         self.pool = WorkerPool(
-            size=pool_size, allowed_imports=self.allowed_imports, memory_mb=memory_mb
-        )
+            size=pool_size, allowed_imports=self.allowed_imports, memory_mb=memory_mb,
+            launcher=launcher,
+        )  # fmt: skip
 
     async def start(self) -> None:
         await self.pool.start()
@@ -53,6 +54,8 @@ class LocalExecutor:
         await self.pool.aclose()
 
     def layers(self) -> dict[str, bool]:
+        if self.name != "local":
+            return {"ast_policy": True, "restricted_builtins": True, **self.pool.launcher.layers}
         return {
             "worker_process": True,
             "ast_policy": True,
@@ -61,7 +64,7 @@ class LocalExecutor:
             "empty_tmp_cwd": True,
             "rlimits": True,
             "kill_on_timeout": True,
-            **self.pool.zygote.layers,
+            **self.pool.launcher.layers,
         }
 
     async def run(
@@ -127,7 +130,7 @@ class LocalExecutor:
 class _Conversation:
     """Serves one run's requests until the worker reports `done`."""
 
-    def __init__(self, worker: WorkerProcess, router: ToolRouter) -> None:
+    def __init__(self, worker: Worker, router: ToolRouter) -> None:
         self.worker = worker
         self.router = router
         self.requests = 0

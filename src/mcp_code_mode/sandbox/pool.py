@@ -19,12 +19,12 @@ import socket
 import sys
 import tempfile
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from ..errors import WorkerCrashed
 from .protocol import decode, encode
 
-__all__ = ["WorkerPool", "WorkerProcess", "Zygote"]
+__all__ = ["Launcher", "Worker", "WorkerPool", "WorkerProcess", "Zygote"]
 
 logger = logging.getLogger(__name__)
 
@@ -35,6 +35,35 @@ _START_TIMEOUT_S = 60.0
 def _minimal_env(home: str) -> dict[str, str]:
     # An explicit minimal environment: no variable of the server (API keys) reaches guests.
     return {"PATH": os.defpath, "LANG": "C.UTF-8", "HOME": home, "TMPDIR": home}
+
+
+class Worker(Protocol):
+    """A process that serves one run (or one interpreter session) over JSON lines."""
+
+    pid: int
+    workdir: str
+
+    async def send(self, message: Any) -> None: ...
+
+    async def receive(self) -> dict[str, Any] | None: ...
+
+    def exited(self) -> bool: ...
+
+    def kill(self) -> None: ...
+
+    async def dispose(self) -> None: ...
+
+
+class Launcher(Protocol):
+    """Starts workers: the zygote (local executor) or the Pyodide launcher."""
+
+    layers: dict[str, bool]
+
+    async def start(self) -> None: ...
+
+    async def fork(self, *, memory_mb: int) -> Worker: ...
+
+    async def aclose(self) -> None: ...
 
 
 class WorkerProcess:
@@ -225,23 +254,26 @@ class Zygote:
 class WorkerPool:
     """Keeps `size` workers forked ahead; each `acquire()` hands out a worker of its own."""
 
-    def __init__(self, *, size: int, allowed_imports: Sequence[str], memory_mb: int) -> None:
+    def __init__(
+        self, *, size: int, allowed_imports: Sequence[str], memory_mb: int,
+        launcher: Launcher | None = None,
+    ) -> None:  # fmt: skip
         self.size = size
-        self.zygote = Zygote(allowed_imports=allowed_imports)
+        self.launcher: Launcher = launcher or Zygote(allowed_imports=allowed_imports)
         self._memory_mb = memory_mb
-        self._idle: list[WorkerProcess] = []
+        self._idle: list[Worker] = []
         self._starting: set[asyncio.Task[None]] = set()
         self._reaping: set[asyncio.Task[None]] = set()
         self._closed = False
 
     async def start(self) -> None:
-        """Start the zygote, fill the pool and wait until it is warm."""
-        await self.zygote.start()
+        """Start the launcher, fill the pool and wait until it is warm."""
+        await self.launcher.start()
         self._refill()
         if self._starting:
             await asyncio.gather(*self._starting, return_exceptions=True)
 
-    async def acquire(self) -> WorkerProcess:
+    async def acquire(self) -> Worker:
         """A ready worker: an idle one when there is one, else one forked now."""
         if self._closed:
             raise WorkerCrashed("the worker pool is closed")
@@ -250,9 +282,9 @@ class WorkerPool:
             if not worker.exited():
                 return worker  # its replacement is forked in `reap()`, after the run
             self.reap(worker)
-        return await self.zygote.fork(memory_mb=self._memory_mb)
+        return await self.launcher.fork(memory_mb=self._memory_mb)
 
-    def reap(self, worker: WorkerProcess) -> None:
+    def reap(self, worker: Worker) -> None:
         """Dispose of a used worker in the background; `aclose()` waits for it."""
         task = asyncio.create_task(worker.dispose())
         self._reaping.add(task)
@@ -262,14 +294,14 @@ class WorkerPool:
         self._refill()
 
     async def aclose(self) -> None:
-        """Stop refilling, kill every worker, stop the zygote."""
+        """Stop refilling, kill every worker, stop the launcher."""
         self._closed = True
         for task in list(self._starting):
             task.cancel()
         await asyncio.gather(*self._starting, return_exceptions=True)
         idle, self._idle = self._idle, []
         await asyncio.gather(*(w.dispose() for w in idle), *self._reaping)
-        await self.zygote.aclose()
+        await self.launcher.aclose()
 
     @property
     def idle_count(self) -> int:
@@ -283,8 +315,8 @@ class WorkerPool:
 
     async def _add_one(self) -> None:
         try:
-            worker = await self.zygote.fork(memory_mb=self._memory_mb)
-        except WorkerCrashed as exc:
+            worker = await self.launcher.fork(memory_mb=self._memory_mb)
+        except (WorkerCrashed, OSError) as exc:
             logger.error("could not start a warm worker: %s", exc)
             return
         if self._closed:

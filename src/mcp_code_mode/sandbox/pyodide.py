@@ -1,0 +1,192 @@
+"""`MCP_EXECUTOR=pyodide`: guest code in CPython compiled to WebAssembly, inside Deno.
+
+Each run gets a fresh Deno process with its own Pyodide interpreter (kept warm in the
+pool). Deno grants read access to the Pyodide files only: no environment, network, file
+writes or subprocesses. Wasm memory is capped with V8's `--wasm-max-mem-pages`; a timeout
+kills the process group. The guest API is the same as the local executor's: the runner
+loads our guest runtime (`guest.py`, `worker.py`) into Pyodide and bridges tool calls to
+the host over stdin/stdout (`pyodide_runner.mjs`).
+
+`setup_pyodide()` installs the npm `pyodide` package into a cache with npm; the Deno binary
+comes from the `deno` PyPI package (the `[pyodide]` extra).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from ..errors import CodeModeError, WorkerCrashed
+from .protocol import decode, encode
+
+__all__ = ["PYODIDE_VERSION", "PyodideLauncher", "pyodide_dir", "setup_pyodide"]
+
+PYODIDE_VERSION = "0.29.4"
+_LINE_LIMIT = 64 * 1024 * 1024
+_START_TIMEOUT_S = 60.0
+_GUEST_FILES = ("__init__.py", "guest.py", "protocol.py", "worker.py", "pyodide_guest.py")
+
+
+def cache_root() -> Path:
+    base = os.environ.get("MCP_CODE_CACHE_DIR") or os.environ.get("XDG_CACHE_HOME")
+    return Path(base or Path.home() / ".cache") / "mcp-code-mode"
+
+
+def pyodide_dir() -> Path:
+    """Where `setup_pyodide()` puts the npm package."""
+    return cache_root() / f"pyodide-{PYODIDE_VERSION}" / "node_modules" / "pyodide"
+
+
+def deno_binary() -> str | None:
+    try:
+        import deno  # the PyPI package that ships the binary ([pyodide] extra)
+
+        path: str = deno.find_deno_bin()
+        return path
+    except (ImportError, FileNotFoundError, AttributeError):
+        return shutil.which("deno")
+
+
+def setup_pyodide() -> Path:
+    """Install npm `pyodide` into the cache (from the npm registry only); returns its folder."""
+    target = pyodide_dir()
+    if (target / "pyodide.mjs").is_file():
+        return target
+    npm = shutil.which("npm")
+    if npm is None:
+        raise CodeModeError("npm is needed to install Pyodide: install Node.js (with npm) first")
+    prefix = target.parent.parent
+    prefix.mkdir(parents=True, exist_ok=True)
+    command = [npm, "install", "--no-audit", "--no-fund", "--prefix", str(prefix)]
+    proc = subprocess.run(
+        [*command, f"pyodide@{PYODIDE_VERSION}"], capture_output=True, text=True, check=False
+    )
+    if proc.returncode != 0 or not (target / "pyodide.mjs").is_file():
+        raise CodeModeError(f"npm install pyodide@{PYODIDE_VERSION} failed:\n{proc.stderr[-2000:]}")
+    return target
+
+
+class PyodideRunner:
+    """One Deno + Pyodide process serving one run; same interface as a local worker."""
+
+    def __init__(self, proc: asyncio.subprocess.Process) -> None:
+        self.proc = proc
+        self.pid = proc.pid
+        self.workdir = ""
+        self._disposed = False
+
+    async def send(self, message: Any) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(encode(message))
+        await self.proc.stdin.drain()
+
+    async def receive(self) -> dict[str, Any] | None:
+        assert self.proc.stdout is not None
+        try:
+            line = await self.proc.stdout.readline()
+        except (ValueError, asyncio.LimitOverrunError) as exc:
+            raise WorkerCrashed(f"runner sent an oversized message: {exc}") from None
+        if not line:
+            return None
+        try:
+            return decode(line)
+        except ValueError as exc:  # guest code can reach Deno's stdout: validate every line
+            raise WorkerCrashed(f"runner broke the protocol: {exc}") from None
+
+    def exited(self) -> bool:
+        return self.proc.returncode is not None
+
+    def kill(self) -> None:
+        if not self.exited():
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.pid, signal.SIGKILL)
+
+    async def dispose(self) -> None:
+        if self._disposed:
+            return
+        self._disposed = True
+        self.kill()
+        with contextlib.suppress(ConnectionError):
+            if self.proc.stdin is not None:
+                self.proc.stdin.close()
+        await asyncio.shield(self.proc.wait())
+
+
+class PyodideLauncher:
+    """Starts warm Pyodide runners; plays the zygote's part for the worker pool."""
+
+    def __init__(self, *, allowed_imports: list[str] | tuple[str, ...]) -> None:
+        self._allowed_imports = list(allowed_imports)
+        self.layers: dict[str, bool] = {}
+        self._files: dict[str, str] = {}
+        self._deno: str | None = None
+        self._dir: Path | None = None
+
+    async def start(self) -> None:
+        self._deno = deno_binary()
+        self._dir = pyodide_dir()
+        if self._deno is None:
+            raise CodeModeError(
+                "MCP_EXECUTOR=pyodide needs Deno: pip install 'mcp-code-mode[pyodide]'"
+            )
+        if not (self._dir / "pyodide.mjs").is_file():
+            raise CodeModeError(
+                "MCP_EXECUTOR=pyodide needs Pyodide: run `mcp-code-mode setup pyodide` first"
+            )
+        package = resources.files("mcp_code_mode.sandbox")
+        root = "/home/pyodide/mcp"
+        sources = {n: package.joinpath(n).read_text() for n in _GUEST_FILES}
+        self._files = {f"{root}/mcp_code_mode/__init__.py": ""}
+        self._files.update({f"{root}/mcp_code_mode/sandbox/{n}": s for n, s in sources.items()})
+        self._root = root
+        self.layers = {
+            "wasm_sandbox": True, "deno_permissions_read_only": True, "no_env": True,
+            "no_network": True, "wasm_memory_cap": True, "kill_on_timeout": True,
+        }  # fmt: skip
+
+    async def fork(self, *, memory_mb: int) -> PyodideRunner:
+        assert self._deno is not None and self._dir is not None
+        runner_js = str(resources.files("mcp_code_mode.sandbox").joinpath("pyodide_runner.mjs"))
+        home = tempfile.gettempdir()
+        pages = max(memory_mb * 16, 256)  # 64 KiB Wasm pages
+        proc = await asyncio.create_subprocess_exec(
+            self._deno, "run", "--quiet", "--no-prompt", "--no-config", "--no-lock",
+            "--no-remote", "--unstable-detect-cjs", f"--allow-read={self._dir}",
+            f"--v8-flags=--wasm-max-mem-pages={pages}", runner_js, str(self._dir),
+            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            cwd=home, env={"PATH": os.defpath, "HOME": home, "NO_COLOR": "1",
+                           "DENO_NO_UPDATE_CHECK": "1"},
+            start_new_session=True, limit=_LINE_LIMIT,
+        )  # fmt: skip
+        runner = PyodideRunner(proc)
+        try:
+            await runner.send({"op": "init", "files": self._files, "root": self._root,
+                               "allowed_imports": self._allowed_imports})  # fmt: skip
+            async with asyncio.timeout(_START_TIMEOUT_S):
+                ready = await runner.receive()
+            if ready is None or ready.get("op") != "ready":
+                raise WorkerCrashed(f"the Pyodide runner did not start (exit {proc.returncode})")
+        except BaseException:
+            await runner.dispose()
+            raise
+        return runner
+
+    async def aclose(self) -> None:
+        return None
+
+
+def _main() -> None:  # pragma: no cover - a manual check: python -m ...pyodide
+    print(setup_pyodide(), file=sys.stderr)
+
+
+if __name__ == "__main__":
+    _main()

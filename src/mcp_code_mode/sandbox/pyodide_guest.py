@@ -1,0 +1,50 @@
+"""The Python side of the Pyodide runner: prepare the interpreter, run one `run` line.
+
+Loaded into Pyodide's in-memory file system by `pyodide_runner.mjs` together with
+`guest.py`, `protocol.py` and `worker.py`; never imported by the host. Stdlib only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import json
+import sys
+from typing import Any
+
+from mcp_code_mode.sandbox import worker
+from mcp_code_mode.sandbox.guest import GuestRuntime
+
+__all__ = ["prepare", "run_line"]
+
+_allowed: list[str] = []
+_bridge: dict[str, Any] = {}
+
+
+def prepare(allowed_imports: list[str]) -> None:
+    """Preload the allowed modules and hide the ways out of the Wasm sandbox."""
+    from _mcp_host import exchange  # type: ignore[import-not-found]  # the JS bridge
+
+    _bridge["exchange"] = exchange
+    _allowed[:] = list(allowed_imports)
+    for module in _allowed:
+        with contextlib.suppress(ImportError):
+            importlib.import_module(module)
+    # Guest code reaches modules only through the allowlist importer; these also go from
+    # sys.modules so that nothing preloaded hands out the JS bridge by name.
+    for name in ("js", "pyodide_js", "_mcp_host"):
+        sys.modules.pop(name, None)
+
+
+def run_line(line: str) -> str:
+    """Run one `run` message (a JSON line) and return the `done` message as a JSON line."""
+    exchange = _bridge["exchange"]
+
+    def send(message: dict[str, Any]) -> dict[str, Any]:
+        reply: dict[str, Any] = json.loads(exchange(json.dumps(message)))
+        return reply
+
+    message = json.loads(line)
+    run = worker.Run(send, int(message["max_output_chars"]))
+    done = worker.execute(message, run, GuestRuntime(run.request, _allowed))
+    return json.dumps(done)

@@ -1,0 +1,59 @@
+// The Pyodide runner: one Deno process, one Pyodide interpreter, one guest run.
+//
+//   deno run --allow-read=<pyodide dir> ... pyodide_runner.mjs <pyodide dir>
+//
+// Speaks the worker protocol on stdin/stdout (JSON lines): `init` (the guest runtime's
+// Python sources and the allowed imports) -> `ready`; one `run` -> `call`/`query` requests
+// answered by `reply` lines -> `done`. Guest tool calls block on a synchronous read of
+// stdin, so `tools.x.y(...)` stays a plain call inside Wasm. Nothing is fetched from the
+// network: Pyodide loads from the local npm directory, and Deno grants read access to it
+// only (no env, net, write or run). Python's stdout/stderr never reach the protocol.
+const dir = Deno.args[0];
+const { loadPyodide } = await import(`${dir}/pyodide.mjs`);
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+let pending = new Uint8Array(0);
+
+function readLine() {
+  for (;;) {
+    const end = pending.indexOf(10);
+    if (end >= 0) {
+      const line = decoder.decode(pending.subarray(0, end));
+      pending = pending.slice(end + 1);
+      return line;
+    }
+    const chunk = new Uint8Array(1 << 16);
+    const n = Deno.stdin.readSync(chunk);
+    if (n === null) Deno.exit(0); // the host is gone
+    const grown = new Uint8Array(pending.length + n);
+    grown.set(pending);
+    grown.set(chunk.subarray(0, n), pending.length);
+    pending = grown;
+  }
+}
+
+function writeLine(text) {
+  const bytes = encoder.encode(text + "\n");
+  for (let offset = 0; offset < bytes.length;) offset += Deno.stdout.writeSync(bytes.subarray(offset));
+}
+
+const init = JSON.parse(readLine());
+const pyodide = await loadPyodide({ indexURL: `${dir}/`, stdout: () => {}, stderr: () => {} });
+pyodide.registerJsModule("_mcp_host", { exchange: (line) => { writeLine(line); return readLine(); } });
+for (const [path, source] of Object.entries(init.files)) {
+  pyodide.FS.mkdirTree(path.split("/").slice(0, -1).join("/"));
+  pyodide.FS.writeFile(path, source);
+}
+pyodide.globals.set("_init", pyodide.toPy(init));
+pyodide.runPython(`
+import sys
+sys.path.insert(0, _init["root"])
+import mcp_code_mode.sandbox.pyodide_guest as _guest
+_guest.prepare(_init["allowed_imports"])
+del _init
+`);
+const runOne = pyodide.globals.get("_guest").run_line;
+writeLine(JSON.stringify({ op: "ready", pid: Deno.pid }));
+writeLine(runOne(readLine()));
+Deno.exit(0);
