@@ -31,6 +31,40 @@ def write_config(tmp_path: Path) -> ConfigWriter:
     return write
 
 
+def pyodide_ready() -> bool:
+    from mcp_code_mode.sandbox.pyodide import deno_binary, pyodide_dir
+
+    return deno_binary() is not None and (pyodide_dir() / "pyodide.mjs").is_file()
+
+
+def require_pyodide() -> None:
+    """Skip without Deno + Pyodide locally; in CI (CI=true) their absence is a failure."""
+    if not pyodide_ready():
+        if os.environ.get("CI"):
+            pytest.fail("CI must run the Pyodide tests: run `mcp-code-mode setup pyodide`")
+        pytest.skip("Pyodide is not set up (mcp-code-mode setup pyodide)")
+
+
+@pytest_asyncio.fixture(scope="session")
+async def pyodide_gateway(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Gateway]:
+    """The standard upstreams behind MCP_EXECUTOR=pyodide."""
+    require_pyodide()
+    path = tmp_path_factory.mktemp("cfg-pyodide") / "mcp_servers.json"
+    path.write_text(json.dumps({"servers": standard_servers()}), encoding="utf-8")
+    gw = await start_gateway(path, pool_size=2, executor="pyodide")
+    try:
+        yield gw
+    finally:
+        await gw.aclose()
+
+
+@pytest.fixture(params=["local", "pyodide"])
+def any_gateway(request: pytest.FixtureRequest) -> Gateway:
+    """The shared gateway of each executor, for behaviour that must be the same in both."""
+    name = "gateway" if request.param == "local" else "pyodide_gateway"
+    return request.getfixturevalue(name)  # type: ignore[no-any-return]
+
+
 @pytest_asyncio.fixture(scope="session")
 async def gateway(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Gateway]:
     """One gateway over the standard upstreams, shared by tests that do not change it."""

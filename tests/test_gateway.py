@@ -15,25 +15,25 @@ async def run(gw: Gateway, code: str, **kwargs: object) -> dict:
     return (await gw.execute(code, **kwargs)).to_json()  # type: ignore[arg-type]
 
 
-async def test_last_expression_is_the_result(gateway: Gateway) -> None:
-    out = await run(gateway, "x = 20\nx + 22")
+async def test_last_expression_is_the_result(any_gateway: Gateway) -> None:
+    out = await run(any_gateway, "x = 20\nx + 22")
     assert out == {**out, "ok": True, "result": 42, "error": None}
     assert set(out) == {"ok", "result", "stdout", "logs", "tool_calls", "duration_ms", "error"}
 
 
-async def test_stdout_logs_and_input(gateway: Gateway) -> None:
+async def test_stdout_logs_and_input(any_gateway: Gateway) -> None:
     out = await run(
-        gateway, "print('hi', input['n'])\nlog('seen', 3)\ninput['n'] * 2", input={"n": 4}
+        any_gateway, "print('hi', input['n'])\nlog('seen', 3)\ninput['n'] * 2", input={"n": 4}
     )
     assert out["ok"] and out["result"] == 8
     assert out["stdout"] == "hi 4\n"
     assert out["logs"] == ["seen 3"]
 
 
-async def test_input_given_as_json_string_is_parsed(gateway: Gateway) -> None:
-    out = await run(gateway, "input['a']", input='{"a": [1, 2]}')
+async def test_input_given_as_json_string_is_parsed(any_gateway: Gateway) -> None:
+    out = await run(any_gateway, "input['a']", input='{"a": [1, 2]}')
     assert out["result"] == [1, 2]
-    assert (await run(gateway, "input", input="plain"))["result"] == "plain"
+    assert (await run(any_gateway, "input", input="plain"))["result"] == "plain"
 
 
 @pytest.mark.parametrize(
@@ -48,15 +48,15 @@ async def test_input_given_as_json_string_is_parsed(gateway: Gateway) -> None:
         ("await tools.testsrv.echo(text='awaited')", "awaited"),
     ],
 )
-async def test_results_are_unwrapped(gateway: Gateway, code: str, expected: object) -> None:
-    out = await run(gateway, code)
+async def test_results_are_unwrapped(any_gateway: Gateway, code: str, expected: object) -> None:
+    out = await run(any_gateway, code)
     assert out["ok"], out["error"]
     assert out["result"] == expected
 
 
-async def test_dashed_clashing_and_keyword_names(gateway: Gateway) -> None:
+async def test_dashed_clashing_and_keyword_names(any_gateway: Gateway) -> None:
     out = await run(
-        gateway,
+        any_gateway,
         "[tools.testsrv.get_user(user_id=1)['via'], tools.testsrv.get_user_2(user_id=2)['via'],"
         " call_tool('testsrv', 'get-user', {'user_id': 3})['via'], tools.testsrv.class_(),"
         " tools.my_data.get_customer(customer_id=1)['id']]",
@@ -73,43 +73,43 @@ async def test_dashed_clashing_and_keyword_names(gateway: Gateway) -> None:
     assert out["tool_calls"][-1]["server"] == "my-data"
 
 
-async def test_mcp_server_time_upstream(gateway: Gateway) -> None:
-    out = await run(gateway, "r = tools.time.get_current_time(timezone='UTC')\nr['timezone']")
+async def test_mcp_server_time_upstream(any_gateway: Gateway) -> None:
+    out = await run(any_gateway, "r = tools.time.get_current_time(timezone='UTC')\nr['timezone']")
     assert out["ok"], out["error"]
     assert out["result"] == "UTC"
 
 
-async def test_tool_error_is_catchable(gateway: Gateway) -> None:
+async def test_tool_error_is_catchable(any_gateway: Gateway) -> None:
     code = (
         "try:\n    tools.testsrv.fail(message='boom')\n"
         "except ToolError as e:\n    r = [e.server, e.tool, 'boom' in e.message]\nr"
     )
-    out = await run(gateway, code)
+    out = await run(any_gateway, code)
     assert out["result"] == ["testsrv", "fail", True]
     assert out["tool_calls"] == [
         {**out["tool_calls"][0], "server": "testsrv", "tool": "fail", "ok": False}
     ]
 
 
-async def test_uncaught_tool_error_ends_the_run(gateway: Gateway) -> None:
-    out = await run(gateway, "print('before')\ntools.testsrv.fail(message='nope')\n1")
+async def test_uncaught_tool_error_ends_the_run(any_gateway: Gateway) -> None:
+    out = await run(any_gateway, "print('before')\ntools.testsrv.fail(message='nope')\n1")
     assert not out["ok"] and out["result"] is None
     assert out["error"]["type"] == "TOOL_ERROR"
     assert out["error"]["line"] == 2 and "nope" in out["error"]["message"]
     assert out["stdout"] == "before\n"
 
 
-async def test_unknown_tool_names_the_closest(gateway: Gateway) -> None:
-    out = await run(gateway, "tools.testsrv.ecko(text='x')")
+async def test_unknown_tool_names_the_closest(any_gateway: Gateway) -> None:
+    out = await run(any_gateway, "tools.testsrv.ecko(text='x')")
     assert out["error"]["type"] == "TOOL_ERROR" and "echo" in out["error"]["message"]
-    out = await run(gateway, "call_tool('notez', 'list_notes')")
+    out = await run(any_gateway, "call_tool('notez', 'list_notes')")
     assert out["error"]["type"] == "TOOL_ERROR" and "notes" in out["error"]["message"]
 
 
-async def test_call_tools_is_concurrent_and_ordered(gateway: Gateway) -> None:
+async def test_call_tools_is_concurrent_and_ordered(any_gateway: Gateway) -> None:
     code = "call_tools([('testsrv', 'sleep', {'seconds': 0.2}) for _ in range(10)])"
     started = time.perf_counter()
-    out = await run(gateway, code)
+    out = await run(any_gateway, code)
     elapsed = time.perf_counter() - started
     assert out["ok"], out["error"]
     assert out["result"] == [0.2] * 10
@@ -117,20 +117,20 @@ async def test_call_tools_is_concurrent_and_ordered(gateway: Gateway) -> None:
     assert elapsed < 1.5, f"10 x 0.2 s took {elapsed:.2f} s: calls were not concurrent"
 
 
-async def test_call_tools_failed_slot_is_a_tool_error(gateway: Gateway) -> None:
+async def test_call_tools_failed_slot_is_a_tool_error(any_gateway: Gateway) -> None:
     code = (
         "r = call_tools([('testsrv', 'echo', {'text': 'a'}), ('testsrv', 'fail', {}),"
         " ('notes', 'get-note', {'note_id': 1})])\n"
         "[isinstance(x, ToolError) for x in r] + [r[1].tool, r[2]['id']]"
     )
-    out = await run(gateway, code)
+    out = await run(any_gateway, code)
     assert out["result"] == [False, True, False, "fail", 1]
     assert [c["ok"] for c in out["tool_calls"]] == [True, False, True]
 
 
-async def test_discovery_from_guest_code(gateway: Gateway) -> None:
+async def test_discovery_from_guest_code(any_gateway: Gateway) -> None:
     out = await run(
-        gateway,
+        any_gateway,
         "hits = search_tools('current time timezone', limit=3)\n"
         "docs = get_tool_docs('testsrv', 'structured')\n"
         "[hits[0]['server'], 'def structured' in docs, [s['name'] for s in list_servers()]]",
@@ -139,15 +139,15 @@ async def test_discovery_from_guest_code(gateway: Gateway) -> None:
     assert out["result"] == ["time", True, ["testsrv", "notes", "my-data", "time"]]
 
 
-async def test_non_json_result_comes_back_as_repr(gateway: Gateway) -> None:
-    out = await run(gateway, "{1, 2}")
+async def test_non_json_result_comes_back_as_repr(any_gateway: Gateway) -> None:
+    out = await run(any_gateway, "{1, 2}")
     assert out["ok"] and out["result"] == "{1, 2}"
     assert any("not JSON-serialisable" in line for line in out["logs"])
 
 
-async def test_each_run_starts_fresh(gateway: Gateway) -> None:
-    await run(gateway, "import json\njson.leak = 1\nsecret_var = 7")
-    out = await run(gateway, "import json\n[hasattr(json, 'leak'), 'secret_var' in dir()]")
+async def test_each_run_starts_fresh(any_gateway: Gateway) -> None:
+    await run(any_gateway, "import json\njson.leak = 1\nsecret_var = 7")
+    out = await run(any_gateway, "import json\n[hasattr(json, 'leak'), 'secret_var' in dir()]")
     assert out["result"] == [False, False]
 
 
