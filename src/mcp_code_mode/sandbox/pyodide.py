@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
+import json
 import os
 import shutil
 import signal
@@ -130,6 +132,7 @@ class PyodideLauncher:
         self._files: dict[str, str] = {}
         self._deno: str | None = None
         self._dir: Path | None = None
+        self._snapshot: Path | None = None
 
     async def start(self) -> None:
         self._deno = deno_binary()
@@ -148,33 +151,70 @@ class PyodideLauncher:
         self._files = {f"{root}/mcp_code_mode/__init__.py": ""}
         self._files.update({f"{root}/mcp_code_mode/sandbox/{n}": s for n, s in sources.items()})
         self._root = root
+        self._snapshot = await self._ensure_snapshot()
         self.layers = {
             "wasm_sandbox": True, "deno_permissions_read_only": True, "no_env": True,
             "no_network": True, "wasm_memory_cap": True, "kill_on_timeout": True,
         }  # fmt: skip
 
-    async def fork(self, *, memory_mb: int) -> PyodideRunner:
+    async def _spawn(
+        self, *, memory_mb: int, args: list[str], allow_write: str = ""
+    ) -> PyodideRunner:
         assert self._deno is not None and self._dir is not None
         runner_js = str(resources.files("mcp_code_mode.sandbox").joinpath("pyodide_runner.mjs"))
         home = tempfile.gettempdir()
         pages = max(memory_mb * 16, 256)  # 64 KiB Wasm pages
+        readable = ",".join([str(self._dir), *([str(self._snapshot)] if self._snapshot else [])])
+        writable = [f"--allow-write={allow_write}"] if allow_write else []
         proc = await asyncio.create_subprocess_exec(
             self._deno, "run", "--quiet", "--no-prompt", "--no-config", "--no-lock",
-            "--no-remote", "--unstable-detect-cjs", f"--allow-read={self._dir}",
-            f"--v8-flags=--wasm-max-mem-pages={pages}", runner_js, str(self._dir),
+            "--no-remote", "--unstable-detect-cjs", f"--allow-read={readable}", *writable,
+            f"--v8-flags=--wasm-max-mem-pages={pages}", runner_js, str(self._dir), *args,
             stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
             cwd=home, env={"PATH": os.defpath, "HOME": home, "NO_COLOR": "1",
                            "DENO_NO_UPDATE_CHECK": "1"},
             start_new_session=True, limit=_LINE_LIMIT,
         )  # fmt: skip
-        runner = PyodideRunner(proc)
+        return PyodideRunner(proc)
+
+    async def _ensure_snapshot(self) -> Path | None:
+        """A memory snapshot of a prepared interpreter, made once per runtime version."""
+        digest = hashlib.sha256(
+            json.dumps([PYODIDE_VERSION, self._files, self._allowed_imports]).encode()
+        ).hexdigest()[:16]
+        path = cache_root() / f"pyodide-{PYODIDE_VERSION}" / f"snapshot-{digest}.bin"
+        if path.is_file():
+            return path
+        self._snapshot = None
+        partial = path.with_suffix(f".{os.getpid()}.tmp")
+        maker = await self._spawn(
+            memory_mb=1024, args=["--make-snapshot", str(partial)], allow_write=str(partial)
+        )
         try:
-            await runner.send({"op": "init", "files": self._files, "root": self._root,
-                               "allowed_imports": self._allowed_imports})  # fmt: skip
+            await maker.send(self._init_message())
+            async with asyncio.timeout(_START_TIMEOUT_S):
+                done = await maker.receive()
+        finally:
+            await maker.dispose()
+        if done is None or done.get("op") != "snapshot" or not partial.is_file():
+            partial.unlink(missing_ok=True)
+            return None  # runners then load Pyodide from scratch: slower, same behaviour
+        partial.replace(path)
+        return path
+
+    def _init_message(self) -> dict[str, Any]:
+        return {"op": "init", "files": self._files, "root": self._root,
+                "allowed_imports": self._allowed_imports}  # fmt: skip
+
+    async def fork(self, *, memory_mb: int) -> PyodideRunner:
+        args = [str(self._snapshot)] if self._snapshot else []
+        runner = await self._spawn(memory_mb=memory_mb, args=args)
+        try:
+            await runner.send(self._init_message())
             async with asyncio.timeout(_START_TIMEOUT_S):
                 ready = await runner.receive()
             if ready is None or ready.get("op") != "ready":
-                raise WorkerCrashed(f"the Pyodide runner did not start (exit {proc.returncode})")
+                raise WorkerCrashed(f"Pyodide runner did not start (exit {runner.proc.returncode})")
         except BaseException:
             await runner.dispose()
             raise

@@ -15,25 +15,32 @@ from typing import Any
 from mcp_code_mode.sandbox import worker
 from mcp_code_mode.sandbox.guest import GuestRuntime
 
-__all__ = ["prepare", "run_line"]
+__all__ = ["attach", "preload", "run_line"]
 
 _allowed: list[str] = []
 _bridge: dict[str, Any] = {}
 
 
-def prepare(allowed_imports: list[str]) -> None:
-    """Preload the allowed modules and hide the ways out of the Wasm sandbox."""
-    from _mcp_host import exchange  # type: ignore[import-not-found]  # the JS bridge
-
-    _bridge["exchange"] = exchange
+def preload(allowed_imports: list[str]) -> None:
+    """Import the allowed modules (before a memory snapshot, so every runner starts warm)."""
     _allowed[:] = list(allowed_imports)
     for module in _allowed:
         with contextlib.suppress(ImportError):
             importlib.import_module(module)
+
+
+def attach() -> None:
+    """Take the JS bridge to the host, then hide the ways out of the Wasm sandbox."""
+    from _mcp_host import exchange  # type: ignore[import-not-found]  # the JS bridge
+
+    _bridge["exchange"] = exchange
     # Guest code reaches modules only through the allowlist importer; these also go from
     # sys.modules so that nothing preloaded hands out the JS bridge by name.
     for name in ("js", "pyodide_js", "_mcp_host"):
         sys.modules.pop(name, None)
+    # Run the snippet path once, so the first real run does not pay for warming it up.
+    runtime = GuestRuntime(lambda message: [], _allowed)
+    exec(worker.compile_guest("_ = [1 + 1]\n_"), runtime.namespace({}, None))
 
 
 def run_line(line: str) -> str:

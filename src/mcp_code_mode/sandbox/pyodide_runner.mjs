@@ -38,22 +38,45 @@ function writeLine(text) {
   for (let offset = 0; offset < bytes.length;) offset += Deno.stdout.writeSync(bytes.subarray(offset));
 }
 
+// Modes: `<dir> --make-snapshot <file>` loads Pyodide, imports the guest runtime and the
+// allowed modules, and writes a memory snapshot; `<dir> <file>` starts from that snapshot
+// (about 5x faster than a plain load); `<dir>` alone loads from scratch.
+const [, second, third] = Deno.args;
+const making = second === "--make-snapshot";
+const snapshotPath = making ? third : second;
+
 const init = JSON.parse(readLine());
-const pyodide = await loadPyodide({ indexURL: `${dir}/`, stdout: () => {}, stderr: () => {} });
-pyodide.registerJsModule("_mcp_host", { exchange: (line) => { writeLine(line); return readLine(); } });
-for (const [path, source] of Object.entries(init.files)) {
-  pyodide.FS.mkdirTree(path.split("/").slice(0, -1).join("/"));
-  pyodide.FS.writeFile(path, source);
-}
-pyodide.globals.set("_init", pyodide.toPy(init));
-pyodide.runPython(`
+const options = { indexURL: `${dir}/`, stdout: () => {}, stderr: () => {} };
+if (making) options._makeSnapshot = true;
+else if (snapshotPath) options._loadSnapshot = Deno.readFileSync(snapshotPath);
+const pyodide = await loadPyodide(options);
+
+if (!snapshotPath || making) {
+  for (const [path, source] of Object.entries(init.files)) {
+    pyodide.FS.mkdirTree(path.split("/").slice(0, -1).join("/"));
+    pyodide.FS.writeFile(path, source);
+  }
+  pyodide.globals.set("_init", pyodide.toPy(init));
+  pyodide.runPython(`
 import sys
 sys.path.insert(0, _init["root"])
 import mcp_code_mode.sandbox.pyodide_guest as _guest
-_guest.prepare(_init["allowed_imports"])
-del _init
+_guest.preload(_init["allowed_imports"])
+del _init, _guest
 `);
-const runOne = pyodide.globals.get("_guest").run_line;
+}
+if (making) {
+  Deno.writeFileSync(snapshotPath, pyodide.makeMemorySnapshot());
+  writeLine(JSON.stringify({ op: "snapshot", path: snapshotPath }));
+  Deno.exit(0);
+}
+pyodide.registerJsModule("_mcp_host", { exchange: (line) => { writeLine(line); return readLine(); } });
+const guest = pyodide.runPython(`
+import mcp_code_mode.sandbox.pyodide_guest as _guest
+_guest.attach()
+_guest
+`);
+const runOne = guest.run_line;
 writeLine(JSON.stringify({ op: "ready", pid: Deno.pid }));
 writeLine(runOne(readLine()));
 Deno.exit(0);
