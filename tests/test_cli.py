@@ -8,8 +8,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from .support import ROOT, TEST_SERVER, server_entry
 
 SCRIPT = Path(sys.executable).parent / "mcp-code-mode"
@@ -86,7 +84,8 @@ def test_down_server_is_a_warning_not_a_failure(tmp_path: Path) -> None:
     assert "warning: server 'gone'" in proc.stderr
 
 
-@pytest.mark.parametrize("args", [["run", "do something"], ["setup", "pyodide"]])
-def test_unbuilt_commands_say_so(args: list[str]) -> None:
-    proc = cli(*args)
-    assert proc.returncode == 2 and "not built yet" in proc.stderr
+def test_run_without_an_lm_is_a_clear_error() -> None:
+    env_lm = {k: v for k, v in os.environ.items() if k.startswith("DSPY_")}
+    assert not env_lm, "this test expects no DSPY_* variables in the environment"
+    proc = cli("run", "do something")
+    assert proc.returncode == 2 and "DSPY_LM" in proc.stderr and "Traceback" not in proc.stderr

@@ -10,7 +10,6 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from . import agent
 from .errors import CodeModeError
 from .executor_server import add_serve_arguments, serve
 from .gateway import Gateway
@@ -106,7 +105,7 @@ async def _exec(settings: Settings, args: argparse.Namespace) -> int:
         _warn_down_servers(gateway)
         result = await gateway.execute(code, input=value, timeout_s=args.timeout)
     if args.json:
-        print(json.dumps(result.to_json(), ensure_ascii=False))
+        print(json.dumps(result.to_json()))
     else:
         _print_result(result.to_json())
     return 0 if result.ok else 1
@@ -115,21 +114,26 @@ async def _exec(settings: Settings, args: argparse.Namespace) -> int:
 def _print_result(data: dict[str, Any]) -> None:
     if data["stdout"]:
         print("--- stdout ---")
-        print(data["stdout"].rstrip("\n"))
+        print(_printable(data["stdout"].rstrip("\n")))
     if data["logs"]:
         print("--- logs ---")
-        print("\n".join(data["logs"]))
+        print(_printable("\n".join(data["logs"])))
     if data["ok"]:
         if data["stdout"] or data["logs"]:
             print("--- result ---")
         value = data["result"]
-        print(value if isinstance(value, str) else json.dumps(value, indent=2, ensure_ascii=False))
+        print(_printable(value) if isinstance(value, str) else json.dumps(value, indent=2))
     else:
         error = data["error"]
         where = f" (line {error['line']})" if error.get("line") else ""
-        print(f"error: {error['type']}{where}\n{error['message']}", file=sys.stderr)
+        print(f"error: {error['type']}{where}\n{_printable(error['message'])}", file=sys.stderr)
     calls = data["tool_calls"]
     print(f"[{len(calls)} tool call(s), {data['duration_ms']:.1f} ms]", file=sys.stderr)
+
+
+def _printable(text: str) -> str:
+    """Guest text as the terminal can take it: lone surrogates become escapes."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 async def _tools(settings: Settings, args: argparse.Namespace) -> int:
@@ -159,6 +163,8 @@ async def _tools(settings: Settings, args: argparse.Namespace) -> int:
 
 
 async def _run(settings: Settings, args: argparse.Namespace) -> int:
+    from . import agent  # imports dspy: only for `run`
+
     lm = agent.make_lm(settings)
 
     async def show(number: int, step: agent.Step) -> None:

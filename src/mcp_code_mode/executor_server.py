@@ -13,7 +13,7 @@ import json
 import logging
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastmcp import Context, FastMCP
 from fastmcp.exceptions import ToolError
@@ -21,11 +21,13 @@ from fastmcp.tools.base import ToolResult
 from fastmcp.tools.function_tool import FunctionTool
 from mcp import types as mcp_types
 
-from . import agent
 from .errors import CodeModeError
 from .gateway import Gateway
 from .settings import Settings
 from .tool_formatter import one_line
+
+if TYPE_CHECKING:
+    from . import agent
 
 __all__ = ["build_server", "main", "serve"]
 
@@ -60,7 +62,7 @@ def _lean_schema(schema: dict[str, Any]) -> dict[str, Any]:
 
 def _json_result(value: Any, *, is_error: bool = False) -> ToolResult:
     """One text block with `json.dumps(value)`; objects also as structured content."""
-    text = mcp_types.TextContent(type="text", text=json.dumps(value, ensure_ascii=False))
+    text = mcp_types.TextContent(type="text", text=json.dumps(value))
     structured = value if isinstance(value, dict) else None
     return ToolResult(content=[text], structured_content=structured, is_error=is_error)
 
@@ -125,6 +127,7 @@ def build_server(gateway: Gateway, *, lm: Any = None) -> FastMCP:
     _add(server, get_tool_docs, "Python stub docs of an upstream tool or server.")
     _add(server, list_servers, "Upstream servers and their status.")
     if lm is not None:
+        from . import agent  # dspy is imported only when the agent is in use
 
         async def run_task(task: str, ctx: Context) -> ToolResult:
             total = gateway.settings.dspy_max_steps
@@ -169,7 +172,11 @@ async def serve(
     host: str = "127.0.0.1", port: int = 8765,
 ) -> None:  # fmt: skip
     """Start the gateway, then serve MCP until the client goes away or we are cancelled."""
-    lm = agent.make_lm(settings) if settings.dspy_lm else None
+    lm = None
+    if settings.dspy_lm:
+        from .agent import make_lm  # imports dspy: only when an LM is configured
+
+        lm = make_lm(settings)
     async with Gateway.from_settings(settings, config_path) as gateway:
         server = build_server(gateway, lm=lm)
         info = gateway.sandbox_info()

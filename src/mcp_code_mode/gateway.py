@@ -61,8 +61,12 @@ class Gateway:
         await self.aclose()
 
     async def start(self) -> None:
-        """Connect the upstreams and warm the executor, concurrently."""
-        await asyncio.gather(self.manager.start(), self.executor.start())
+        """Connect the upstreams and warm the executor, concurrently; all or nothing."""
+        try:
+            await asyncio.gather(self.manager.start(), self.executor.start())
+        except BaseException:
+            await self.aclose()
+            raise
 
     async def aclose(self) -> None:
         """Stop the executor and every upstream, even when cancelled."""
@@ -173,9 +177,15 @@ class _RunRouter:
     async def query(self, kind: str, args: dict[str, Any]) -> JSON:
         gw = self._gateway
         if kind == "search_tools":
-            return gw.search_tools(str(args.get("query", "")), int(args.get("limit") or 5))
+            limit = args.get("limit")
+            if limit is not None and not isinstance(limit, int):
+                raise UnknownToolError(f"search_tools: limit must be an int, not {limit!r}")
+            return gw.search_tools(str(args.get("query", "")), 5 if limit is None else limit)
         if kind == "get_tool_docs":
-            return gw.get_tool_docs(str(args.get("server")), args.get("tool"))
+            server, tool = args.get("server"), args.get("tool")
+            if not isinstance(server, str) or not (tool is None or isinstance(tool, str)):
+                raise UnknownToolError("get_tool_docs(server, tool=None) takes names as strings")
+            return gw.get_tool_docs(server, tool)
         if kind == "list_servers":
             return gw.list_servers()
         raise CodeModeError(f"unknown query {kind!r}")

@@ -193,7 +193,8 @@ class MCPServerManager:
                 await _close(old)
             logger.warning("upstream %s: restarting after failure (%s)", up.name, up.error)
             await self._connect(up)
-            up.needs_restart = False
+            # A failed restart leaves `needs_restart` set, so the next call tries again.
+            up.needs_restart = up.client is None
 
     def _mark_dead(self, up: _Upstream, client: Client[Any], exc: BaseException) -> None:
         if up.client is client:

@@ -67,6 +67,11 @@ BLOCKED_ATTRIBUTES = frozenset(
         "add_reader",
         "add_writer",
         "sock_connect",
+        "Formatter",  # string.Formatter().get_field resolves "0.os" with the real getattr
+        "get_field",
+        "get_value",
+        "vformat",
+        "format_field",
     ]
 )
 _REMOVED_BUILTINS = (
@@ -83,6 +88,10 @@ class ToolError(Exception):
         self.server = server
         self.tool = tool
         self.message = message
+
+
+class _UnknownName(ToolError, AttributeError):
+    """An unknown server or tool: a ToolError for callers, an AttributeError for hasattr()."""
 
 
 class Fatal(BaseException):
@@ -107,9 +116,7 @@ def _submit(**fields: Any) -> None:
 
 
 def _is_blocked(name: object) -> bool:
-    return isinstance(name, str) and (
-        (name.startswith("__") and name.endswith("__")) or name in BLOCKED_ATTRIBUTES
-    )
+    return isinstance(name, str) and (name.startswith("_") or name in BLOCKED_ATTRIBUTES)
 
 
 def _safe_getattr(obj: Any, name: str, *default: Any) -> Any:
@@ -148,8 +155,8 @@ class _Server:
         if name.startswith("_"):
             raise AttributeError(name)
         if self._error:
-            raise ToolError(self._name, name, self._error)
-        raise ToolError(self._name, name, f"no tool {name!r}{_closest(name, self._tools)}")
+            raise _UnknownName(self._name, name, self._error)
+        raise _UnknownName(self._name, name, f"no tool {name!r}{_closest(name, self._tools)}")
 
     def __dir__(self) -> Iterable[str]:
         return list(self._tools)
@@ -168,7 +175,7 @@ class _Tools:
     def __getattr__(self, name: str) -> Any:
         if name.startswith("_"):
             raise AttributeError(name)
-        raise ToolError(name, "", f"unknown server{_closest(name, self._names)}")
+        raise _UnknownName(name, "", f"unknown server{_closest(name, self._names)}")
 
     def __dir__(self) -> Iterable[str]:
         return list(self._names)

@@ -4,8 +4,9 @@ Stdlib only (runs in the zygote and its forked workers). Each layer is tried, no
 `detect_layers()` forks a probe child that applies them and reports which held.
 
 Layers:
-- `uid_drop`: workers run as nobody (65534) with no supplementary groups (only when the
-  zygote is root); with it, `rlimit_nproc` stops fork (root ignores RLIMIT_NPROC).
+- `uid_drop`: each worker runs as a uid of its own (1,000,000 + its pid) with no groups
+  (only when the zygote is root), so workers cannot signal or trace one another; with
+  it, `rlimit_nproc` stops fork (root ignores RLIMIT_NPROC).
 - `network_namespace`: a fresh network namespace with no interfaces but a down loopback
   (`unshare(CLONE_NEWNET)`); where it is missing, `socket_block` disables connect/bind/sendto
   in-process, which is much weaker.
@@ -25,9 +26,18 @@ import resource
 import signal
 from typing import Any
 
-__all__ = ["NOBODY", "confine", "detect_layers", "die_with_parent", "set_cpu_limit"]
+__all__ = [
+    "NOBODY",
+    "WORKER_UID_BASE",
+    "confine",
+    "detect_layers",
+    "die_with_parent",
+    "set_cpu_limit",
+    "worker_uid",
+]
 
 NOBODY = 65534
+WORKER_UID_BASE = 1_000_000  # + the worker's pid: above any real account, one uid per worker
 _CLONE_NEWNET = 0x40000000
 _PR_SET_PDEATHSIG = 1
 _PR_SET_NO_NEW_PRIVS = 38
@@ -58,18 +68,24 @@ def _unshare_network() -> bool:
         return False
 
 
+def worker_uid() -> int:
+    """A uid of this worker's own (from its pid), so workers cannot signal one another."""
+    return WORKER_UID_BASE + os.getpid()
+
+
 def _drop_privileges(workdir: str | None) -> bool:
     if os.getuid() != 0:
         return False
+    uid = worker_uid()
     try:
         if workdir is not None:
-            os.chown(workdir, NOBODY, NOBODY)
+            os.chown(workdir, uid, uid)
         os.setgroups([])
-        os.setgid(NOBODY)
-        os.setuid(NOBODY)
+        os.setgid(uid)
+        os.setuid(uid)
     except OSError:
         return False
-    return os.getuid() == NOBODY
+    return os.getuid() == uid
 
 
 def _block_sockets() -> None:
@@ -125,8 +141,11 @@ def set_cpu_limit(seconds: float) -> None:
     """CPU-time backstop for a run: SIGXCPU, then SIGKILL, a little after the wall-clock limit."""
     used = resource.getrusage(resource.RUSAGE_SELF)
     soft = int(used.ru_utime + used.ru_stime + seconds) + 2
+    # Only the soft limit moves: after the uid drop the hard one could not be raised again,
+    # and an interpreter session sets this once per snippet. SIGXCPU at `soft` kills.
+    _, hard = resource.getrlimit(resource.RLIMIT_CPU)
     with contextlib.suppress(ValueError, OSError):
-        resource.setrlimit(resource.RLIMIT_CPU, (soft, soft + 1))
+        resource.setrlimit(resource.RLIMIT_CPU, (soft, hard))
 
 
 def detect_layers() -> dict[str, bool]:

@@ -89,11 +89,7 @@ class LocalExecutor:
         try:
             async with asyncio.timeout(timeout_s + _KILL_GRACE_S):
                 done = await self._attempt(message, router)
-            error = ErrorDetail.model_validate(done["error"]) if done["error"] else None
-            result = ExecutionResult(
-                ok=bool(done["ok"]), result=done["result"], stdout=done["stdout"],
-                logs=done["logs"], error=error,
-            )  # fmt: skip
+            result = _from_done(done)
         except TimeoutError:
             result = ExecutionResult.failure(
                 ErrorType.TIMEOUT,
@@ -114,7 +110,8 @@ class LocalExecutor:
         (workers have no network and cannot write files), so one retry is safe.
         """
         for attempt in (1, 2):
-            worker = await self.pool.acquire()
+            # The retry forks afresh: idle workers may have died with the first one's cause.
+            worker = await (self.pool.acquire() if attempt == 1 else self.pool.fork())
             conversation = _Conversation(worker, router)
             try:
                 return await conversation.run(message)
@@ -161,16 +158,22 @@ class _Conversation:
                 task.cancel()
 
     async def _answer(self, request: dict[str, Any]) -> None:
-        if request["op"] == "call":
-            calls = request.get("calls") or []
-            results = await asyncio.gather(
-                *(self._outcome(self.router.call(c["server"], c["tool"], c["args"])) for c in calls)
-            )
-        else:
-            results = [await self._outcome(self.router.query(request["kind"], request["args"]))]
+        try:
+            request_id = int(request["id"])
+            if request["op"] == "call":
+                calls = [
+                    (str(c["server"]), str(c["tool"]), dict(c["args"])) for c in request["calls"]
+                ]
+                pending = [self.router.call(*call) for call in calls]
+            else:
+                pending = [self.router.query(str(request["kind"]), dict(request["args"]))]
+        except (KeyError, TypeError, ValueError):
+            self.worker.kill()  # a malformed request: the conversation loop reports the crash
+            return
+        results = await asyncio.gather(*(self._outcome(p) for p in pending))
         # A worker that is gone cannot take the reply; the conversation loop reports it.
         with contextlib.suppress(ConnectionError, RuntimeError):
-            await self.worker.send({"op": "reply", "id": request["id"], "results": results})
+            await self.worker.send({"op": "reply", "id": request_id, "results": results})
 
     @staticmethod
     async def _outcome(pending: Any) -> Outcome:
@@ -182,6 +185,19 @@ class _Conversation:
             return {"ok": False, "error": getattr(exc, "message", None) or str(exc)}
         except Exception as exc:  # a gateway bug must reach the guest as a failed call, not hang it
             return {"ok": False, "error": f"internal gateway error: {type(exc).__name__}: {exc}"}
+
+
+def _from_done(done: dict[str, Any]) -> ExecutionResult:
+    """The result a worker reported; a malformed report is the worker's failure, not ours."""
+    try:
+        error = ErrorDetail.model_validate(done["error"]) if done.get("error") else None
+        return ExecutionResult(
+            ok=bool(done["ok"]) and error is None, result=done.get("result"),
+            stdout=str(done.get("stdout", "")), logs=[str(x) for x in done.get("logs", [])],
+            error=error,
+        )  # fmt: skip
+    except (KeyError, TypeError, ValueError) as exc:  # pydantic's ValidationError is a ValueError
+        raise WorkerCrashed(f"the worker sent a malformed result: {exc}") from None
 
 
 def _ms_since(started: float) -> float:

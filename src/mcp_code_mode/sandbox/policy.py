@@ -41,7 +41,9 @@ BLOCKED_NAMES = frozenset(
         "__spec__",
     ]
 )
-_FORMAT_DUNDER = re.compile(r"\{[^{}]*__")
+# A replacement field whose name walks attributes or items: "{0.os}", "{x[0]}".
+_FORMAT_LOOKUP = re.compile(r"\{[^{}:!]*[.\[]")
+_FORMAT_METHODS = frozenset({"format", "format_map"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,7 +99,7 @@ def _check_node(node: ast.AST, allowed: frozenset[str]) -> str | None:
         if (node.module or "").partition(".")[0] not in allowed:
             return _import_message(node.module or "", allowed)
         for alias in node.names:
-            if alias.name == "*" or _is_dunder(alias.name) or alias.name in BLOCKED_ATTRIBUTES:
+            if alias.name == "*" or alias.name.startswith("_") or alias.name in BLOCKED_ATTRIBUTES:
                 return f"'from {node.module} import {alias.name}' is not allowed"
     elif isinstance(node, ast.Name):
         if node.id in BLOCKED_NAMES:
@@ -105,16 +107,26 @@ def _check_node(node: ast.AST, allowed: frozenset[str]) -> str | None:
         if _is_dunder(node.id):
             return f"dunder name {node.id!r} is not allowed"
     elif isinstance(node, ast.Attribute):
-        if _is_dunder(node.attr):
-            return f"access to dunder attribute {node.attr!r} is not allowed"
-        if node.attr in BLOCKED_ATTRIBUTES:
-            return f"access to attribute {node.attr!r} is not allowed"
-    elif (
-        isinstance(node, ast.Constant)
-        and isinstance(node.value, str)
-        and _FORMAT_DUNDER.search(node.value)
-    ):
-        return "format strings that reach dunder attributes are not allowed"
+        return _check_attribute(node)
+    return None
+
+
+def _check_attribute(node: ast.Attribute) -> str | None:
+    if _is_dunder(node.attr):
+        return f"access to dunder attribute {node.attr!r} is not allowed"
+    if node.attr.startswith("_"):
+        # Private attributes are where modules keep their back doors (collections._sys, ...).
+        return f"access to private attribute {node.attr!r} is not allowed"
+    if node.attr in BLOCKED_ATTRIBUTES:
+        return f"access to attribute {node.attr!r} is not allowed"
+    if node.attr in _FORMAT_METHODS:
+        # str.format resolves "{0.attr}" fields with the real getattr: allow it only on a
+        # literal whose fields look nothing up (f-strings are checked like any other code).
+        literal = node.value
+        if not (isinstance(literal, ast.Constant) and isinstance(literal.value, str)):
+            return f".{node.attr}() is allowed only on a string literal; use an f-string"
+        if _FORMAT_LOOKUP.search(literal.value):
+            return "format fields that look up attributes or items are not allowed"
     return None
 
 

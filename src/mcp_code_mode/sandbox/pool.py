@@ -284,6 +284,10 @@ class WorkerPool:
             self.reap(worker)
         return await self.launcher.fork(memory_mb=self._memory_mb)
 
+    async def fork(self) -> Worker:
+        """A brand-new worker, bypassing the idle ones."""
+        return await self.launcher.fork(memory_mb=self._memory_mb)
+
     def reap(self, worker: Worker) -> None:
         """Dispose of a used worker in the background; `aclose()` waits for it."""
         task = asyncio.create_task(worker.dispose())

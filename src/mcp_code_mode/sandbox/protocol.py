@@ -94,7 +94,8 @@ class DoneMessage(TypedDict):
 
 def encode(message: Any) -> bytes:
     """One message as a JSON line."""
-    return json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+    # ASCII escapes: a lone surrogate in guest output must not break the encoding.
+    return json.dumps(message, separators=(",", ":")).encode() + b"\n"
 
 
 def decode(line: bytes) -> dict[str, Any]:

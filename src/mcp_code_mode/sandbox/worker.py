@@ -236,7 +236,10 @@ def _result_value(value: Any, run: Run, runtime: GuestRuntime) -> tuple[Any, Err
     try:
         text = json.dumps(value, allow_nan=False)
     except (TypeError, ValueError, RecursionError):
-        text = json.dumps(repr(value))
+        try:
+            text = json.dumps(repr(value))
+        except BaseException:  # guest classes can make even repr() fail
+            text = json.dumps(f"<unrepresentable {type(value).__name__} object>")
         runtime.logs.append(
             f"note: the result ({type(value).__name__}) is not JSON-serialisable; returned its repr"
         )

@@ -98,11 +98,10 @@ def serve(
         while True:
             line = pipe_in.readline()
             if not line:  # the host is done with this worker (or gave up on it unused)
-                os.chdir("/")
-                with contextlib.suppress(OSError):
-                    os.rmdir(workdir)
-                os._exit(0)
+                break
             message = decode(line)
+            if message.get("op") != "run":
+                continue  # e.g. a reply that arrived after its run had timed out
             set_cpu_limit(float(message["timeout_s"]))
             run = worker.Run(exchange, int(message["max_output_chars"]))
             if message.get("session") and namespace is None:
@@ -114,6 +113,10 @@ def serve(
         pipe_out.close()
     except (BrokenPipeError, ConnectionResetError):
         pass  # the host went away (pool closing): nothing to report to
+    finally:
+        os.chdir("/")
+        with contextlib.suppress(OSError):
+            os.rmdir(workdir)  # the host removes it too when it knows it; a cancelled fork does not
     os._exit(0)
 
 
