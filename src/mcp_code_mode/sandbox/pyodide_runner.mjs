@@ -78,5 +78,7 @@ _guest
 `);
 const runOne = guest.run_line;
 writeLine(JSON.stringify({ op: "ready", pid: Deno.pid }));
-writeLine(runOne(readLine()));
+// callPromising lets asyncio.run (top-level await) switch stacks with JSPI.
+const line = readLine();
+writeLine(runOne.callPromising ? await runOne.callPromising(line) : runOne(line));
 Deno.exit(0);
