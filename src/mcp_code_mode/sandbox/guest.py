@@ -9,13 +9,16 @@ from __future__ import annotations
 import builtins
 import difflib
 import importlib
+import sys
 from collections.abc import Callable, Iterable
 from typing import Any
 
 __all__ = [
     "BLOCKED_ATTRIBUTES",
+    "LAZY_HELPERS",
     "Fatal",
     "GuestRuntime",
+    "ModuleView",
     "Submitted",
     "ToolError",
 ]
@@ -72,8 +75,14 @@ BLOCKED_ATTRIBUTES = frozenset(
         "get_value",
         "vformat",
         "format_field",
+        "get_type_hints",  # evaluates string annotations with the real builtins
+        "ForwardRef",
+        "attrgetter",  # operator's getters resolve dotted names with the real getattr
+        "methodcaller",
     ]
 )
+# Helpers that allowed modules import lazily; loaded ahead so the import succeeds in a worker.
+LAZY_HELPERS = ("_strptime", "calendar", "locale", "encodings.idna", "unicodedata")
 _REMOVED_BUILTINS = (
     "open", "exec", "eval", "compile", "__import__", "breakpoint", "input", "help",
     "exit", "quit", "globals", "locals", "vars", "memoryview",
@@ -139,6 +148,44 @@ def _safe_delattr(obj: Any, name: str) -> None:
     if _is_blocked(name):
         raise AttributeError(f"deleting attribute {name!r} is not allowed")
     delattr(obj, name)
+
+
+class ModuleView:
+    """What `import x` gives guest code: a module's attributes, but never another module
+    outside the allowlist (`enum.bltns` is builtins, `dataclasses.inspect` reaches frames).
+
+    Allowed submodules come back as views too; blocked names are refused as anywhere else.
+    """
+
+    __slots__ = ("_allowed", "_module")
+
+    def __init__(self, module: Any, allowed: frozenset[str]) -> None:
+        object.__setattr__(self, "_module", module)
+        object.__setattr__(self, "_allowed", allowed)
+
+    def __getattr__(self, name: str) -> Any:
+        if _is_blocked(name):
+            raise AttributeError(f"access to attribute {name!r} is not allowed")
+        value = getattr(self._module, name)
+        if isinstance(value, type(builtins)):
+            if value.__name__.partition(".")[0] not in self._allowed:
+                raise AttributeError(
+                    f"{self._module.__name__}.{name} is the module {value.__name__!r}, "
+                    "which is not allowed"
+                )
+            return ModuleView(value, self._allowed)
+        return value
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if _is_blocked(name):
+            raise AttributeError(f"setting attribute {name!r} is not allowed")
+        setattr(self._module, name, value)
+
+    def __dir__(self) -> Iterable[str]:
+        return [n for n in dir(self._module) if not _is_blocked(n)]
+
+    def __repr__(self) -> str:
+        return f"<module {self._module.__name__!r}>"
 
 
 class _Server:
@@ -282,13 +329,19 @@ class GuestRuntime:
         level: int = 0,
     ) -> Any:  # fmt: skip
         root = name.partition(".")[0]
+        if level == 0 and root not in self.allowed_imports and name in sys.modules:
+            # A stdlib module importing its helper lazily (datetime.strptime -> _strptime):
+            # the policy stops guest `import` statements, so this is library code.
+            return sys.modules[name]
         if level != 0 or root not in self.allowed_imports:
             raise ImportError(
                 f"import of {name!r} is not allowed; allowed modules: "
                 f"{', '.join(sorted(self.allowed_imports))} (extend with MCP_CODE_ALLOWED_IMPORTS)"
             )
         module = importlib.import_module(name)
-        return module if fromlist else importlib.import_module(root)
+        return ModuleView(
+            module if fromlist else importlib.import_module(root), self.allowed_imports
+        )
 
 
 def _unpack(call: Any) -> tuple[str, str, dict[str, Any] | None]:

@@ -26,6 +26,8 @@ import resource
 import signal
 from typing import Any
 
+from mcp_code_mode.sandbox import landlock
+
 __all__ = [
     "NOBODY",
     "WORKER_UID_BASE",
@@ -115,6 +117,8 @@ def confine(*, workdir: str | None, memory_mb: int, layers: dict[str, bool]) -> 
     if layers.get("no_new_privs"):
         _c().prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
     _set_limits(memory_mb, nproc=bool(layers.get("rlimit_nproc")))
+    if layers.get("landlock"):
+        landlock.restrict()  # last: it also forbids reading /proc/self, used above
 
 
 def _set_limits(memory_mb: int, *, nproc: bool) -> None:
@@ -162,6 +166,7 @@ def detect_layers() -> dict[str, bool]:
         with contextlib.suppress(OSError):
             found["no_new_privs"] = _c().prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0
         found["rlimit_nproc"] = _nproc_blocks_fork()
+        found["landlock"] = bool(found.get("no_new_privs")) and landlock.restrict()
         os.write(write_fd, ",".join(k for k, on in found.items() if on).encode())
         os._exit(0)
     os.close(write_fd)
@@ -171,7 +176,7 @@ def detect_layers() -> dict[str, bool]:
     layers = {
         name: name in names
         for name in ("die_with_parent", "network_namespace", "uid_drop", "no_new_privs",
-                     "rlimit_nproc")
+                     "rlimit_nproc", "landlock")
     }  # fmt: skip
     layers["socket_block"] = not layers["network_namespace"]
     return layers

@@ -13,7 +13,7 @@ import sys
 from typing import Any
 
 from mcp_code_mode.sandbox import worker
-from mcp_code_mode.sandbox.guest import GuestRuntime
+from mcp_code_mode.sandbox.guest import LAZY_HELPERS, GuestRuntime
 
 __all__ = ["attach", "preload", "run_line"]
 
@@ -24,7 +24,7 @@ _bridge: dict[str, Any] = {}
 def preload(allowed_imports: list[str]) -> None:
     """Import the allowed modules (before a memory snapshot, so every runner starts warm)."""
     _allowed[:] = list(allowed_imports)
-    for module in _allowed:
+    for module in [*_allowed, *LAZY_HELPERS]:
         with contextlib.suppress(ImportError):
             importlib.import_module(module)
 

@@ -17,6 +17,7 @@ import json
 import signal
 import sys
 import traceback
+import types
 from collections.abc import Callable
 from types import CodeType, FrameType
 from typing import Any
@@ -141,17 +142,32 @@ def _guest_line(tb: Any) -> int | None:
 
 
 def _guest_traceback(exc: BaseException, source: str) -> str:
+    try:
+        return _format_traceback(exc, source)
+    except MemoryError:
+        return f"{type(exc).__name__}: (the message was too large to format)"
+
+
+def _format_traceback(exc: BaseException, source: str) -> str:
     lines = source.splitlines()
     out = ["Traceback (guest code):"]
     for frame in traceback.extract_tb(exc.__traceback__):
         if frame.filename == GUEST_FILENAME and frame.lineno is not None:
             text = lines[frame.lineno - 1].strip() if 0 < frame.lineno <= len(lines) else ""
             out.append(f"  line {frame.lineno}, in {frame.name}: {text}")
-    out.append(f"{type(exc).__name__}: {exc}")
+    text = str(exc)
+    if len(text) > _ERROR_CHARS:
+        text = text[:_ERROR_CHARS]
+    out.append(f"{type(exc).__name__}: {text}")
     return "\n".join(out)
 
 
+_ERROR_CHARS = 4000  # error messages are cut here: a guest can raise a 100 MB message
+
+
 def _error(kind: str, message: str, line: int | None) -> ErrorInfo:
+    if len(message) > _ERROR_CHARS:
+        message = message[:_ERROR_CHARS] + f"… [{len(message) - _ERROR_CHARS} more characters cut]"
     return {"type": kind, "message": message, "line": line}
 
 
@@ -165,6 +181,8 @@ def execute(
     is refreshed for this run, and `message["variables"]` are added to it.
     """
     source: str = message["code"]
+    # Classes defined by guest code live in module "__guest__"; dataclasses looks it up.
+    sys.modules.setdefault("__guest__", types.ModuleType("__guest__"))
     capture = _Capture(run)
     runtime.on_output = run.charge
     session = namespace is not None
@@ -235,6 +253,12 @@ def execute(
 def _result_value(value: Any, run: Run, runtime: GuestRuntime) -> tuple[Any, ErrorInfo | None]:
     try:
         text = json.dumps(value, allow_nan=False)
+    except MemoryError:
+        return None, _error(
+            "MEMORY_LIMIT",
+            "the result is too large to serialise within MCP_CODE_MEMORY_MB (return less)",
+            None,
+        )
     except (TypeError, ValueError, RecursionError):
         try:
             text = json.dumps(repr(value))

@@ -22,7 +22,7 @@ import tempfile
 from typing import Any
 
 from mcp_code_mode.sandbox import worker
-from mcp_code_mode.sandbox.guest import GuestRuntime
+from mcp_code_mode.sandbox.guest import LAZY_HELPERS, GuestRuntime
 from mcp_code_mode.sandbox.isolation import confine, detect_layers, die_with_parent, set_cpu_limit
 from mcp_code_mode.sandbox.protocol import decode, encode, write_message
 
@@ -43,7 +43,7 @@ def main() -> None:
     if init.get("op") != "init":
         os._exit(3)
     allowed = list(init["allowed_imports"])
-    _preload(allowed)
+    _preload([*allowed, *LAZY_HELPERS])
     layers = detect_layers()
     gc.freeze()  # keep the collector from touching (and so copying) preloaded objects in workers
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # workers are reaped by the kernel
@@ -79,6 +79,10 @@ def serve(
     """In a freshly forked worker: confine this process, say `ready`, run one snippet, report."""
     sock = socket.socket(fileno=fd)
     pipe_in, pipe_out = sock.makefile("rb"), sock.makefile("wb")
+    # The server's stderr is not the guest's to write: it would bypass the output cap.
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 2)
+    os.close(devnull)
     confine(workdir=workdir, memory_mb=memory_mb, layers=layers)
     _warm_up(allowed_imports)
 
