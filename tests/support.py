@@ -46,3 +46,19 @@ async def start_gateway(config_path: Path, **overrides: Any) -> Gateway:
     gateway = Gateway(make_settings(**overrides), load_config(config_path))
     await gateway.start()
     return gateway
+
+
+def live_processes() -> dict[int, tuple[int, int, bytes]]:
+    """pid -> (parent pid, session id, cmdline) of every live (non-zombie) process."""
+    table = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[0] != "Z":
+            table[int(entry.name)] = (int(fields[1]), int(fields[3]), cmdline)
+    return table

@@ -13,23 +13,9 @@ from mcp_code_mode.gateway import Gateway
 from mcp_code_mode.sandbox.pool import Zygote
 from mcp_code_mode.settings import DEFAULT_ALLOWED_IMPORTS
 
-from ..support import SECRET, TEST_SERVER, ConfigWriter, server_entry, start_gateway
+from ..support import SECRET, TEST_SERVER, ConfigWriter, live_processes, server_entry, start_gateway
 
-
-def _processes() -> dict[int, tuple[int, bytes]]:
-    """pid -> (parent pid, cmdline) of every live (non-zombie) process."""
-    table = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes()
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if fields[0] != "Z":
-            table[int(entry.name)] = (int(fields[1]), cmdline)
-    return table
+_processes = live_processes
 
 
 def worker_pids(zygote: int | None = None) -> set[int]:
@@ -37,10 +23,10 @@ def worker_pids(zygote: int | None = None) -> set[int]:
     table = _processes()
     zygotes = {zygote} if zygote is not None else {
         pid
-        for pid, (ppid, cmd) in table.items()
+        for pid, (ppid, _, cmd) in table.items()
         if ppid == os.getpid() and b"mcp_code_mode.sandbox.zygote" in cmd
     }  # fmt: skip
-    return {pid for pid, (ppid, _) in table.items() if ppid in zygotes}
+    return {pid for pid, (ppid, _, _) in table.items() if ppid in zygotes}
 
 
 def zygote_pid(gateway: Gateway) -> int:

@@ -26,7 +26,7 @@ def _descendants(root: int) -> set[int]:
     table = _processes()
     found, frontier = set(), {root}
     while frontier:
-        children = {pid for pid, (ppid, _) in table.items() if ppid in frontier}
+        children = {pid for pid, (ppid, _, _) in table.items() if ppid in frontier}
         frontier = children - found
         found |= children
     return found

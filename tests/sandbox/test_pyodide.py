@@ -62,13 +62,13 @@ async def test_js_is_not_importable_by_default(pyodide_gateway: Gateway) -> None
 
 
 async def test_timeout_kills_the_runner(pyodide_gateway: Gateway) -> None:
-    deno = {pid for pid, (_, cmd) in _processes().items() if b"pyodide_runner.mjs" in cmd}
+    deno = {pid for pid, (_, _, cmd) in _processes().items() if b"pyodide_runner.mjs" in cmd}
     started = time.perf_counter()
     out = (await pyodide_gateway.execute("while True:\n    pass", timeout_s=1.0)).to_json()
     assert out["error"]["type"] == "TIMEOUT"
     assert time.perf_counter() - started < 2.5
     await asyncio.sleep(0.2)
-    alive = {pid for pid, (_, cmd) in _processes().items() if b"pyodide_runner.mjs" in cmd}
+    alive = {pid for pid, (_, _, cmd) in _processes().items() if b"pyodide_runner.mjs" in cmd}
     assert len(deno - alive) >= 1  # the runner that ran the loop is gone
     assert (await pyodide_gateway.execute("1+1")).result == 2
 
@@ -81,7 +81,7 @@ async def test_wasm_memory_cap(js_gateway: Gateway) -> None:
 
 async def test_runner_has_no_server_environment(pyodide_gateway: Gateway) -> None:
     assert os.environ["MCP_CODE_TEST_SECRET"] == SECRET
-    runners = [pid for pid, (_, cmd) in _processes().items() if b"pyodide_runner.mjs" in cmd]
+    runners = [pid for pid, (_, _, cmd) in _processes().items() if b"pyodide_runner.mjs" in cmd]
     assert runners
     for pid in runners:
         try:

@@ -19,7 +19,7 @@ import pytest
 
 from mcp_code_mode.gateway import Gateway
 
-from ..support import SECRET, start_gateway
+from ..support import SECRET, live_processes, start_gateway
 
 RUN_TIMEOUT_S = 2.0  # timeout_s for every case; runaway cases hit it
 SLACK_S = 1.5  # a loaded 2-core machine: on top of the contract's timeout + 1 s
@@ -29,20 +29,7 @@ _SEEN_WORKERS: set[int] = set()  # every worker pid observed; their sessions mus
 _ZYGOTES_OF: dict[int, set[int]] = {}  # id(gateway) -> its zygote pids
 
 
-def _processes() -> dict[int, tuple[int, int, bytes]]:
-    """pid -> (parent pid, session id, cmdline) of every live (non-zombie) process."""
-    table = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes()
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if fields[0] != "Z":
-            table[int(entry.name)] = (int(fields[1]), int(fields[3]), cmdline)
-    return table
+_processes = live_processes
 
 
 def worker_pids(gateway: Gateway | None = None) -> set[int]:
