@@ -59,8 +59,9 @@ class WriteCode(dspy.Signature):
     its parsed result; `call_tools([(server, tool, args), ...])` runs calls concurrently;
     `search_tools(query)` and `get_tool_docs(server, tool)` find more tools; `log(...)` records
     notes. The value of the last expression is returned to you. Filter, join and aggregate in
-    code and return only what the answer needs. If the previous step failed, read its error
-    and fix the code. Set `finished` to true, with empty code, once the trajectory holds
+    code and return only what the answer needs. Each snippet starts from a fresh namespace:
+    variables of earlier steps are gone, so recompute what you need. If a step failed, read
+    its error and fix the code. Set `finished` to true, with empty code, once the trajectory holds
     everything the answer needs.
     """
 

@@ -179,7 +179,10 @@ async def _run(settings: Settings, args: argparse.Namespace) -> int:
 
     async with Gateway.from_settings(settings, args.config) as gateway:
         _warn_down_servers(gateway)
-        result = await agent.run_task(gateway, lm, args.task, show)
+        try:
+            result = await agent.run_task(gateway, lm, args.task, show)
+        except Exception as exc:  # LM/provider failures end the command with a clear message
+            raise CodeModeError(f"the agent failed: {type(exc).__name__}: {exc}") from None
     if args.json:
         print(json.dumps(result, ensure_ascii=False))
     else:
