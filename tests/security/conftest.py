@@ -14,6 +14,7 @@ import pytest_asyncio
 from mcp_code_mode.gateway import Gateway
 
 from ..support import TEST_SERVER, server_entry
+from ..conftest import require_pyodide
 from .helpers import start_sandboxed
 
 
@@ -23,10 +24,17 @@ async def _gateway(tmp_path_factory: pytest.TempPathFactory, **overrides: object
     return await start_sandboxed(path, pool_size=1, **overrides)
 
 
-@pytest_asyncio.fixture(scope="module")
-async def sec_gateway(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Gateway]:
-    """The default allowlist and limits, one warm worker: for policy, file, network cases."""
-    gw = await _gateway(tmp_path_factory)
+@pytest_asyncio.fixture(scope="module", params=["local", "pyodide"])
+async def sec_gateway(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[Gateway]:
+    """The default allowlist and limits, one warm worker: for policy, file, network cases.
+
+    Run over both executors: with the default allowlist they must stop the same things.
+    """
+    if request.param == "pyodide":
+        require_pyodide()
+    gw = await _gateway(tmp_path_factory, executor=request.param)
     try:
         yield gw
     finally:
@@ -56,12 +64,17 @@ def gateways(sec_gateway: Gateway, os_gateway: Gateway) -> dict[str, Gateway]:
     return {"sec": sec_gateway, "os": os_gateway}
 
 
-@pytest_asyncio.fixture(scope="module")
-async def tight_gateway(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Gateway]:
+@pytest_asyncio.fixture(scope="module", params=["local", "pyodide"])
+async def tight_gateway(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[Gateway]:
     """Low limits (128 MB, 2000 output chars) and the OS modules allowed: runaway cases."""
+    if request.param == "pyodide":
+        require_pyodide()
     gw = await _gateway(
-        tmp_path_factory, memory_mb=128, max_output_chars=2000, extra_imports=OS_MODULES
-    )
+        tmp_path_factory, memory_mb=128, max_output_chars=2000, extra_imports=OS_MODULES,
+        executor=request.param,
+    )  # fmt: skip
     try:
         yield gw
     finally:
