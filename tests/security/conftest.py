@@ -13,8 +13,8 @@ import pytest_asyncio
 
 from mcp_code_mode.gateway import Gateway
 
-from ..support import TEST_SERVER, server_entry
 from ..conftest import require_pyodide
+from ..support import TEST_SERVER, server_entry
 from .helpers import start_sandboxed
 
 

@@ -168,7 +168,14 @@ async def test_concurrent_runs_do_not_cross_talk(tight_gateway: Gateway) -> None
 @pytest.mark.skipif(os.getuid() != 0, reason="uid drop and RLIMIT_NPROC need a root server")
 def test_active_layers_are_reported(tight_gateway: Gateway) -> None:
     info = tight_gateway.sandbox_info()
-    expected = {"worker_process", "uid_drop", "network_namespace", "rlimit_nproc", "no_new_privs"}
+    if info["executor"] == "pyodide":
+        expected = {"ast_policy", "wasm_sandbox", "deno_permissions_read_only", "no_network"}
+        assert expected <= set(info["layers"]), info
+        return
+    expected = {
+        "worker_process", "uid_drop", "network_namespace", "rlimit_nproc", "no_new_privs",
+        "landlock",
+    }  # fmt: skip
     assert expected <= set(info["layers"]), info
     assert "socket_block" in info["inactive"], "the weak fallback is off with a network namespace"
 
