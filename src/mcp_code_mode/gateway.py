@@ -63,7 +63,12 @@ class Gateway:
     async def start(self) -> None:
         """Connect the upstreams and warm the executor, concurrently; all or nothing."""
         try:
-            await asyncio.gather(self.manager.start(), self.executor.start())
+            async with asyncio.TaskGroup() as group:  # one failure cancels the other start
+                group.create_task(self.manager.start())
+                group.create_task(self.executor.start())
+        except BaseExceptionGroup as failed:
+            await self.aclose()
+            raise failed.exceptions[0] from None
         except BaseException:
             await self.aclose()
             raise
@@ -197,7 +202,9 @@ class _RunRouter:
 def _make_executor(settings: Settings) -> Executor:
     launcher = None
     if settings.executor == "pyodide":
-        launcher = PyodideLauncher(allowed_imports=settings.allowed_imports)
+        launcher = PyodideLauncher(
+            allowed_imports=settings.allowed_imports, wheelhouse=settings.wheelhouse
+        )
     return LocalExecutor(
         allowed_imports=settings.allowed_imports, memory_mb=settings.memory_mb,
         pool_size=settings.pool_size, max_output_chars=settings.max_output_chars,

@@ -38,6 +38,7 @@ class Settings(BaseSettings):
     max_chars: int = Field(8000, gt=0, validation_alias=_env("MCP_CODE_MAX_CHARS"))
     max_lines: int = Field(400, gt=0, validation_alias=_env("MCP_CODE_MAX_LINES"))
     extra_imports: str = Field("", validation_alias=_env("MCP_CODE_ALLOWED_IMPORTS"))
+    wheelhouse: str | None = Field(None, validation_alias=_env("MCP_CODE_WHEELHOUSE"))
     servers_config: str = Field("mcp_servers.json", validation_alias=_env("MCP_SERVERS_CONFIG"))
     dspy_lm: str | None = Field(None, validation_alias=_env("DSPY_LM"))
     dspy_api_base: str | None = Field(None, validation_alias=_env("DSPY_API_BASE"))
@@ -45,7 +46,7 @@ class Settings(BaseSettings):
     dspy_temperature: float = Field(0.0, ge=0, validation_alias=_env("DSPY_TEMPERATURE"))
     dspy_max_tokens: int = Field(4000, gt=0, validation_alias=_env("DSPY_MAX_TOKENS"))
 
-    @field_validator("dspy_lm", "dspy_api_base", mode="before")
+    @field_validator("dspy_lm", "dspy_api_base", "wheelhouse", mode="before")
     @classmethod
     def _blank_is_unset(cls, value: object) -> object:
         return None if value == "" else value

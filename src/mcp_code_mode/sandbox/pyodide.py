@@ -14,6 +14,7 @@ comes from the `deno` PyPI package (the `[pyodide]` extra).
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import hashlib
 import json
@@ -126,13 +127,17 @@ class PyodideRunner:
 class PyodideLauncher:
     """Starts warm Pyodide runners; plays the zygote's part for the worker pool."""
 
-    def __init__(self, *, allowed_imports: list[str] | tuple[str, ...]) -> None:
+    def __init__(
+        self, *, allowed_imports: list[str] | tuple[str, ...], wheelhouse: str | None = None
+    ) -> None:
         self._allowed_imports = list(allowed_imports)
+        self._wheelhouse = Path(wheelhouse).expanduser() if wheelhouse else None
         self.layers: dict[str, bool] = {}
         self._files: dict[str, str] = {}
         self._deno: str | None = None
         self._dir: Path | None = None
         self._snapshot: Path | None = None
+        self._wheels: dict[str, str] = {}
 
     async def start(self) -> None:
         self._deno = deno_binary()
@@ -151,6 +156,7 @@ class PyodideLauncher:
         self._files = {f"{root}/mcp_code_mode/__init__.py": ""}
         self._files.update({f"{root}/mcp_code_mode/sandbox/{n}": s for n, s in sources.items()})
         self._root = root
+        self._wheels = self._read_wheels()
         self._snapshot = await self._ensure_snapshot()
         self.layers = {
             "wasm_sandbox": True, "deno_permissions_read_only": True, "no_env": True,
@@ -180,7 +186,7 @@ class PyodideLauncher:
     async def _ensure_snapshot(self) -> Path | None:
         """A memory snapshot of a prepared interpreter, made once per runtime version."""
         digest = hashlib.sha256(
-            json.dumps([PYODIDE_VERSION, self._files, self._allowed_imports]).encode()
+            json.dumps([PYODIDE_VERSION, self._files, self._allowed_imports, self._wheels]).encode()
         ).hexdigest()[:16]
         path = cache_root() / f"pyodide-{PYODIDE_VERSION}" / f"snapshot-{digest}.bin"
         if path.is_file():
@@ -202,9 +208,24 @@ class PyodideLauncher:
         partial.replace(path)
         return path
 
+    def _read_wheels(self) -> dict[str, str]:
+        """Pure-Python wheels of MCP_CODE_WHEELHOUSE, base64 by file name (no network)."""
+        if self._wheelhouse is None:
+            return {}
+        if not self._wheelhouse.is_dir():
+            raise CodeModeError(f"MCP_CODE_WHEELHOUSE={self._wheelhouse} is not a directory")
+        wheels = {}
+        for wheel in sorted(self._wheelhouse.glob("*.whl")):
+            if not wheel.name.endswith("-none-any.whl"):
+                raise CodeModeError(
+                    f"{wheel.name}: only pure-Python wheels (*-none-any.whl) load in Pyodide"
+                )
+            wheels[wheel.name] = base64.b64encode(wheel.read_bytes()).decode()
+        return wheels
+
     def _init_message(self) -> dict[str, Any]:
         return {"op": "init", "files": self._files, "root": self._root,
-                "allowed_imports": self._allowed_imports}  # fmt: skip
+                "allowed_imports": self._allowed_imports, "wheels": self._wheels}  # fmt: skip
 
     async def fork(self, *, memory_mb: int) -> PyodideRunner:
         args = [str(self._snapshot)] if self._snapshot else []

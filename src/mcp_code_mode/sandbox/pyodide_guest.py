@@ -15,10 +15,35 @@ from typing import Any
 from mcp_code_mode.sandbox import worker
 from mcp_code_mode.sandbox.guest import LAZY_HELPERS, GuestRuntime
 
-__all__ = ["attach", "preload", "run_line"]
+__all__ = ["attach", "install_wheels", "preload", "run_line"]
 
 _allowed: list[str] = []
 _bridge: dict[str, Any] = {}
+
+
+def install_wheels(wheels: dict[str, str]) -> None:
+    """Unpack pure-Python wheels (base64 by name) into site-packages; no network, no micropip."""
+    import base64
+    import io
+    import site
+    import zipfile
+
+    target = site.getsitepackages()[0]
+    modules = []
+    for data in wheels.values():
+        with zipfile.ZipFile(io.BytesIO(base64.b64decode(data))) as wheel:
+            wheel.extractall(target)
+            modules += [
+                name[:-3].replace("/", ".").removesuffix(".__init__")
+                for name in wheel.namelist()
+                if name.endswith(".py") and ".dist-info/" not in name
+            ]
+    importlib.invalidate_caches()
+    # Import every module now: runners start from a memory snapshot, which keeps loaded
+    # modules but not the files they came from.
+    for module in sorted(modules):
+        with contextlib.suppress(Exception):
+            importlib.import_module(module)
 
 
 def preload(allowed_imports: list[str]) -> None:

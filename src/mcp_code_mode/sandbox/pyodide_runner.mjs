@@ -61,6 +61,7 @@ if (!snapshotPath || making) {
 import sys
 sys.path.insert(0, _init["root"])
 import mcp_code_mode.sandbox.pyodide_guest as _guest
+_guest.install_wheels(_init.get("wheels") or {})
 _guest.preload(_init["allowed_imports"])
 del _init, _guest
 `);
