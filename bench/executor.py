@@ -61,7 +61,7 @@ def p95(samples: list[float]) -> float:
     return statistics.quantiles(samples, n=20)[18] if len(samples) >= 20 else max(samples)
 
 
-async def main(runs: int, pause_s: float, rss_runs: int) -> None:
+async def main(runs: int, pause_s: float, rss_runs: int, executor: str) -> None:
     trivial = FastMCP("trivial")
 
     @trivial.tool
@@ -80,7 +80,7 @@ async def main(runs: int, pause_s: float, rss_runs: int) -> None:
                 }
             )
         )
-        settings = Settings(_env_file=None, pool_size=2, timeout_s=1)  # type: ignore[call-arg]
+        settings = Settings(_env_file=None, pool_size=2, timeout_s=1, executor=executor)  # type: ignore[call-arg]
         async with Gateway(settings, load_config(config)) as gw:
             server = build_server(gw)
             async with Client(trivial) as floor_client, Client(server) as client:
@@ -127,7 +127,7 @@ async def main(runs: int, pause_s: float, rss_runs: int) -> None:
     results["cold start: python -c '1+1'"] = await measure(cold, max(5, runs // 5))
 
     base = statistics.median(results["baseline: fastmcp in-memory call, trivial tool"])
-    print(f"Python {sys.version.split()[0]}, {runs} runs per row (p95 over the same runs)\n")
+    print(f"executor {executor}; Python {sys.version.split()[0]}, {runs} runs per row\n")
     print("| case | p50 ms | p95 ms | p50 / baseline |")
     print("| --- | ---: | ---: | ---: |")
     for name, samples in results.items():
@@ -145,5 +145,6 @@ if __name__ == "__main__":
     parser.add_argument("--runs", type=int, default=100)
     parser.add_argument("--pause-ms", type=float, default=50)
     parser.add_argument("--rss-runs", type=int, default=1000)
+    parser.add_argument("--executor", choices=["local", "pyodide"], default="local")
     args = parser.parse_args()
-    asyncio.run(main(args.runs, args.pause_ms / 1000, args.rss_runs))
+    asyncio.run(main(args.runs, args.pause_ms / 1000, args.rss_runs, args.executor))
