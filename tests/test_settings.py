@@ -37,6 +37,7 @@ DEFAULTS = {
     "max_chars": 8000,
     "max_lines": 400,
     "extra_imports": "",
+    "wheelhouse": None,
     "servers_config": "mcp_servers.json",
     "dspy_lm": None,
     "dspy_api_base": None,
