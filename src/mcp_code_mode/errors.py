@@ -11,7 +11,6 @@ __all__ = [
     "ToolCallFailed",
     "ToolCallLimitExceeded",
     "UnknownToolError",
-    "UpstreamUnavailable",
     "WorkerCrashed",
 ]
 
@@ -82,12 +81,6 @@ class ToolCallLimitExceeded(CodeModeError):
 
 class UnknownToolError(CodeModeError, LookupError):
     """A server or tool name that the catalog does not know; the message lists what exists."""
-
-    error_type = ErrorType.TOOL_ERROR
-
-
-class UpstreamUnavailable(CodeModeError):
-    """An upstream server could not be started or reached."""
 
     error_type = ErrorType.TOOL_ERROR
 

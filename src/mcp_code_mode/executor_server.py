@@ -69,13 +69,13 @@ def _json_result(value: Any, *, is_error: bool = False) -> ToolResult:
 
 def _servers_line(gateway: Gateway) -> str:
     """`Servers: a (desc), b (desc).`: descriptions share a fixed character budget."""
-    rows = gateway.list_servers()[:_MAX_LISTED_SERVERS]
+    rows = gateway.list_servers()
+    listed = rows[:_MAX_LISTED_SERVERS]
     shown = []
-    for row in rows:
-        room = _SERVERS_LINE_CHARS // max(len(rows), 1) - len(row["name"]) - 3
+    for row in listed:
+        room = _SERVERS_LINE_CHARS // len(listed) - len(row["name"]) - 3
         description = _clip_words(one_line(row["description"]), room)
         shown.append(f"{row['name']} ({description})" if description else row["name"])
-    rows = gateway.list_servers()
     more = len(rows) - len(shown)
     return "Servers: " + ", ".join(shown) + (f", +{more} more (list_servers())" if more else ".")
 
@@ -146,8 +146,7 @@ def build_server(gateway: Gateway, *, lm: Any = None) -> FastMCP:
 
 
 def _add(server: FastMCP, fn: Callable[..., Any], description: str) -> None:
-    tool = _LeanTool.from_function(fn, description=description, output_schema=None)
-    server.add_tool(_LeanTool.model_validate(tool.model_dump()))
+    server.add_tool(_LeanTool.from_function(fn, description=description, output_schema=None))
 
 
 def _lean_property(prop: dict[str, Any]) -> dict[str, Any]:

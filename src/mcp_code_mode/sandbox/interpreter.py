@@ -24,14 +24,13 @@ from dspy.primitives.code_interpreter import (
 
 from ..errors import ToolCallFailed, WorkerCrashed
 from .base import ToolCallRecord, ToolRouter
-from .local import _Conversation
+from .local import KILL_GRACE_S, _Conversation
 from .policy import check_policy
 from .pool import Worker, Zygote
 
 __all__ = ["MCPCodeInterpreter"]
 
 T = TypeVar("T")
-_KILL_GRACE_S = 0.5
 
 
 class _NoTools:
@@ -181,7 +180,7 @@ class MCPCodeInterpreter:
         if worker is None or self._dead is not None:
             raise CodeInterpreterError(self._dead or "the interpreter is not started")
         try:
-            async with asyncio.timeout(self.timeout_s + _KILL_GRACE_S):
+            async with asyncio.timeout(self.timeout_s + KILL_GRACE_S):
                 return await _Conversation(worker, self._router).run(message)
         except TimeoutError:
             self._dead = (

@@ -23,9 +23,9 @@ from .policy import check_policy
 from .pool import Launcher, Worker, WorkerPool
 from .protocol import Outcome
 
-__all__ = ["LocalExecutor"]
+__all__ = ["KILL_GRACE_S", "LocalExecutor"]
 
-_KILL_GRACE_S = 0.5  # the worker's own timer fires first; the host kills after this
+KILL_GRACE_S = 0.5  # the worker's own timer fires first; the host kills after this
 
 
 class LocalExecutor:
@@ -87,7 +87,7 @@ class LocalExecutor:
             "timeout_s": timeout_s, "max_output_chars": self.max_output_chars,
         }  # fmt: skip
         try:
-            async with asyncio.timeout(timeout_s + _KILL_GRACE_S):
+            async with asyncio.timeout(timeout_s + KILL_GRACE_S):
                 done = await self._attempt(message, router)
             result = _from_done(done)
         except TimeoutError:
