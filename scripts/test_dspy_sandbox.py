@@ -65,7 +65,9 @@ def checks(interp: Any) -> bool:
 
 async def main(config: str) -> int:
     settings = Settings(timeout_s=2)  # type: ignore[call-arg]
-    print(f"executor: {settings.executor}")
+    # Interpreter sessions keep one worker alive between snippets; only the local executor
+    # has such workers so far, so sessions run there whatever MCP_EXECUTOR says.
+    print(f"executor: {settings.executor} (interpreter sessions run on the local executor)")
     async with Gateway.from_settings(settings, config) as gateway:
         interp = gateway.interpreter()
         try:

@@ -116,7 +116,8 @@ class Gateway:
         """A dspy `CodeInterpreter` session whose code calls this gateway's tools.
 
         Call from inside the gateway's event loop; use the interpreter (it is synchronous)
-        from another thread, e.g. through `asyncio.to_thread`.
+        from another thread, e.g. through `asyncio.to_thread`. Sessions run on the local
+        executor's workers whatever MCP_EXECUTOR says (Pyodide runners serve one run each).
         """
         from .sandbox.interpreter import MCPCodeInterpreter  # imports dspy: only when asked
 
