@@ -178,7 +178,7 @@ class _RunRouter:
             record.ok = True
             return value
         finally:
-            record.ms = round((time.perf_counter() - started) * 1000, 3)
+            record.ms = round((time.perf_counter() - started) * 1000, 1)
 
     async def query(self, kind: str, args: dict[str, Any]) -> JSON:
         gw = self._gateway

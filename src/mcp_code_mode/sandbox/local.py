@@ -201,4 +201,4 @@ def _from_done(done: dict[str, Any]) -> ExecutionResult:
 
 
 def _ms_since(started: float) -> float:
-    return round((time.perf_counter() - started) * 1000, 3)
+    return round((time.perf_counter() - started) * 1000, 1)

@@ -63,7 +63,10 @@ def main() -> None:
             os._exit(0)
         for fd in fds:
             os.close(fd)
-        control.sendall(encode({"op": "forked", "pid": pid, "workdir": workdir}))
+        try:
+            control.sendall(encode({"op": "forked", "pid": pid, "workdir": workdir}))
+        except (BrokenPipeError, ConnectionResetError):  # the host closed the pool mid-fork
+            os._exit(0)
 
 
 def _warm_up(allowed_imports: list[str]) -> None:
