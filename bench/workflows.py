@@ -263,27 +263,20 @@ class Transcript:
         return total + seen  # the final answering turn
 
 
-async def run_direct(workflow: Workflow, config_path: Path) -> tuple[Transcript, Any, int]:
-    """Run the direct calls over stdio; returns the transcript, the answer, the call count."""
-    config = load_config(config_path)
-    async with AsyncExitStack() as stack:
-        clients = {}
-        schemas: list[mcp_types.Tool] = []
-        for name, server in config.servers.items():
-            client = await stack.enter_async_context(Client(server.to_transport()))
-            clients[name] = client
-            schemas += await client.list_tools()
-        transcript = Transcript(tokens(tools_list_payload(schemas)))
+async def run_direct(
+    workflow: Workflow, clients: dict[str, Client[Any]], schemas: int
+) -> tuple[Transcript, Any]:
+    """Make the direct calls over stdio; returns the transcript and the answer."""
+    transcript = Transcript(schemas)
 
-        async def call(server: str, tool: str, args: dict[str, Any]) -> Any:
-            result = await clients[server].call_tool_mcp(tool, args)
-            if result.is_error:
-                raise RuntimeError(f"{server}.{tool}: {_result_text(result)}")
-            transcript.add(_call_tokens(tool, args), tokens(_result_text(result)))
-            return unwrap_result(result)
+    async def call(server: str, tool: str, args: dict[str, Any]) -> Any:
+        result = await clients[server].call_tool_mcp(tool, args)
+        if result.is_error:
+            raise RuntimeError(f"{server}.{tool}: {_result_text(result)}")
+        transcript.add(_call_tokens(tool, args), tokens(_result_text(result)))
+        return unwrap_result(result)
 
-        answer = await workflow.direct(call)
-    return transcript, answer, len(transcript.turns)
+    return transcript, await workflow.direct(call)
 
 
 async def run_code(
@@ -307,20 +300,27 @@ async def run_code(
 async def run(figures: Path) -> Section:
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        config_path = write_config(Path(tmp), demo_servers())
-        gateway = Gateway(bench_settings(), load_config(config_path))
-        async with gateway as gw, Client(build_server(gw)) as client:
+        config = load_config(write_config(Path(tmp), demo_servers()))
+        async with AsyncExitStack() as stack:
+            # Direct: the client connects every upstream itself (its own fresh processes).
+            clients: dict[str, Client[Any]] = {}
+            upstream: list[mcp_types.Tool] = []
+            for name, server in config.servers.items():
+                clients[name] = await stack.enter_async_context(Client(server.to_transport()))
+                upstream += await clients[name].list_tools()
+            schemas = tokens(tools_list_payload(upstream))
+            gw = await stack.enter_async_context(Gateway(bench_settings(), config))
+            client = await stack.enter_async_context(Client(build_server(gw)))
             ours = tokens(tools_list_payload(await client.list_tools()))
-            tool_count = len(gw.catalog.entries)
             for workflow in WORKFLOWS:
-                direct, answer, calls = await run_direct(workflow, config_path)
+                direct, answer = await run_direct(workflow, clients, schemas)
                 code, strict, code_answer = await run_code(workflow, client, ours)
                 if workflow.comparable and json.dumps(answer) != json.dumps(code_answer):
                     raise RuntimeError(
                         f"workflow {workflow.name!r}: direct answer {answer!r} "
                         f"!= code-mode answer {code_answer!r}"
                     )
-                rows.append((workflow, direct, calls, code, strict))
+                rows.append((workflow, direct, len(direct.turns), code, strict))
 
     table = Table(
         [
@@ -336,7 +336,6 @@ async def run(figures: Path) -> Section:
     )
     heavy_savings: list[float] = []
     small_strict: list[float] = []
-    schemas = rows[0][1].fixed
     plot_rows = []
     for workflow, direct, calls, code, strict in rows:
         saved = 1 - code / direct.context
@@ -372,7 +371,7 @@ async def run(figures: Path) -> Section:
             f"Target ≥ {TARGET:.0%} fewer tokens on these; the smallest saving among them "
             f"is {worst_heavy:.1%} ({'met' if worst_heavy >= TARGET else '**missed**'}).",
             f"Small workflows are listed as they are. Their direct context is mostly the "
-            f"upstream schemas ({schemas:,} tokens for the {tool_count} demo tools), which "
+            f"upstream schemas ({schemas:,} tokens for the {len(upstream)} demo tools), which "
             f"code mode replaces by its own tools/list ({ours:,} tokens) plus docs of the "
             f"servers it uses; with those counted (strict) they save "
             f"{min(small_strict, default=0):.0%}–{max(small_strict, default=0):.0%}.",

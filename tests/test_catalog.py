@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from mcp import types
 
-from mcp_code_mode.catalog import Catalog, SearchHit
+from mcp_code_mode.catalog import Catalog, Ranking, SearchHit, tokenize
 from mcp_code_mode.errors import UnknownToolError
 
 STR = {"type": "string"}
@@ -276,6 +276,12 @@ LABELLED_QUERIES = [
     pytest.param("duration", ("calendar", "find_free_slot"), id="param-part"),
     pytest.param("destination", ("files", "move_file"), id="param-2"),
     pytest.param("subject", ("mail", "send_email"), id="param-3"),
+    # stems, and words of one meaning (search_terms.CONCEPTS)
+    pytest.param("scheduling meetings", ("calendar", "create_event"), id="stem"),
+    pytest.param("remove a meeting", ("calendar", "delete_event"), id="concept-two-words"),
+    pytest.param("open a ticket", ("issues", "create_issue"), id="concept-verb-noun"),
+    pytest.param("erase calendar entry 42", ("calendar", "delete_event"), id="digits-ignored"),
+    pytest.param("folder entries", ("files", "list-directory"), id="concept-own-word"),
 ]
 
 
@@ -399,3 +405,14 @@ def test_server_docs_without_a_description() -> None:
     docs = CLASHING.docs("my_server")
     assert docs.splitlines()[0] == "# tools.my_server_2  (server 'my_server')"
     assert not docs.splitlines()[1].startswith("#")
+
+
+def test_concepts_are_what_finds_synonyms() -> None:
+    def best(catalog: Catalog, query: str) -> list[tuple[str, str]]:
+        return [(h.server, h.tool) for h in catalog.search(query)][:1]
+
+    plain = Catalog(TOOLS, DESCRIPTIONS, ranking=Ranking(concepts=False))
+    folded = Catalog(TOOLS, DESCRIPTIONS)
+    assert best(plain, "remove a meeting") != [("calendar", "delete_event")]
+    assert best(folded, "remove a meeting") == [("calendar", "delete_event")]
+    assert tokenize("Removing tickets") == ["~delet", "~issu"]

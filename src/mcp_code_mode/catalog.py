@@ -3,52 +3,32 @@
 from __future__ import annotations
 
 import difflib
+import functools
 import logging
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import bm25s
+import numpy
+import Stemmer
 from mcp import types as mcp_types
 
 from .errors import UnknownToolError
 from .naming import assign_identifiers
+from .search_terms import CONCEPTS, STOP_WORDS
 from .tool_formatter import ToolSchemaFormatter, ToolStubSource, one_line
 
-__all__ = ["Catalog", "SearchHit", "ToolEntry"]
+__all__ = ["Catalog", "Ranking", "SearchHit", "ToolEntry", "tokenize"]
 
 # bm25s sets its own logger to DEBUG; keep its index-building chatter off our stderr.
 logging.getLogger("bm25s").setLevel(logging.WARNING)
 
 _WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
-_STOP = frozenset(
-    [
-        "a",
-        "an",
-        "and",
-        "are",
-        "as",
-        "at",
-        "be",
-        "by",
-        "for",
-        "from",
-        "in",
-        "is",
-        "it",
-        "of",
-        "on",
-        "or",
-        "that",
-        "the",
-        "this",
-        "to",
-        "with",
-    ]
-)
 # Field weights: how many times a field's tokens count in a tool's document.
 _NAME_WEIGHT, _PARAM_WEIGHT, _SERVER_WEIGHT = 3, 1, 1
+_STEMMER = Stemmer.Stemmer("english")
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,16 +65,75 @@ class SearchHit:
         }
 
 
+@dataclass(frozen=True, slots=True)
+class Ranking:
+    """How search text becomes BM25 terms, and how query terms are weighed.
+
+    Args:
+        stem: reduce words to their Snowball English stem (`deleting` → `delet`).
+        concepts: match words of one meaning (`remove`, `erase` → `delete`;
+            see `search_terms.CONCEPTS`).
+        own_word_weight: with `concepts`, the extra weight of the user's very word over its
+            synonyms ("list directory" prefers `list_directory` to `list_folders`).
+        parameter_docs: index parameter descriptions as well as parameter names.
+    """
+
+    stem: bool = True
+    concepts: bool = True
+    own_word_weight: float = 0.1
+    parameter_docs: bool = True
+
+    def words(self, text: str) -> list[str]:
+        """Words of `text` split on `_`, `-`, camelCase and digits; lower-cased, stemmed."""
+        words = [w.lower() for w in _WORD.findall(text)]
+        words = [w for w in words if w not in STOP_WORDS and not w.isdigit()]
+        return _STEMMER.stemWords(words) if self.stem else [_fold_plural(w) for w in words]
+
+    def tokenize(self, text: str) -> list[str]:
+        """Terms of `text`: its words, each word of a concept replaced by the concept."""
+        words = self.words(text)
+        if not self.concepts:
+            return words
+        table = self._concepts()
+        return [table.get(w, w) for w in words]
+
+    def own_words(self, text: str) -> list[str]:
+        """The words of `text` that belong to a concept, as they are (scored again at
+        `own_word_weight` against the tools' own words)."""
+        if not (self.concepts and self.own_word_weight):
+            return []
+        table = self._concepts()
+        return [w for w in self.words(text) if w in table]
+
+    def _concepts(self) -> dict[str, str]:
+        return _stemmed_concepts() if self.stem else _plain_concepts()
+
+
 def tokenize(text: str) -> list[str]:
-    """Lower-case words of `text`, identifiers split on `_`, `-` and camelCase, plurals folded."""
-    words = (w.lower() for w in _WORD.findall(text))
-    return [_fold(w) for w in words if w not in _STOP]
+    """The default `Ranking`'s terms of `text`."""
+    return Ranking().tokenize(text)
 
 
-def _fold(word: str) -> str:
+def _fold_plural(word: str) -> str:
     if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
         return word[:-1]
     return word
+
+
+@functools.cache
+def _plain_concepts() -> dict[str, str]:
+    return {w: f"~{head}" for head, words in CONCEPTS.items() for w in (head, *words)}
+
+
+@functools.cache
+def _stemmed_concepts() -> dict[str, str]:
+    """`CONCEPTS` as stems; multi-word phrases are not supported, single words only."""
+    table: dict[str, str] = {}
+    for head, words in CONCEPTS.items():
+        stem_head = "~" + _STEMMER.stemWord(head)
+        for word in (head, *words):
+            table.setdefault(_STEMMER.stemWord(word), stem_head)
+    return table
 
 
 class Catalog:
@@ -111,8 +150,10 @@ class Catalog:
         descriptions: Mapping[str, str] | None = None,
         *,
         formatter: ToolSchemaFormatter | None = None,
+        ranking: Ranking | None = None,
     ) -> None:
         self.formatter = formatter or ToolSchemaFormatter()
+        self.ranking = ranking or Ranking()
         self.descriptions = dict(descriptions or {})
         self.server_ids = assign_identifiers(tools)
         self._by_server: dict[str, dict[str, ToolEntry]] = {}
@@ -125,7 +166,7 @@ class Catalog:
         self.entries: tuple[ToolEntry, ...] = tuple(
             e for entries in self._by_server.values() for e in entries.values()
         )
-        self._index = self._build_index(self.entries)
+        self._build_index(self.entries)
 
     @property
     def servers(self) -> list[str]:
@@ -164,16 +205,15 @@ class Catalog:
         if limit <= 0 or not self.entries:
             return []
         exact = self._exact_matches(query)
-        tokens = [t for t in tokenize(query) if t in self._vocabulary]
+        terms = [t for t in self.ranking.tokenize(query) if t in self._vocabulary]
+        own = [w for w in self.ranking.own_words(query) if w in self._own_vocabulary]
         ranked: list[tuple[float, ToolEntry]] = []
-        if tokens:
-            k = len(self.entries)
-            docs, scores = self._index.retrieve([tokens], k=k, show_progress=False)
-            ranked = [
-                (float(s), self.entries[int(d)])
-                for d, s in zip(docs[0], scores[0], strict=True)
-                if s > 0
-            ]
+        if terms:
+            scores = self._index.get_scores(terms)
+            if own:
+                scores = scores + self.ranking.own_word_weight * self._own_index.get_scores(own)
+            order = numpy.argsort(-scores, kind="stable")
+            ranked = [(float(scores[i]), self.entries[i]) for i in order if scores[i] > 0]
         top = max((s for s, _ in ranked), default=1.0)
         ordered = [(top + 1.0, e) for e in exact] + [(s, e) for s, e in ranked if e not in exact]
         return [
@@ -211,17 +251,25 @@ class Catalog:
         by_id = [e for e in self.entries if q == e.tool_id.lower() and e not in by_name]
         return by_name + by_id
 
-    def _build_index(self, entries: Iterable[ToolEntry]) -> bm25s.BM25:
-        corpus = [self._document(e) for e in entries]
-        self._vocabulary = {t for doc in corpus for t in doc}
-        index = bm25s.BM25()
-        if corpus:
-            index.index([doc or ["_"] for doc in corpus], show_progress=False)
-        return index
+    def _build_index(self, entries: Sequence[ToolEntry]) -> None:
+        """Two BM25 indexes: of concept-folded terms, and of the tools' own words."""
+        folded = [self._document(e, self.ranking.tokenize) for e in entries]
+        own = [self._document(e, self.ranking.words) for e in entries]
+        self._vocabulary = {t for doc in folded for t in doc}
+        self._own_vocabulary = {t for doc in own for t in doc}
+        self._index, self._own_index = bm25s.BM25(), bm25s.BM25()
+        if entries:
+            self._index.index([doc or ["_"] for doc in folded], show_progress=False)
+            self._own_index.index([doc or ["_"] for doc in own], show_progress=False)
 
-    def _document(self, entry: ToolEntry) -> list[str]:
+    def _document(self, entry: ToolEntry, tokenize: Callable[[str], list[str]]) -> list[str]:
         schema = entry.schema.input_schema or {}
-        params = " ".join(schema.get("properties") or {})
+        properties = schema.get("properties") or {}
+        params = " ".join(properties)
+        if self.ranking.parameter_docs:
+            params += " " + " ".join(
+                str(p.get("description") or "") for p in properties.values() if isinstance(p, dict)
+            )
         server = f"{entry.server} {self.descriptions.get(entry.server, '')}"
         return (
             tokenize(entry.tool) * _NAME_WEIGHT

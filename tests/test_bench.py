@@ -1,0 +1,55 @@
+"""Smoke test of the benchmark suite: `python -m bench --quick` runs and writes its report.
+
+Numbers are not checked here (benchmarks are scripts, not timed tests); what is checked is
+that every section ran for real and the report holds its tables and figures.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.mark.timeout(600)
+def test_quick_benchmark_run_writes_the_report(tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench", "--quick", "--out", str(tmp_path)],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=580, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report = (tmp_path / "BENCHMARKS.md").read_text()
+    assert report.startswith("# Benchmarks")
+    assert f"{os.cpu_count()} cores" in report and sys.version.split()[0] in report
+    for title in (
+        "## Context footprint",
+        "## Workflow token savings",
+        "## Latency",
+        "## Search quality and speed",
+        "## Memory",
+    ):
+        assert title in report
+    assert "| 50 realistic tools |" in report
+    assert "big refunds" in report and "call_tools fan-out: 10 calls" in report
+    assert "recall@5" in report and "per warm worker" in report
+    for figure in ("footprint", "workflows", "latency", "search"):
+        png = tmp_path / "figures" / f"{figure}.png"
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert f"(figures/{figure}.png)" in report
+
+
+def test_bench_rejects_an_unknown_section(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench", "--only", "speed", "--out", str(tmp_path)],
+        cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 2
+    assert "unknown section(s) speed" in proc.stderr
+    assert not (tmp_path / "BENCHMARKS.md").exists()
