@@ -57,7 +57,7 @@ def workflows(path: Path, rows: Sequence[tuple[str, int, int, int]]) -> Path:
     ax.invert_yaxis()
     ax.set_xscale("log")
     ax.set_xlabel("context tokens")
-    ax.legend(loc="lower right")
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=3)
     ax.grid(True, axis="x", alpha=0.3)
     return _save(fig, path)
 
@@ -90,9 +90,9 @@ def search(
     left.bar([i + width / 2 for i in x], [recall[n][1] for n in names], width, label="recall@5")
     left.axhline(0.9, color="grey", linestyle=":", label="recall@5 target")
     left.set_xticks(list(x), names)
-    left.set_ylim(0, 1)
-    left.legend(loc="lower right")
-    left.set_title("search quality")
+    left.set_ylim(0, 1.25)
+    left.legend(loc="upper left", ncol=2, fontsize="small")
+    left.set_title("search quality (held-out queries)")
     for name, points in timing.items():
         right.plot([p[0] for p in points], [p[1] for p in points], "o-", label=name)
     right.axhline(5, color="grey", linestyle=":", label="5 ms target")
