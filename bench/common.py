@@ -111,9 +111,16 @@ def p50(samples: Sequence[float]) -> float:
 
 
 def p95(samples: Sequence[float]) -> float:
+    """The 95th percentile; with fewer than 20 samples, the maximum (see `p95_cell`)."""
     if len(samples) >= 20:
         return statistics.quantiles(samples, n=20)[18]
     return max(samples)
+
+
+def p95_cell(samples: Sequence[float]) -> str:
+    if len(samples) >= 20:
+        return f"{p95(samples):,.2f}"
+    return f"{max(samples):,.2f} (max of {len(samples)})"
 
 
 def ratio(value: float, base: float) -> str:
@@ -158,9 +165,14 @@ def cmdline(pid: int) -> str:
 # ---------------------------------------------------------------- tokens
 
 
-def tools_list_payload(tools: Sequence[mcp_types.Tool]) -> str:
-    """A tools/list result as the client receives it (JSON, no nulls)."""
+def tools_list_payload(tools: Sequence[mcp_types.Tool], *, full: bool = False) -> str:
+    """A tools/list result as JSON. By default only what a model is shown of a tool (name,
+    description, input schema); `full` keeps every field the server sent (the contract's
+    measure: titles, `_meta` and the like too)."""
     dumped = [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in tools]
+    if not full:
+        keep = ("name", "description", "inputSchema")
+        dumped = [{k: d[k] for k in keep if k in d} for d in dumped]
     return json.dumps({"tools": dumped})
 
 
@@ -214,8 +226,9 @@ def demo_servers() -> dict[str, Any]:
 
 
 def bench_settings(**overrides: Any) -> Settings:
-    """Gateway settings for a benchmark: no `.env`, a small pool, generous timeouts."""
-    values: dict[str, Any] = {"pool_size": 1, "timeout_s": 30}
+    """Gateway settings for a benchmark: no `.env`, a small pool, generous timeouts; these
+    arguments win over MCP_* variables in the environment."""
+    values: dict[str, Any] = {"pool_size": 1, "timeout_s": 30, "executor": "local"}
     values.update(overrides)
     return Settings(_env_file=None, **values)  # type: ignore[call-arg]
 
@@ -223,3 +236,9 @@ def bench_settings(**overrides: Any) -> Settings:
 def pyodide_ready() -> bool:
     """Whether the Pyodide executor can run here (`mcp-code-mode setup pyodide` was run)."""
     return deno_binary() is not None and (pyodide_dir() / "pyodide.mjs").is_file()
+
+
+def clean_environ(**extra: str) -> dict[str, str]:
+    """This process's environment without MCP_* / DSPY_* settings, plus `extra`."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MCP_", "DSPY_"))}
+    return {**env, **extra}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -11,9 +12,35 @@ from mcp import types as mcp_types
 
 from bench.common import synthetic_entry, write_tool_specs
 from bench.corpus_data import QUERIES, SERVERS
+from bench.corpus_heldout import HELDOUT as _HELDOUT_WRITTEN
 from bench.specs import Query, ServerSpec
 
-__all__ = ["QUERIES", "SERVERS", "catalog_of", "mcp_tools", "upstream_configs"]
+NEAR_DUPLICATE = 0.7
+"""Held-out queries this similar (difflib ratio) to any tuning query are not held out."""
+
+
+def _similarity(a: str, b: str) -> float:
+    return difflib.SequenceMatcher(None, a.lower(), b.lower()).ratio()
+
+
+def held_out_queries() -> tuple[tuple[Query, ...], int]:
+    """The held-out queries far from every tuning query, and how many were dropped."""
+    kept = tuple(
+        q
+        for q in _HELDOUT_WRITTEN
+        if max(_similarity(q.text, t.text) for t in QUERIES) < NEAR_DUPLICATE
+    )
+    return kept, len(_HELDOUT_WRITTEN) - len(kept)
+
+
+__all__ = [
+    "QUERIES",
+    "SERVERS",
+    "catalog_of",
+    "held_out_queries",
+    "mcp_tools",
+    "upstream_configs",
+]
 
 
 def catalog_of(size: int) -> list[ServerSpec]:
@@ -64,7 +91,3 @@ def upstream_configs(
         )
         for s in servers
     }
-
-
-def queries() -> tuple[Query, ...]:
-    return QUERIES

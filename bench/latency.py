@@ -21,6 +21,7 @@ from bench.common import (
     measure,
     p50,
     p95,
+    p95_cell,
     pyodide_ready,
     write_config,
 )
@@ -147,12 +148,14 @@ async def run(sizes: Sizes, figures: Path) -> Section:
             five_name,
         )
 
-    table = Table(["case", "p50 ms", "p95 ms", "baseline", "p50 / baseline"])
+    table = Table(["case", "p50 ms", "p95 ms", "baseline", "p50 / baseline", "runs"])
     for name, samples, baseline in out.rows:
         ratio = "—"
         if baseline:
             ratio = f"{p50(samples) / p50(out.samples(baseline)):.2f}x"
-        table.rows.append([name, p50(samples), p95(samples), baseline or "(baseline)", ratio])
+        table.rows.append(
+            [name, p50(samples), p95_cell(samples), baseline or "(baseline)", ratio, len(samples)]
+        )
     figure = plots.latency(figures / "latency.png", [(n, p50(s), p95(s)) for n, s, _ in out.rows])
     local = p50(out.samples("execute_code `1+1`, local"))
     fan = p50(out.samples(f"call_tools fan-out: {n} calls to a {SLEEP_MS} ms tool"))
@@ -174,17 +177,20 @@ async def run(sizes: Sizes, figures: Path) -> Section:
 
 
 async def _startup_direct(config: Any, count: int, runs: int) -> list[float]:
+    """Connect `count` bare clients concurrently until each has listed its tools (the clients
+    are closed after the clock stops, as the gateway is)."""
     servers = list(config.servers.values())[:count]
-
-    async def connect(server: Any) -> None:
-        async with Client(server.to_transport()) as client:
-            await client.list_tools()
-
     samples = []
     for _ in range(runs):
-        started = time.perf_counter()
-        await asyncio.gather(*(connect(s) for s in servers))
-        samples.append((time.perf_counter() - started) * 1000)
+        async with AsyncExitStack() as stack:
+            started = time.perf_counter()
+
+            async def connect(server: Any, stack: AsyncExitStack = stack) -> None:
+                client = await stack.enter_async_context(Client(server.to_transport()))
+                await client.list_tools()
+
+            await asyncio.gather(*(connect(s) for s in servers))
+            samples.append((time.perf_counter() - started) * 1000)
     return samples
 
 
@@ -193,7 +199,7 @@ async def _startup_gateway(config: Any, runs: int) -> list[float]:
     for _ in range(runs):
         started = time.perf_counter()
         gw = Gateway(bench_settings(pool_size=2), config)
-        await gw.start()
+        await gw.start()  # on failure it has closed what it started
         samples.append((time.perf_counter() - started) * 1000)
         await gw.aclose()
     return samples

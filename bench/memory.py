@@ -25,6 +25,7 @@ from bench.common import (
     Section,
     Table,
     children,
+    clean_environ,
     cmdline,
     demo_servers,
     memory_mb,
@@ -33,6 +34,7 @@ from bench.common import (
 )
 
 ENV = {
+    "MCP_EXECUTOR": "local",
     "FASTMCP_CHECK_FOR_UPDATES": "off",
     "FASTMCP_SHOW_SERVER_BANNER": "false",
     "MCP_CODE_TIMEOUT_S": "30",
@@ -64,10 +66,10 @@ def _tree(pid: int) -> dict[int, str]:
 
 
 async def _probe(
-    command: list[str], env: dict[str, str], runs: int, code: str = "sum(range(100))"
+    command: list[str], env: dict[str, str], runs: int, cwd: str, code: str = "sum(range(100))"
 ) -> dict[str, Any]:
     before = set(children(os.getpid()))
-    transport = StdioTransport(command[0], command[1:], env={**os.environ, **env})
+    transport = StdioTransport(command[0], command[1:], env=clean_environ(**env), cwd=cwd)
     async with Client(transport) as client:
         pid = _server_pid(before)
         await asyncio.sleep(1.0)  # let the pool finish warming
@@ -91,13 +93,14 @@ async def run(runs: int) -> Section:
     with tempfile.TemporaryDirectory() as tmp:
         config = write_config(Path(tmp), demo_servers())
         serve = [sys.executable, "-m", "mcp_code_mode.cli", "serve", "--config", str(config)]
-        plain = await _probe([sys.executable, str(EXAMPLES / "notes_server.py")], {}, 0)
-        no_pool = await _probe(serve, {**ENV, "MCP_CODE_POOL_SIZE": "0"}, 0)
-        warm = await _probe(serve, {**ENV, "MCP_CODE_POOL_SIZE": "2"}, runs)
+        # cwd: an empty folder, so no `.env` of the caller's is read
+        plain = await _probe([sys.executable, str(EXAMPLES / "notes_server.py")], {}, 0, tmp)
+        no_pool = await _probe(serve, {**ENV, "MCP_CODE_POOL_SIZE": "0"}, 0, tmp)
+        warm = await _probe(serve, {**ENV, "MCP_CODE_POOL_SIZE": "2"}, runs, tmp)
         pyodide = None
         if pyodide_ready():
             pyodide = await _probe(
-                serve, {**ENV, "MCP_CODE_POOL_SIZE": "2", "MCP_EXECUTOR": "pyodide"}, 0
+                serve, {**ENV, "MCP_CODE_POOL_SIZE": "2", "MCP_EXECUTOR": "pyodide"}, 0, tmp
             )
 
     base = plain["server"]["rss"]
@@ -125,7 +128,19 @@ async def run(runs: int) -> Section:
         add(f"{label}, {len(pids)} running", {"rss": _mean([m["rss"] for m in mems]),
                                                "pss": _mean([m["pss"] for m in mems])})  # fmt: skip
     growth = (warm["after"]["rss"] - warm["server"]["rss"]) / warm["server"]["rss"]
-    worker_pss = [warm["parts"][p]["pss"] for p, k in warm["tree"].items() if k == "worker"]
+    workers = [warm["parts"][p] for p, k in warm["tree"].items() if k == "worker"]
+    if not workers:
+        raise RuntimeError("no warm worker found under the gateway process")
+    sandbox = [warm["parts"][p] for p, k in warm["tree"].items() if k in ("zygote", "worker")]
+    total_pss = warm["server"]["pss"] + sum(m["pss"] for m in sandbox)
+    table.rows.append(
+        [
+            "gateway + zygote + 2 warm workers, together (upstreams not counted)",
+            "—",
+            f"{total_pss:.1f}",
+            "—",
+        ]
+    )
     section = Section(
         "Memory",
         __doc__.split("\n\n", 1)[1].strip() if __doc__ else "",
@@ -133,7 +148,8 @@ async def run(runs: int) -> Section:
         notes=[f"Gateway RSS change over {runs:,} runs: {growth:+.1%}."],
     )
     section.headline["memory"] = (
-        f"gateway {warm['server']['rss']:.0f} MB RSS with a warm pool; "
-        f"{_mean(worker_pss):.1f} MB PSS per warm worker"
+        f"gateway with a warm pool of 2: {total_pss:.0f} MB PSS in all (gateway process "
+        f"{warm['server']['rss']:.0f} MB RSS); "
+        f"{_mean([w['pss'] for w in workers]):.1f} MB PSS per warm worker"
     )
     return section

@@ -48,6 +48,25 @@ def plan(quick: bool, figures: Path) -> dict[str, Callable[[], Coroutine[Any, An
     }
 
 
+README_START, README_END = "<!-- bench:headline:start -->", "<!-- bench:headline:end -->"
+
+
+def headline_table(sections: Sequence[Section]) -> list[str]:
+    headline = {k: v for s in sections for k, v in s.headline.items()}
+    lines = ["| | |", "| --- | --- |"]
+    return lines + [f"| {label} | {headline[k]} |" for k, label in HEADLINES if k in headline]
+
+
+def update_readme(readme: Path, sections: Sequence[Section], machine_line: str) -> None:
+    """Replace the block between the README's headline markers with this run's numbers."""
+    text = readme.read_text()
+    start, end = text.find(README_START), text.find(README_END)
+    if start < 0 or end < start:
+        raise SystemExit(f"{readme}: the {README_START} ... {README_END} markers are missing")
+    block = [README_START, machine_line, "", *headline_table(sections), README_END]
+    readme.write_text(text[:start] + "\n".join(block) + text[end + len(README_END) :])
+
+
 def render(sections: Sequence[Section], out: Path, command: str, seconds: float) -> str:
     info = machine()
     lines = [
@@ -62,11 +81,8 @@ def render(sections: Sequence[Section], out: Path, command: str, seconds: float)
         "",
         "## Headline numbers",
         "",
-        "| | |",
-        "| --- | --- |",
+        *headline_table(sections),
     ]
-    headline = {k: v for s in sections for k, v in s.headline.items()}
-    lines += [f"| {label} | {headline[key]} |" for key, label in HEADLINES if key in headline]
     for section in sections:
         lines += ["", f"## {section.title}", "", section.intro, ""]
         for caption, table in section.tables:
@@ -94,6 +110,9 @@ async def main(argv: Sequence[str] | None = None) -> Path:
     unknown = sorted(set(chosen) - set(SECTIONS))
     if unknown:
         parser.error(f"unknown section(s) {', '.join(unknown)}; choose from {', '.join(SECTIONS)}")
+    partial = args.quick or set(chosen) != set(SECTIONS)
+    if partial and out == ROOT:
+        parser.error("--quick and --only write a partial report: give --out DIR for it")
     steps = plan(args.quick, figures)
     started = time.perf_counter()
     sections = []
@@ -110,6 +129,15 @@ async def main(argv: Sequence[str] | None = None) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     report.write_text(render(sections, out, command, time.perf_counter() - started))
     print(f"[bench] wrote {report}")
+    if out == ROOT:
+        info = machine()
+        update_readme(
+            ROOT / "README.md",
+            sections,
+            f"Headline numbers of the last `python -m bench` ({info['cores']} cores, "
+            f"Python {info['python']}):",
+        )
+        print("[bench] updated the headline block of README.md")
     return report
 
 

@@ -1,15 +1,19 @@
 """Workflow token savings: the same task as a direct tool-calling transcript and as code.
 
-Each workflow runs twice against fresh copies of the demo upstreams:
+Each workflow runs twice, against two separate sets of the demo upstream processes (started
+once; both sets see the same workflows in the same order, so their state stays alike):
 
 * **direct**: the calls an agent connected straight to the upstreams has to make, made for
-  real over stdio. Its context holds every upstream tool schema, every call and every
-  result (the text content the client hands the model).
-* **code mode**: one `execute_code` snippet through our server (in-memory fastmcp Client);
-  its context holds the code and the returned result. The stricter column adds what code
-  mode pays once per session too: our tools/list and a `get_tool_docs` call per server used.
+  real over stdio. Its context holds every call and every result (the text content the
+  client hands the model), after the upstreams' tool definitions.
+* **code mode**: one `execute_code` snippet through our server (in-memory fastmcp Client).
+  Its context holds the code and the returned result, after our tools/list and
+  instructions. The strict column adds a `get_tool_docs` call per server the code uses.
 
-The answers of both runs are compared, so a saving never comes from skipping work.
+Tool definitions count, on both sides alike, each tool's name, description and input
+schema plus the server's instructions. The answers of both runs are compared, and where a
+workflow writes, a read-back of what it wrote too, so a saving never comes from skipping
+work.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from bench.common import (
     tools_list_payload,
     write_config,
 )
+from bench.footprint import instructions_tokens
 from mcp_code_mode.config import load_config
 from mcp_code_mode.executor_server import build_server
 from mcp_code_mode.gateway import Gateway
@@ -54,7 +59,10 @@ class Workflow:
     code: str
     direct: Callable[[Call], Awaitable[Any]]
     """Makes the direct calls in order and returns the answer from their results."""
-    comparable: bool = True
+    compare: Callable[[Any], Any] = lambda answer: answer
+    """The part of the answer both runs must agree on."""
+    read_back: tuple[str, str, dict[str, Any]] | None = None
+    """A call whose result, after the workflow, must be the same on both sides."""
 
 
 async def _big_refunds(call: Call) -> Any:
@@ -184,6 +192,7 @@ WORKFLOWS = (
         "    'tags': ['follow-up']}) for i in due])\n"
         "len(due)",
         _follow_ups,
+        read_back=("notes", "list_notes", {"tag": "follow-up"}),
     ),
     Workflow(
         "grep the text files",
@@ -220,7 +229,7 @@ WORKFLOWS = (
         "                                  target_timezone='Europe/London')\n"
         "{'tokyo': now['datetime'], 'london': meeting['target']['datetime']}",
         _tokyo_time,
-        comparable=False,  # the current time moves between the two runs
+        compare=lambda answer: answer["london"],  # the current time moves between the runs
     ),
 )
 
@@ -247,6 +256,11 @@ class Transcript:
     @property
     def results(self) -> int:
         return sum(r for _, r in self.turns)
+
+    @property
+    def task(self) -> int:
+        """The calls and results alone (no fixed part)."""
+        return sum(c + r for c, r in self.turns)
 
     @property
     def context(self) -> int:
@@ -283,6 +297,8 @@ async def run_direct(
 class CodeRun:
     tokens: int
     """The execute_code call (code) and its result."""
+    fixed: int
+    """Our tools/list and instructions."""
     log: int
     """Of the result, the `tool_calls` log (one entry per upstream call)."""
     strict: Transcript
@@ -303,7 +319,17 @@ async def run_code(workflow: Workflow, client: Client[Any], ours_tools_list: int
     result_tokens = tokens(_result_text(result))
     strict.add(code_call, result_tokens)
     log = tokens(_result_text(result)) - tokens(json.dumps({**payload, "tool_calls": []}))
-    return CodeRun(code_call + result_tokens, log, strict, payload["result"])
+    return CodeRun(code_call + result_tokens, ours_tools_list, log, strict, payload["result"])
+
+
+async def _read_back(workflow: Workflow, direct: Client[Any], gateway: Gateway) -> None:
+    if workflow.read_back is None:
+        return
+    server, tool, args = workflow.read_back
+    mine = unwrap_result(await direct.call_tool_mcp(tool, args))
+    theirs = await gateway.call_tool(server, tool, args)
+    if json.dumps(mine) != json.dumps(theirs) or not mine:
+        raise RuntimeError(f"workflow {workflow.name!r}: {tool} differs: {mine!r} vs {theirs!r}")
 
 
 async def run(figures: Path) -> Section:
@@ -311,88 +337,110 @@ async def run(figures: Path) -> Section:
     with tempfile.TemporaryDirectory() as tmp:
         config = load_config(write_config(Path(tmp), demo_servers()))
         async with AsyncExitStack() as stack:
-            # Direct: the client connects every upstream itself (its own fresh processes).
+            # Direct: the client connects every upstream itself (its own processes).
             clients: dict[str, Client[Any]] = {}
             upstream: list[mcp_types.Tool] = []
+            direct_instructions = 0
             for name, server in config.servers.items():
                 clients[name] = await stack.enter_async_context(Client(server.to_transport()))
                 upstream += await clients[name].list_tools()
-            schemas = tokens(tools_list_payload(upstream))
+                direct_instructions += instructions_tokens(clients[name])
+            schemas = tokens(tools_list_payload(upstream)) + direct_instructions
             gw = await stack.enter_async_context(Gateway(bench_settings(), config))
             client = await stack.enter_async_context(Client(build_server(gw)))
             ours = tokens(tools_list_payload(await client.list_tools()))
+            ours += instructions_tokens(client)
             for workflow in WORKFLOWS:
                 direct, answer = await run_direct(workflow, clients, schemas)
                 code = await run_code(workflow, client, ours)
-                if workflow.comparable and json.dumps(answer) != json.dumps(code.answer):
+                same = json.dumps(workflow.compare(answer)) == json.dumps(
+                    workflow.compare(code.answer)
+                )
+                if not same:
                     raise RuntimeError(
                         f"workflow {workflow.name!r}: direct answer {answer!r} "
                         f"!= code-mode answer {code.answer!r}"
                     )
+                if workflow.read_back:
+                    await _read_back(workflow, clients[workflow.read_back[0]], gw)
                 rows.append((workflow, direct, code))
 
     table = Table(
         [
             "workflow",
             "direct calls",
-            "direct context tokens",
-            "code mode tokens (code + result)",
+            "direct: calls + results",
+            "code mode: code + result",
             "of which tool_calls log",
+            "saved per task",
+            "direct + tool definitions",
+            "code mode + tools/list",
             "saved",
-            "strict: + tools/list + docs",
+            "strict: + get_tool_docs",
             "strict saved",
-            "billed input, direct → code",
+            "billed input, direct → strict",
         ]
     )
-    heavy_savings: list[float] = []
+    heavy_task: list[float] = []
+    heavy_whole: list[float] = []
     small_strict: list[float] = []
     plot_rows = []
     for workflow, direct, code in rows:
-        saved = 1 - code.tokens / direct.context
+        task_saved = 1 - code.tokens / direct.task
+        whole = code.fixed + code.tokens
+        whole_saved = 1 - whole / direct.context
         strict_saved = 1 - code.strict.context / direct.context
         heavy = direct.results >= DATA_HEAVY_TOKENS
         if heavy:
-            heavy_savings.append(saved)
+            heavy_task.append(task_saved)
+            heavy_whole.append(whole_saved)
         else:
             small_strict.append(strict_saved)
         table.rows.append(
             [
                 workflow.name + (" ★" if heavy else ""),
                 len(direct.turns),
-                direct.context,
+                direct.task,
                 code.tokens,
                 code.log,
-                f"{saved:.1%}",
+                f"{task_saved:.1%}",
+                direct.context,
+                whole,
+                f"{whole_saved:.1%}",
                 code.strict.context,
                 f"{strict_saved:.1%}",
                 f"{direct.billed:,} → {code.strict.billed:,}",
             ]
         )
-        plot_rows.append((workflow.name, direct.context, code.tokens, code.strict.context))
+        plot_rows.append((workflow.name, direct.context, whole, code.strict.context))
     figure = plots.workflows(figures / "workflows.png", plot_rows)
-    worst_heavy = min(heavy_savings) if heavy_savings else 0.0
+    worst_task, worst_whole = min(heavy_task), min(heavy_whole)
+    met = sum(1 for t in heavy_task if t >= TARGET)
     section = Section(
         "Workflow token savings",
         __doc__.split("\n\n", 1)[1].strip() if __doc__ else "",
         tables=[("", table)],
-        figures=[("context tokens per workflow, direct vs code mode (log scale)", figure)],
+        figures=[("context tokens per workflow (log scale)", figure)],
         notes=[
             f"★ data-heavy: the direct results alone pass {DATA_HEAVY_TOKENS:,} tokens. "
-            f"Target ≥ {TARGET:.0%} fewer tokens on these; the smallest saving among them "
-            f"is {worst_heavy:.1%} ({'met' if worst_heavy >= TARGET else '**missed**'}). "
-            "Where it falls short, the result's `tool_calls` log (one entry per upstream "
-            "call, contract §3) and the longer code are most of code mode's tokens.",
+            f"Target ≥ {TARGET:.0%} fewer tokens on these. Per task (code + result against "
+            f"calls + results) it is met on {met} of {len(heavy_task)}, the smallest saving "
+            f"being {worst_task:.1%}; counting each side's tool definitions, the smallest is "
+            f"{worst_whole:.1%}. Where it falls short, the result's `tool_calls` log (one "
+            "entry per upstream call, contract §3) and the longer code are most of code "
+            "mode's tokens.",
             f"Small workflows are listed as they are. Their direct context is mostly the "
-            f"upstream schemas ({schemas:,} tokens for the {len(upstream)} demo tools), which "
-            f"code mode replaces by its own tools/list ({ours:,} tokens) plus docs of the "
-            f"servers it uses; with those counted (strict) they save "
+            f"upstream tool definitions ({schemas:,} tokens for the {len(upstream)} demo "
+            f"tools), which code mode replaces by its own tools/list and instructions "
+            f"({ours:,} tokens); adding the docs of the servers they use (strict), they save "
             f"{min(small_strict, default=0):.0%}–{max(small_strict, default=0):.0%}.",
             "*Billed input* sums the input tokens of every model turn: each turn re-reads "
             "the transcript so far (one turn per call, plus the answering turn).",
         ],
     )
     section.headline["workflows"] = (
-        f"{worst_heavy:.1%}–{max(heavy_savings, default=0):.1%} fewer tokens on the "
-        f"{len(heavy_savings)} data-heavy workflows"
+        f"{worst_task:.1%}–{max(heavy_task):.1%} fewer tokens per task on the "
+        f"{len(heavy_task)} data-heavy workflows (95% met on {met}); "
+        f"{worst_whole:.1%}–{max(heavy_whole):.1%} counting each side's tool definitions"
     )
     return section

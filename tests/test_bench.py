@@ -44,6 +44,7 @@ def test_quick_benchmark_run_writes_the_report(tmp_path: Path) -> None:
         assert f"(figures/{figure}.png)" in report
 
 
+@pytest.mark.timeout(150)
 def test_bench_rejects_an_unknown_section(tmp_path: Path) -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "bench", "--only", "speed", "--out", str(tmp_path)],
@@ -53,3 +54,31 @@ def test_bench_rejects_an_unknown_section(tmp_path: Path) -> None:
     assert proc.returncode == 2
     assert "unknown section(s) speed" in proc.stderr
     assert not (tmp_path / "BENCHMARKS.md").exists()
+
+
+@pytest.mark.timeout(150)
+def test_a_partial_run_needs_its_own_folder() -> None:
+    before = (ROOT / "BENCHMARKS.md").read_text()
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench", "--only", "search"],
+        cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 2
+    assert "give --out DIR" in proc.stderr
+    assert (ROOT / "BENCHMARKS.md").read_text() == before
+
+
+def test_corpus_and_query_sets_are_consistent() -> None:
+    sys.path.insert(0, str(ROOT))
+    try:
+        from bench import corpus, corpus_data, corpus_heldout
+    finally:
+        sys.path.remove(str(ROOT))
+    corpus_data._check()
+    corpus_heldout._check()
+    kept, dropped = corpus.held_out_queries()
+    assert len(kept) + dropped == len(corpus_heldout.HELDOUT)
+    assert len(kept) >= 50
+    tuning = {q.text.lower() for q in corpus_data.QUERIES}
+    assert not tuning & {q.text.lower() for q in kept}

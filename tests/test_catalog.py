@@ -416,3 +416,19 @@ def test_concepts_are_what_finds_synonyms() -> None:
     assert best(plain, "remove a meeting") != [("calendar", "delete_event")]
     assert best(folded, "remove a meeting") == [("calendar", "delete_event")]
     assert tokenize("Removing tickets") == ["~delet", "~issu"]
+
+
+def test_no_word_belongs_to_two_concepts() -> None:
+    from mcp_code_mode.search_terms import CONCEPTS
+
+    seen: dict[str, str] = {}
+    for head, words in CONCEPTS.items():
+        for word in (head, *words):
+            assert word not in seen, f"{word!r} is in {seen[word]!r} and {head!r}"
+            seen[word] = head
+
+
+def test_unstemmed_ranking_folds_plurals_before_concepts() -> None:
+    ranking = Ranking(stem=False)
+    assert ranking.tokenize("coordinates") == ranking.tokenize("coordinate") == ["~geocode"]
+    assert ranking.tokenize("news") == ["~news"]

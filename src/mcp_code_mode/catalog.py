@@ -122,7 +122,7 @@ def _fold_plural(word: str) -> str:
 
 @functools.cache
 def _plain_concepts() -> dict[str, str]:
-    return {w: f"~{head}" for head, words in CONCEPTS.items() for w in (head, *words)}
+    return {_fold_plural(w): f"~{head}" for head, words in CONCEPTS.items() for w in (head, *words)}
 
 
 @functools.cache
