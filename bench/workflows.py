@@ -62,7 +62,9 @@ class Workflow:
     compare: Callable[[Any], Any] = lambda answer: answer
     """The part of the answer both runs must agree on."""
     read_back: tuple[str, str, dict[str, Any]] | None = None
-    """A call whose result, after the workflow, must be the same on both sides."""
+    """A call whose result, after the workflow, must be the same on both sides..."""
+    read_back_key: Callable[[Any], Any] = lambda result: result
+    """... as seen through this (e.g. ignoring ids given in a concurrent run's order)."""
 
 
 async def _big_refunds(call: Call) -> Any:
@@ -193,6 +195,7 @@ WORKFLOWS = (
         "len(due)",
         _follow_ups,
         read_back=("notes", "list_notes", {"tag": "follow-up"}),
+        read_back_key=lambda notes: sorted(n["text"] for n in notes),
     ),
     Workflow(
         "grep the text files",
@@ -326,8 +329,8 @@ async def _read_back(workflow: Workflow, direct: Client[Any], gateway: Gateway) 
     if workflow.read_back is None:
         return
     server, tool, args = workflow.read_back
-    mine = unwrap_result(await direct.call_tool_mcp(tool, args))
-    theirs = await gateway.call_tool(server, tool, args)
+    mine = workflow.read_back_key(unwrap_result(await direct.call_tool_mcp(tool, args)))
+    theirs = workflow.read_back_key(await gateway.call_tool(server, tool, args))
     if json.dumps(mine) != json.dumps(theirs) or not mine:
         raise RuntimeError(f"workflow {workflow.name!r}: {tool} differs: {mine!r} vs {theirs!r}")
 
