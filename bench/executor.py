@@ -1,6 +1,6 @@
 """Latency and memory of execute_code through an in-memory fastmcp Client, with same-run baselines.
 
-    python bench/executor.py [--runs N] [--pause-ms MS] [--rss-runs N]
+    python -m bench.executor [--runs N] [--pause-ms MS] [--rss-runs N] [--executor pyodide]
 
 Baselines, measured in the same run: a fastmcp in-memory call to a trivial tool (the floor for
 any MCP tool), in-process `exec` (no sandbox at all) and a cold `python -c` process. Rows:
@@ -18,13 +18,13 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from fastmcp import Client, FastMCP
 from fastmcp.client.transports import StdioTransport
 
+from bench.common import measure, memory_mb, p95
 from mcp_code_mode.config import load_config
 from mcp_code_mode.executor_server import build_server
 from mcp_code_mode.gateway import Gateway
@@ -33,32 +33,6 @@ from mcp_code_mode.settings import Settings
 ROOT = Path(__file__).resolve().parent.parent
 NOTES = str(ROOT / "examples" / "servers" / "notes_server.py")
 LOOP = "total = 0\nfor i in range(100_000):\n    total += i\ntotal"
-
-
-async def measure(
-    fn: Callable[[], Awaitable[object]], runs: int, pause_s: float = 0
-) -> list[float]:
-    await fn()  # warm-up
-    samples = []
-    for _ in range(runs):
-        if pause_s:
-            await asyncio.sleep(pause_s)
-        started = time.perf_counter()
-        await fn()
-        samples.append((time.perf_counter() - started) * 1000)
-    return samples
-
-
-def rss_mb() -> float:
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return 0.0
-
-
-def p95(samples: list[float]) -> float:
-    return statistics.quantiles(samples, n=20)[18] if len(samples) >= 20 else max(samples)
 
 
 async def main(runs: int, pause_s: float, rss_runs: int, executor: str) -> None:
@@ -101,21 +75,21 @@ async def main(runs: int, pause_s: float, rss_runs: int, executor: str) -> None:
 
                     results[f"floor: in-process exec, {name}"] = await measure(in_process, runs)
                     results[f"execute_code {name}, warm pool"] = await measure(
-                        execute(code), runs, pause_s
+                        execute(code), runs, pause_s=pause_s
                     )
                     results[f"execute_code {name}, back-to-back"] = await measure(
                         execute(code), runs
                     )
                 results["execute_code, one upstream call"] = await measure(
-                    execute("tools.notes.get_note(note_id=1)"), runs, pause_s
+                    execute("tools.notes.get_note(note_id=1)"), runs, pause_s=pause_s
                 )
                 results["runaway `while True: pass`, timeout 1 s"] = await measure(
                     execute("while True:\n    pass"), 3
                 )
-                rss_before = rss_mb()
+                rss_before = memory_mb()["rss"]
                 for _ in range(rss_runs):
                     await client.call_tool("execute_code", {"code": "sum(range(100))"})
-                rss_after = rss_mb()
+                rss_after = memory_mb()["rss"]
         async with Client(StdioTransport(sys.executable, [NOTES], keep_alive=False)) as direct:
             results["direct fastmcp stdio call to the same upstream"] = await measure(
                 lambda: direct.call_tool("get-note", {"note_id": 1}), runs
