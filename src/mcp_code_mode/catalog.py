@@ -91,19 +91,22 @@ class Ranking:
 
     def tokenize(self, text: str) -> list[str]:
         """Terms of `text`: its words, each word of a concept replaced by the concept."""
-        words = self.words(text)
+        return self.fold(self.words(text))
+
+    def fold(self, words: list[str]) -> list[str]:
+        """`words` with each word of a concept replaced by the concept."""
         if not self.concepts:
             return words
         table = self._concepts()
         return [table.get(w, w) for w in words]
 
-    def own_words(self, text: str) -> list[str]:
-        """The words of `text` that belong to a concept, as they are (scored again at
+    def own_words(self, words: list[str]) -> list[str]:
+        """Those of `words` that belong to a concept, as they are (scored again at
         `own_word_weight` against the tools' own words)."""
         if not (self.concepts and self.own_word_weight):
             return []
         table = self._concepts()
-        return [w for w in self.words(text) if w in table]
+        return [w for w in words if w in table]
 
     def _concepts(self) -> dict[str, str]:
         return _stemmed_concepts() if self.stem else _plain_concepts()
@@ -205,8 +208,9 @@ class Catalog:
         if limit <= 0 or not self.entries:
             return []
         exact = self._exact_matches(query)
-        terms = [t for t in self.ranking.tokenize(query) if t in self._vocabulary]
-        own = [w for w in self.ranking.own_words(query) if w in self._own_vocabulary]
+        words = self.ranking.words(query)
+        terms = [t for t in self.ranking.fold(words) if t in self._vocabulary]
+        own = [w for w in self.ranking.own_words(words) if w in self._own_vocabulary]
         ranked: list[tuple[float, ToolEntry]] = []
         if terms:
             scores = self._index.get_scores(terms)
