@@ -134,7 +134,10 @@ class _Conversation:
         self._tasks: set[asyncio.Task[None]] = set()
 
     async def run(self, message: dict[str, Any]) -> dict[str, Any]:
-        await self.worker.send(message)
+        try:
+            await self.worker.send(message)
+        except ConnectionError:  # it died while idle (e.g. with its zygote): nothing ran
+            raise WorkerCrashed("the worker process was gone before the run started") from None
         try:
             while True:
                 request = await self.worker.receive()
