@@ -351,6 +351,21 @@ def test_non_positive_limit_gives_nothing(catalog: Catalog, limit: int) -> None:
     assert catalog.search("git_log", limit=limit) == []
 
 
+def test_server_filter_ranks_within_one_server_before_the_limit(catalog: Catalog) -> None:
+    everywhere = names(catalog.search("list", limit=25))
+    mail_only = [hit for hit in everywhere if hit[0] == "mail"]
+    assert mail_only and everywhere[0][0] != "mail"  # a limit of 1 before filtering finds none
+    assert names(catalog.search("list", limit=1, server="mail")) == mail_only[:1]
+    assert names(catalog.search("list", limit=25, server="mail")) == mail_only
+    assert names(catalog.search("git_log", server="git"))[0] == ("git", "git_log")
+    assert catalog.search("git_log", server="files") == []  # the exact match is another server's
+
+
+def test_server_filter_with_an_unknown_server_is_an_error(catalog: Catalog) -> None:
+    with pytest.raises(UnknownToolError, match=r"unknown server 'gti'.*did you mean 'git'"):
+        catalog.search("log", server="gti")
+
+
 def test_hits_are_ranked_and_unique(catalog: Catalog) -> None:
     hits = catalog.search("file path", limit=25)
     scores = [h.score for h in hits]

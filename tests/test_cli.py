@@ -59,6 +59,10 @@ def test_tools_listing_search_and_json() -> None:
     assert "tools.data.order_stats() -> dict" in listing.stdout
     found = cli("tools", "--search", "convert timezone", "--limit", "1")
     assert found.stdout.startswith("tools.time.convert_time(")
+    assert cli("tools", "--search", "list", "--limit", "1").stdout.startswith("tools.notes.")
+    in_data = cli("tools", "--search", "list", "--server", "data", "--limit", "1")
+    assert in_data.returncode == 0, in_data.stderr
+    assert in_data.stdout.startswith("tools.data.list_")  # filtered before the limit, not after
     data = json.loads(cli("tools", "--json").stdout)
     assert {t["server"] for t in data["tools"]} == {"notes", "data", "time"}
     assert data["sandbox"]["executor"] == "local" and "worker_process" in data["sandbox"]["layers"]

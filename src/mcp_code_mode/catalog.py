@@ -203,8 +203,13 @@ class Catalog:
     def signature(self, entry: ToolEntry) -> str:
         return self.formatter.signature(entry.source)
 
-    def search(self, query: str, limit: int = 5) -> list[SearchHit]:
-        """Tools ranked by BM25 over name, description, parameters and server; best first."""
+    def search(self, query: str, limit: int = 5, *, server: str | None = None) -> list[SearchHit]:
+        """Tools ranked by BM25 over name, description, parameters and server; best first.
+
+        With `server`, only that server's tools are ranked (the limit applies after the filter).
+        """
+        if server is not None:
+            self._server(server)  # an unknown server is an error listing the known ones
         if limit <= 0 or not self.entries:
             return []
         exact = self._exact_matches(query)
@@ -218,6 +223,9 @@ class Catalog:
                 scores = scores + self.ranking.own_word_weight * self._own_index.get_scores(own)
             order = numpy.argsort(-scores, kind="stable")
             ranked = [(float(scores[i]), self.entries[i]) for i in order if scores[i] > 0]
+        if server is not None:
+            exact = [e for e in exact if e.server == server]
+            ranked = [(s, e) for s, e in ranked if e.server == server]
         top = max((s for s, _ in ranked), default=1.0)
         ordered = [(top + 1.0, e) for e in exact] + [(s, e) for s, e in ranked if e not in exact]
         return [

@@ -141,9 +141,7 @@ async def _tools(settings: Settings, args: argparse.Namespace) -> int:
         _warn_down_servers(gateway)
         catalog = gateway.catalog
         if args.search:
-            rows = gateway.search_tools(args.search, args.limit)
-            if args.server:
-                rows = [r for r in rows if r["server"] == args.server]
+            rows = gateway.search_tools(args.search, args.limit, server=args.server)
         else:
             entries = catalog.tools_of(args.server) if args.server else list(catalog.entries)
             rows = [

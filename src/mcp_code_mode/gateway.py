@@ -99,8 +99,10 @@ class Gateway:
             router=router,
         )
 
-    def search_tools(self, query: str, limit: int = 5) -> list[dict[str, Any]]:
-        return [hit.to_json() for hit in self.catalog.search(query, limit)]
+    def search_tools(
+        self, query: str, limit: int = 5, *, server: str | None = None
+    ) -> list[dict[str, Any]]:
+        return [hit.to_json() for hit in self.catalog.search(query, limit, server=server)]
 
     def get_tool_docs(self, server: str, tool: str | None = None) -> str:
         """Stub docs; raises UnknownToolError listing what exists."""
