@@ -99,6 +99,18 @@ async def test_uncaught_tool_error_ends_the_run(any_gateway: Gateway) -> None:
     assert out["stdout"] == "before\n"
 
 
+async def test_timeout_keeps_what_the_run_produced(any_gateway: Gateway) -> None:
+    code = "print('before')\nlog('step', 1)\ntools.testsrv.echo(text='x')\nwhile True:\n    n = 1"
+    out = await run(any_gateway, code, timeout_s=1.0)
+    assert not out["ok"] and out["result"] is None
+    # The run's own timer ended it (a host kill would say "and was killed" and keep nothing).
+    assert out["error"]["type"] == "TIMEOUT" and "killed" not in out["error"]["message"]
+    assert out["error"]["line"] in (4, 5)
+    assert out["stdout"] == "before\n" and out["logs"] == ["step 1"]
+    assert [(c["tool"], c["ok"]) for c in out["tool_calls"]] == [("echo", True)]
+    assert (await run(any_gateway, "1+1"))["result"] == 2
+
+
 async def test_unknown_tool_names_the_closest(any_gateway: Gateway) -> None:
     out = await run(any_gateway, "tools.testsrv.ecko(text='x')")
     assert out["error"]["type"] == "TOOL_ERROR" and "echo" in out["error"]["message"]

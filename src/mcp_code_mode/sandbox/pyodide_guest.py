@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import json
+import signal
 import sys
 from typing import Any
 
@@ -56,9 +57,10 @@ def preload(allowed_imports: list[str]) -> None:
 
 def attach() -> None:
     """Take the JS bridge to the host, then hide the ways out of the Wasm sandbox."""
-    from _mcp_host import exchange  # type: ignore[import-not-found]  # the JS bridge
+    from _mcp_host import arm_timer, exchange  # type: ignore[import-not-found]  # the JS bridge
 
     _bridge["exchange"] = exchange
+    worker.soft_timer = (signal.SIGINT, lambda seconds: arm_timer(seconds * 1000))
     # Guest code reaches modules only through the allowlist importer; these also go from
     # sys.modules so that nothing preloaded hands out the JS bridge by name.
     for name in ("js", "pyodide_js", "_mcp_host"):

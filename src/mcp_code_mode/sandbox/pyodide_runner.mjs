@@ -71,7 +71,26 @@ if (making) {
   writeLine(JSON.stringify({ op: "snapshot", path: snapshotPath }));
   Deno.exit(0);
 }
-pyodide.registerJsModule("_mcp_host", { exchange: (line) => { writeLine(line); return readLine(); } });
+// The run's own time limit. Python runs on this thread, so a watchdog thread keeps the
+// clock: when the limit passes it writes SIGINT into Pyodide's interrupt buffer, which the
+// interpreter polls between bytecodes; worker.py turns that signal into a TIMEOUT that keeps
+// the run's stdout. A long C call polls nothing: the host kills the process then.
+const WATCHDOG = `let timer;
+self.onmessage = ({ data: [buffer, ms] }) => {
+  clearTimeout(timer);
+  if (ms > 0) timer = setTimeout(() => Atomics.store(buffer, 0, 2), ms);
+};`;
+const interrupt = new Int32Array(new SharedArrayBuffer(4));
+pyodide.setInterruptBuffer(interrupt);
+const watchdog = new Worker(
+  URL.createObjectURL(new Blob([WATCHDOG], { type: "text/javascript" })),
+  { type: "module" },
+);
+const armTimer = (ms) => watchdog.postMessage([interrupt, ms]);
+pyodide.registerJsModule("_mcp_host", {
+  exchange: (line) => { writeLine(line); return readLine(); },
+  arm_timer: armTimer,
+});
 const guest = pyodide.runPython(`
 import mcp_code_mode.sandbox.pyodide_guest as _guest
 _guest.attach()

@@ -1,8 +1,8 @@
 """Running one guest snippet: compile, execute with limits, build the `done` message.
 
 Used by the local executor's workers (forked by the zygote, see `zygote.serve`) and inside
-Pyodide by the Wasm executor's runner, so it touches no OS facility beyond `signal`'s
-timer (absent under Pyodide, where the host kills the runner instead). Stdlib only.
+Pyodide by the Wasm executor's runner, so it touches no OS facility beyond `signal`
+(see `soft_timer`). Stdlib only.
 
 What this process does not stop on its own: the AST policy and the restricted
 builtins are a speed bump, not a wall; isolation from the host's files, network and
@@ -34,6 +34,22 @@ _API_NAMES = frozenset({"call_tool", "call_tools", "search_tools", "get_tool_doc
 
 Exchange = Callable[[dict[str, Any]], dict[str, Any]]
 """Sends one request to the host and returns the host's reply to it (blocking)."""
+
+
+def _setitimer(seconds: float) -> None:
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+
+
+soft_timer: tuple[int, Callable[[float], None]] | None = (
+    (signal.SIGALRM, _setitimer) if hasattr(signal, "setitimer") else None
+)
+"""The run's own time limit: the signal that ends it and how to arm it (0 disarms).
+
+Local workers use SIGALRM from `setitimer`. Under Pyodide, `pyodide_guest.attach` puts in
+SIGINT, which the runner's watchdog thread raises through Pyodide's interrupt buffer. Either
+way the run ends as TIMEOUT with its stdout and logs; code stuck in one long C call checks
+no signal, and the host kills it at the limit plus a grace period.
+"""
 
 
 class Run:
@@ -201,14 +217,14 @@ def execute(
         raise run.trip("TIMEOUT", f"the run exceeded its {timeout_s:g}s time limit "
                        "(pass a larger timeout_s, up to MCP_CODE_MAX_TIMEOUT_S)")  # fmt: skip
 
-    timer = hasattr(signal, "setitimer")  # no timers under Pyodide: the host kills the runner
-    if timer:
-        signal.signal(signal.SIGALRM, on_alarm)
+    timer = soft_timer
+    if timer is not None:
+        signal.signal(timer[0], on_alarm)
     sys.stdout = sys.stderr = capture
     try:
         code = compile_guest(source)
-        if timer:
-            signal.setitimer(signal.ITIMER_REAL, timeout_s)
+        if timer is not None:
+            timer[1](timeout_s)
         if code.co_flags & 0x80:  # CO_COROUTINE: the code uses top-level await
             import asyncio
 
@@ -231,8 +247,8 @@ def execute(
             "RUNTIME_ERROR", _guest_traceback(exc, source), _guest_line(exc.__traceback__)
         )
     finally:
-        if timer:
-            signal.setitimer(signal.ITIMER_REAL, 0)
+        if timer is not None:
+            timer[1](0)
         sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
     result: Any = None
     if error is None and run.tripped is None:
