@@ -91,6 +91,24 @@ async def test_timeout_kills_the_worker(timing_gateway: Gateway, code: str) -> N
     assert (await timing_gateway.execute("1+1")).result == 2
 
 
+@pytest.mark.parametrize(
+    "hang",
+    [
+        "import itertools\nsum(itertools.count())",  # one C call: only the host's kill ends it
+        "import time\nwhile True:\n    try:\n        time.sleep(100)\n    except BaseException:\n        pass",
+    ],
+    ids=["c_call", "timer_swallowed"],
+)
+async def test_a_killed_worker_still_reports_its_output(timing_gateway: Gateway, hang: str) -> None:
+    code = f"print('before', end='')\nprint(' \\ud800 é')\nlog('step', 1)\ntools.t.echo(text='x')\n{hang}"
+    out = (await timing_gateway.execute(code, timeout_s=1.0)).to_json()
+    assert out["error"]["type"] == "TIMEOUT" and "killed" in out["error"]["message"], out
+    assert out["stdout"] == "before \ud800 é\n" and out["logs"] == ["step 1"]
+    assert [c["tool"] for c in out["tool_calls"]] == ["echo"]
+    follow_up = (await timing_gateway.execute("print('fresh')\nlog('new')\n1")).to_json()
+    assert (follow_up["stdout"], follow_up["logs"], follow_up["result"]) == ("fresh\n", ["new"], 1)
+
+
 async def test_output_flood_is_cut(timing_gateway: Gateway) -> None:
     out = (await timing_gateway.execute("while True:\n    print('x' * 100)")).to_json()
     assert out["error"]["type"] == "OUTPUT_LIMIT"

@@ -246,6 +246,7 @@ class GuestRuntime:
         self.allowed_imports = frozenset(allowed_imports)
         self.logs: list[str] = []
         self.on_output: Callable[[int], None] = lambda n: None
+        self.on_log: Callable[[str], None] = lambda line: None
 
     def namespace(
         self, index: dict[str, Any], input_value: Any, *, session: bool = False
@@ -317,6 +318,7 @@ class GuestRuntime:
         line = " ".join(str(v) for v in values)
         self.on_output(len(line))
         self.logs.append(line)
+        self.on_log(line)
 
     def _query(self, kind: str, args: dict[str, Any]) -> Any:
         outcome = self._request({"op": "query", "kind": kind, "args": args})[0]

@@ -86,9 +86,10 @@ class LocalExecutor:
             "op": "run", "code": code, "input": input, "index": index,
             "timeout_s": timeout_s, "max_output_chars": self.max_output_chars,
         }  # fmt: skip
+        produced: list[tuple[str, list[str]]] = []  # stdout and logs of a killed worker
         try:
             async with asyncio.timeout(timeout_s + KILL_GRACE_S):
-                done = await self._attempt(message, router)
+                done = await self._attempt(message, router, produced)
             result = _from_done(done)
         except TimeoutError:
             result = ExecutionResult.failure(
@@ -98,12 +99,20 @@ class LocalExecutor:
             )
         except WorkerCrashed as exc:
             result = ExecutionResult.failure(ErrorType.EXECUTOR_ERROR, str(exc))
+        if not result.ok and produced:
+            result.stdout, result.logs = produced[-1]
         result.tool_calls = router.records()
         result.duration_ms = _ms_since(started)
         return result
 
-    async def _attempt(self, message: dict[str, Any], router: ToolRouter) -> dict[str, Any]:
+    async def _attempt(
+        self, message: dict[str, Any], router: ToolRouter,
+        produced: list[tuple[str, list[str]]],
+    ) -> dict[str, Any]:  # fmt: skip
         """Run on a pool worker; once more on a fresh one if the first died without a trace.
+
+        A worker that ends without its `done` message leaves in `produced` the stdout and
+        logs it had mirrored (see `output_mirror`).
 
         A warm worker can die before it runs anything (its zygote was killed, the OS
         reclaimed it). When it made no tool call or query, nothing observable happened
@@ -113,13 +122,18 @@ class LocalExecutor:
             # The retry forks afresh: idle workers may have died with the first one's cause.
             worker = await (self.pool.acquire() if attempt == 1 else self.pool.fork())
             conversation = _Conversation(worker, router)
+            reported = False
             try:
-                return await conversation.run(message)
+                done = await conversation.run(message)
+                reported = True
+                return done
             except WorkerCrashed:
                 if attempt == 2 or conversation.requests:
                     raise
             finally:
                 worker.kill()  # at once: nothing of this run outlives it
+                if not reported:
+                    produced.append(worker.produced())
                 self.pool.reap(worker)  # waiting for exit and cleanup need not delay the reply
         raise AssertionError("unreachable")
 

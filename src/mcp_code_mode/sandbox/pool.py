@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from ..errors import WorkerCrashed
+from .output_mirror import create_mirror_fd, read_mirror
 from .protocol import decode, encode
 
 __all__ = ["Launcher", "Worker", "WorkerPool", "WorkerProcess", "Zygote"]
@@ -51,6 +52,10 @@ class Worker(Protocol):
 
     def kill(self) -> None: ...
 
+    def produced(self) -> tuple[str, list[str]]:
+        """The stdout and log lines of the current run so far, even after a kill."""
+        ...
+
     async def dispose(self) -> None: ...
 
 
@@ -70,12 +75,14 @@ class WorkerProcess:
     """One worker, forked by the zygote, talking JSON lines over a Unix socket."""
 
     def __init__(
-        self, pid: int, workdir: str, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
-    ) -> None:
+        self, pid: int, workdir: str, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+        mirror_fd: int | None = None,
+    ) -> None:  # fmt: skip
         self.pid = pid
         self.workdir = workdir
         self._reader = reader
         self._writer = writer
+        self._mirror_fd = mirror_fd
         self._pidfd: int | None = None
         with contextlib.suppress(OSError):
             self._pidfd = os.pidfd_open(pid)
@@ -120,6 +127,11 @@ class WorkerProcess:
             with contextlib.suppress(ProcessLookupError, OSError):
                 signal.pidfd_send_signal(self._pidfd, signal.SIGKILL)
 
+    def produced(self) -> tuple[str, list[str]]:
+        if self._mirror_fd is None:
+            return "", []
+        return read_mirror(self._mirror_fd)
+
     async def dispose(self) -> None:
         """Kill, wait for the exit, close and remove the working directory; idempotent."""
         if self._disposed:
@@ -134,6 +146,9 @@ class WorkerProcess:
         if self._pidfd is not None:
             os.close(self._pidfd)
             self._pidfd = None
+        if self._mirror_fd is not None:
+            os.close(self._mirror_fd)
+            self._mirror_fd = None
         shutil.rmtree(self.workdir, ignore_errors=True)
 
 
@@ -179,18 +194,26 @@ class Zygote:
     async def fork(self, *, memory_mb: int) -> WorkerProcess:
         """A new worker that has confined itself and said `ready`."""
         host_end, child_end = socket.socketpair()
+        mirror_fd = create_mirror_fd()
+        exchange: asyncio.Future[dict[str, Any]] | None = None
         try:
             # Shielded: once the request is sent, its reply must be read, or the next
             # request would read it. A cancelled caller's worker sees EOF and exits.
-            exchange = asyncio.ensure_future(self._request_fork(child_end, memory_mb))
+            exchange = asyncio.ensure_future(self._request_fork(child_end, mirror_fd, memory_mb))
             self._inflight.add(exchange)
             exchange.add_done_callback(self._inflight.discard)
             reply = await asyncio.shield(exchange)
             reader, writer = await asyncio.open_unix_connection(sock=host_end, limit=_LINE_LIMIT)
         except BaseException:
             host_end.close()
+            if mirror_fd is not None:
+                # A cancelled caller's request may still be sending the fd: close it after.
+                if exchange is None or exchange.done():
+                    os.close(mirror_fd)
+                else:
+                    exchange.add_done_callback(lambda _: os.close(mirror_fd))
             raise
-        worker = WorkerProcess(int(reply["pid"]), str(reply["workdir"]), reader, writer)
+        worker = WorkerProcess(int(reply["pid"]), str(reply["workdir"]), reader, writer, mirror_fd)
         try:
             async with asyncio.timeout(_START_TIMEOUT_S):
                 ready = await worker.receive()
@@ -201,7 +224,9 @@ class Zygote:
             raise
         return worker
 
-    async def _request_fork(self, child_end: socket.socket, memory_mb: int) -> dict[str, Any]:
+    async def _request_fork(
+        self, child_end: socket.socket, mirror_fd: int | None, memory_mb: int
+    ) -> dict[str, Any]:
         try:
             async with self._lock:
                 if not self.alive:
@@ -209,7 +234,8 @@ class Zygote:
                     await self.start()
                 assert self._control is not None
                 request = encode({"op": "fork", "memory_mb": memory_mb})
-                socket.send_fds(self._control, [request], [child_end.fileno()])
+                fds = [child_end.fileno(), *([mirror_fd] if mirror_fd is not None else [])]
+                socket.send_fds(self._control, [request], fds)
                 child_end.close()
                 return await self._receive()
         finally:

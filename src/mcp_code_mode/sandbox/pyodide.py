@@ -108,6 +108,9 @@ class PyodideRunner:
     def exited(self) -> bool:
         return self.proc.returncode is not None
 
+    def produced(self) -> tuple[str, list[str]]:
+        return "", []  # no shared memory with a Deno process: a killed runner's output is lost
+
     def kill(self) -> None:
         if not self.exited():
             with contextlib.suppress(ProcessLookupError, PermissionError):

@@ -20,10 +20,13 @@ import traceback
 import types
 from collections.abc import Callable
 from types import CodeType, FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mcp_code_mode.sandbox.guest import Fatal, GuestRuntime, Submitted, ToolError
 from mcp_code_mode.sandbox.protocol import DoneMessage, ErrorInfo
+
+if TYPE_CHECKING:  # not loaded under Pyodide, which has no mirror
+    from mcp_code_mode.sandbox.output_mirror import OutputMirror
 
 __all__ = ["GUEST_FILENAME", "Exchange", "Run", "compile_guest", "execute"]
 
@@ -55,8 +58,11 @@ no signal, and the host kills it at the limit plus a grace period.
 class Run:
     """State of one run: output budget, the first run-ending signal, the way to the host."""
 
-    def __init__(self, exchange: Exchange, max_output_chars: int) -> None:
+    def __init__(
+        self, exchange: Exchange, max_output_chars: int, mirror: OutputMirror | None = None
+    ) -> None:
         self._exchange = exchange
+        self.mirror = mirror  # where stdout and logs also go as they are produced
         self.remaining = max_output_chars
         self.limit = max_output_chars
         self.tripped: Fatal | None = None
@@ -110,6 +116,8 @@ class _Capture(io.TextIOBase):
         if keep:
             self._parts.append(text[:keep])
             self._kept += keep
+            if self._run.mirror is not None:
+                self._run.mirror.stdout(text[:keep])
         self._run.charge(len(text))
         return len(text)
 
@@ -201,6 +209,9 @@ def execute(
     sys.modules.setdefault("__guest__", types.ModuleType("__guest__"))
     capture = _Capture(run)
     runtime.on_output = run.charge
+    if run.mirror is not None:
+        run.mirror.reset()
+        runtime.on_log = run.mirror.log
     session = namespace is not None
     fresh = runtime.namespace(message["index"], message["input"], session=session)
     if namespace is None:

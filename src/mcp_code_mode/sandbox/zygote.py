@@ -24,6 +24,7 @@ from typing import Any
 from mcp_code_mode.sandbox import worker
 from mcp_code_mode.sandbox.guest import LAZY_HELPERS, GuestRuntime
 from mcp_code_mode.sandbox.isolation import confine, detect_layers, die_with_parent, set_cpu_limit
+from mcp_code_mode.sandbox.output_mirror import OutputMirror
 from mcp_code_mode.sandbox.protocol import decode, encode, write_message
 
 __all__ = ["main", "serve"]
@@ -49,7 +50,7 @@ def main() -> None:
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # workers are reaped by the kernel
     control.sendall(encode({"op": "ready", "pid": os.getpid(), "layers": layers}))
     while True:
-        message, fds, _, _ = socket.recv_fds(control, 1 << 16, 1)
+        message, fds, _, _ = socket.recv_fds(control, 1 << 16, 2)  # socket [, output mirror]
         if not message:  # the host closed the channel: shut down
             os._exit(0)
         request = json.loads(message)
@@ -59,7 +60,8 @@ def main() -> None:
             control.close()
             signal.signal(signal.SIGCHLD, signal.SIG_DFL)
             serve(fds[0], workdir=workdir, memory_mb=int(request["memory_mb"]),
-                         allowed_imports=allowed, layers=layers)  # fmt: skip
+                  allowed_imports=allowed, layers=layers,
+                  mirror_fd=fds[1] if len(fds) > 1 else None)  # fmt: skip
             os._exit(0)
         for fd in fds:
             os.close(fd)
@@ -77,10 +79,14 @@ def _warm_up(allowed_imports: list[str]) -> None:
 
 def serve(
     fd: int, *, workdir: str, memory_mb: int, allowed_imports: list[str],
-    layers: dict[str, bool],
+    layers: dict[str, bool], mirror_fd: int | None = None,
 ) -> None:  # fmt: skip
     """In a freshly forked worker: confine this process, say `ready`, run one snippet, report."""
     sock = socket.socket(fileno=fd)
+    mirror = None
+    if mirror_fd is not None:
+        mirror = OutputMirror(mirror_fd)  # mapped before the memory limit applies
+        os.close(mirror_fd)
     pipe_in, pipe_out = sock.makefile("rb"), sock.makefile("wb")
     # The server's stderr is not the guest's to write: it would bypass the output cap.
     devnull = os.open(os.devnull, os.O_WRONLY)
@@ -110,7 +116,7 @@ def serve(
             if message.get("op") != "run":
                 continue  # e.g. a reply that arrived after its run had timed out
             set_cpu_limit(float(message["timeout_s"]))
-            run = worker.Run(exchange, int(message["max_output_chars"]))
+            run = worker.Run(exchange, int(message["max_output_chars"]), mirror)
             if message.get("session") and namespace is None:
                 namespace = {}
             runtime = GuestRuntime(run.request, allowed_imports)
