@@ -68,6 +68,16 @@ def test_tools_listing_search_and_json() -> None:
     assert data["sandbox"]["executor"] == "local" and "worker_process" in data["sandbox"]["layers"]
 
 
+def test_bad_setting_is_a_clear_error() -> None:
+    env = {**os.environ, "MCP_EXECUTOR": "bogus"}
+    proc = subprocess.run(
+        [str(SCRIPT), "exec", "--code", "1"], capture_output=True, text=True, cwd=ROOT, env=env,
+        timeout=60,
+    )  # fmt: skip
+    assert proc.returncode == 2, proc.stderr
+    assert "MCP_EXECUTOR='bogus'" in proc.stderr and "Traceback" not in proc.stderr
+
+
 def test_bad_config_is_a_clear_error(tmp_path: Path) -> None:
     config = tmp_path / "bad.json"
     config.write_text(json.dumps({"servers": {"x": {"comand": "python"}}}))

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
+from mcp_code_mode.errors import ConfigError
 from mcp_code_mode.settings import DEFAULT_ALLOWED_IMPORTS, Settings
 
 # Contract §5, in its order.
@@ -213,6 +214,21 @@ def test_invalid_values_raise(clean_env: pytest.MonkeyPatch, variable: str, valu
     with pytest.raises(ValidationError) as info:
         Settings(_env_file=None)  # type: ignore[call-arg]
     assert variable in str(info.value)
+
+
+def test_load_names_the_bad_variable(clean_env: pytest.MonkeyPatch) -> None:
+    clean_env.setenv("MCP_CODE_TIMEOUT_S", "abc")
+    with pytest.raises(
+        ConfigError, match=r"MCP_CODE_TIMEOUT_S='abc': Input should be a valid number"
+    ):
+        Settings.load()
+
+
+def test_empty_values_keep_their_defaults(clean_env: pytest.MonkeyPatch) -> None:
+    Path(".env").write_text("MCP_CODE_MAX_TOOL_CALLS=\nMCP_CODE_TIMEOUT_S=\n", encoding="utf-8")
+    clean_env.setenv("MCP_CODE_POOL_SIZE", "")
+    s = Settings.load()
+    assert (s.max_tool_calls, s.timeout_s, s.pool_size) == (0, 30.0, 2)
 
 
 def test_invalid_value_in_dotenv_raises(clean_env: pytest.MonkeyPatch) -> None:

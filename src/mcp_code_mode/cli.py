@@ -59,7 +59,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(message)s")
     try:
-        settings = Settings()
+        settings = Settings.load()
         if args.command == "serve":
             asyncio.run(serve(settings, config_path=args.config, transport=args.transport,
                               host=args.host, port=args.port))  # fmt: skip

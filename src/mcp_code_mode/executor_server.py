@@ -205,7 +205,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     try:
         asyncio.run(
-            serve(Settings(), config_path=args.config, transport=args.transport,
+            serve(Settings.load(), config_path=args.config, transport=args.transport,
                   host=args.host, port=args.port)
         )  # fmt: skip
     except CodeModeError as exc:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import AliasChoices, Field, field_validator
+from pydantic import AliasChoices, Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from .errors import ConfigError
 
 __all__ = ["DEFAULT_ALLOWED_IMPORTS", "Settings"]
 
@@ -24,9 +26,11 @@ def _env(name: str) -> AliasChoices:
 class Settings(BaseSettings):
     """Every knob of the gateway; read once at start and frozen."""
 
+    # A variable set to "" (e.g. `MCP_CODE_MAX_TOOL_CALLS=` in .env) keeps its default.
     model_config = SettingsConfigDict(
-        env_file=".env", extra="ignore", frozen=True, populate_by_name=True
-    )
+        env_file=".env", extra="ignore", frozen=True, populate_by_name=True,
+        env_ignore_empty=True,
+    )  # fmt: skip
 
     executor: Literal["local", "pyodide"] = Field("local", validation_alias=_env("MCP_EXECUTOR"))
     timeout_s: float = Field(30.0, gt=0, validation_alias=_env("MCP_CODE_TIMEOUT_S"))
@@ -45,6 +49,18 @@ class Settings(BaseSettings):
     dspy_max_steps: int = Field(8, gt=0, validation_alias=_env("DSPY_MAX_STEPS"))
     dspy_temperature: float = Field(0.0, ge=0, validation_alias=_env("DSPY_TEMPERATURE"))
     dspy_max_tokens: int = Field(4000, gt=0, validation_alias=_env("DSPY_MAX_TOKENS"))
+
+    @classmethod
+    def load(cls) -> Settings:
+        """Settings from the environment and `.env`; a bad value is a ConfigError naming it."""
+        try:
+            return cls()
+        except ValidationError as exc:
+            problems = [
+                f"{'.'.join(map(str, e['loc']))}={e['input']!r}: {e['msg']}" for e in exc.errors()
+            ]
+            message = "invalid setting (environment or .env): " + "; ".join(problems)
+            raise ConfigError(message) from None
 
     @field_validator("dspy_lm", "dspy_api_base", "wheelhouse", mode="before")
     @classmethod

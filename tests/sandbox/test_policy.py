@@ -62,6 +62,11 @@ def test_size_limits() -> None:
     assert too_long is not None and "MCP_CODE_MAX_CHARS" in too_long.message
     too_many = check("x = 1\n" * 5, max_lines=3)
     assert too_many is not None and "MCP_CODE_MAX_LINES" in too_many.message
+    assert "code is 5 lines" in too_many.message
+    # A file of exactly the limit, as editors save it (with a final newline), is within it.
+    assert check("x = 1\n" * 3, max_lines=3) is None
+    assert check("x = 1\n" * 2 + "x = 1", max_lines=3) is None
+    assert check("x = 1\n" * 3 + "x", max_lines=3) is not None
 
 
 @pytest.mark.parametrize(

@@ -65,7 +65,7 @@ def check_policy(
             f"code is {len(code)} characters; the limit is {max_chars} (MCP_CODE_MAX_CHARS)",
             None,
         )
-    lines = code.count("\n") + 1
+    lines = code.count("\n") + (not code.endswith("\n"))  # a final newline ends the last line
     if lines > max_lines:
         return PolicyViolation(
             "POLICY_VIOLATION",
