@@ -8,7 +8,7 @@ import pytest
 
 from mcp_code_mode.gateway import Gateway
 
-from .support import TEST_SERVER, ConfigWriter, server_entry, start_gateway
+from .support import ROOT, TEST_SERVER, ConfigWriter, server_entry, start_gateway
 
 
 async def run(gw: Gateway, code: str, **kwargs: object) -> dict:
@@ -161,6 +161,29 @@ async def test_each_run_starts_fresh(any_gateway: Gateway) -> None:
     await run(any_gateway, "import json\njson.leak = 1\nsecret_var = 7")
     out = await run(any_gateway, "import json\n[hasattr(json, 'leak'), 'secret_var' in dir()]")
     assert out["result"] == [False, False]
+
+
+async def test_every_advertised_signature_is_callable(write_config: ConfigWriter) -> None:
+    odd = server_entry(str(ROOT / "tests" / "servers" / "odd_names.py"))
+    gw = await start_gateway(write_config({"odd": odd, "1st": odd}))
+    try:
+        signatures = [hit["signature"] for hit in gw.search_tools("ok", limit=20)]
+        assert "tools.odd._2fa() -> str" in signatures and "tools._1st.mro() -> str" in signatures
+        calls = [signature.split(" -> ")[0] for signature in signatures]
+        assert len(calls) == 10
+        out = await run(gw, "[" + ", ".join(calls) + "]")
+        assert out["ok"], out["error"]
+        assert sorted(out["result"]) == sorted(
+            f"{name} ok" for name in ("2fa", "format", "start_server", "mro", "_private") * 2
+        )
+        dynamic = "[getattr(tools.odd, '_2fa')(), hasattr(tools._1st, 'format'), hasattr(tools.odd, '_tools')]"
+        assert (await run(gw, dynamic))["result"] == ["2fa ok", True, False]
+        # The exemption covers the `tools` object only, not a name rebound to something else.
+        rebound = await run(gw, "tools = 'x{}'\ntools.format(1)")
+        assert rebound["error"]["type"] == "POLICY_VIOLATION", rebound
+        assert (await run(gw, "tools.odd._2fa.__closure__"))["error"]["type"] == "POLICY_VIOLATION"
+    finally:
+        await gw.aclose()
 
 
 async def test_tool_call_limit_is_not_catchable(write_config: ConfigWriter) -> None:

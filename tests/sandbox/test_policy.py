@@ -83,3 +83,35 @@ def test_size_limits() -> None:
 )
 def test_ordinary_code_passes(code: str) -> None:
     assert check(code) is None
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "tools.my_server._2fa()",
+        "tools._1st.format()",
+        "r = tools.db.mro(x=1)\nr",
+        "x = [tools.a._b(), tools.c.start_server()]",
+    ],
+)
+def test_server_and_tool_identifiers_may_look_private(code: str) -> None:
+    assert check(code) is None
+
+
+@pytest.mark.parametrize(
+    ("code", "needle"),
+    [
+        ("tools = 'x'\ntools._y", "private attribute '_y'"),
+        ("def f(tools):\n    return tools.db.format()", ".format() is allowed only"),
+        ("for tools in [1]:\n    pass\ntools._x", "private attribute '_x'"),
+        ("import json as tools\ntools._default_encoder", "private attribute"),
+        ("tools.db.get._x", "private attribute '_x'"),  # a tool's own attributes stay checked
+        ("tools.__class__", "dunder attribute '__class__'"),
+        ("tools.db.__dict__", "dunder attribute '__dict__'"),
+        ("(tools := 1)\ntools._x", "private attribute '_x'"),
+        ("class tools:\n    pass\ntools._x", "private attribute '_x'"),
+    ],
+)
+def test_the_exemption_needs_the_real_tools(code: str, needle: str) -> None:
+    violation = check(code)
+    assert violation is not None and needle in violation.message

@@ -128,14 +128,21 @@ def _is_blocked(name: object) -> bool:
     return isinstance(name, str) and (name.startswith("_") or name in BLOCKED_ATTRIBUTES)
 
 
+def _is_identifier_of(obj: Any, name: object) -> bool:
+    """A server of `tools` or a tool of `tools.<server>`: `_2fa` and `format` are fine there."""
+    if isinstance(obj, _Tools):
+        return name in obj._names
+    return isinstance(obj, _Server) and name in obj._tools
+
+
 def _safe_getattr(obj: Any, name: str, *default: Any) -> Any:
-    if _is_blocked(name):
+    if _is_blocked(name) and not _is_identifier_of(obj, name):
         raise AttributeError(f"access to attribute {name!r} is not allowed")
     return getattr(obj, name, *default)
 
 
 def _safe_hasattr(obj: Any, name: str) -> bool:
-    return not _is_blocked(name) and hasattr(obj, name)
+    return (not _is_blocked(name) or _is_identifier_of(obj, name)) and hasattr(obj, name)
 
 
 def _safe_setattr(obj: Any, name: str, value: Any) -> None:
@@ -192,11 +199,13 @@ class _Server:
     """`tools.<server>`: one attribute per tool."""
 
     def __init__(self, runtime: GuestRuntime, ident: str, spec: dict[str, Any]) -> None:
+        tools: dict[str, str] = dict(spec.get("tools", {}))
+        for tool_id, tool in tools.items():
+            self.__dict__[tool_id] = runtime.tool_function(spec["name"], tool)
+        # Set last: a tool whose identifier is one of these stays reachable by call_tool().
         self._name: str = spec["name"]
         self._error: str | None = spec.get("error")
-        self._tools: dict[str, str] = dict(spec.get("tools", {}))
-        for tool_id, tool in self._tools.items():
-            self.__dict__[tool_id] = runtime.tool_function(self._name, tool)
+        self._tools = tools
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("_"):

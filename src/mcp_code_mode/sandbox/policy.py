@@ -77,10 +77,11 @@ def check_policy(
     except SyntaxError as exc:
         return PolicyViolation("SYNTAX_ERROR", f"SyntaxError: {exc.msg}", exc.lineno)
     allowed = frozenset(allowed_imports)
+    tool_names = _tool_attributes(tree)
     found = [
         (getattr(node, "lineno", 0), getattr(node, "end_col_offset", 0) or 0, message)
         for node in ast.walk(tree)
-        if (message := _check_node(node, allowed)) is not None
+        if (message := _check_node(node, allowed, tool_names)) is not None
     ]
     if not found:
         return None
@@ -88,7 +89,41 @@ def check_policy(
     return PolicyViolation("POLICY_VIOLATION", message, line or None)
 
 
-def _check_node(node: ast.AST, allowed: frozenset[str]) -> str | None:
+def _tool_attributes(tree: ast.AST) -> set[ast.Attribute]:
+    """The `tools.<server>` and `tools.<server>.<tool>` attributes of code that keeps `tools`.
+
+    Their names are identifiers the gateway made from upstream names, so they may start
+    with `_` (`tools.my_server._2fa`) or be a name refused elsewhere (`tools.db.format`);
+    they reach only the guest's own server and tool objects. Code that binds the name
+    `tools` anywhere gets no exemption: `tools` might then be anything.
+    """
+    nodes = list(ast.walk(tree))
+    if any(_binds_tools(node) for node in nodes):
+        return set()
+    servers = {
+        node for node in nodes
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+        and node.value.id == "tools"
+    }  # fmt: skip
+    tools = {node for node in nodes if isinstance(node, ast.Attribute) and node.value in servers}
+    return servers | tools
+
+
+def _binds_tools(node: ast.AST) -> bool:
+    if isinstance(node, ast.Name):
+        return node.id == "tools" and not isinstance(node.ctx, ast.Load)
+    if isinstance(node, ast.Global | ast.Nonlocal):
+        return "tools" in node.names
+    # def/class/except/match/type-parameter names, arguments, imports: err on the side of "yes".
+    return any(
+        isinstance(value := getattr(node, field, None), str) and value.partition(".")[0] == "tools"
+        for field in ("name", "asname", "arg", "rest")
+    )
+
+
+def _check_node(
+    node: ast.AST, allowed: frozenset[str], tool_names: set[ast.Attribute]
+) -> str | None:
     if isinstance(node, ast.Import):
         for alias in node.names:
             if alias.name.partition(".")[0] not in allowed:
@@ -107,13 +142,19 @@ def _check_node(node: ast.AST, allowed: frozenset[str]) -> str | None:
         if _is_dunder(node.id):
             return f"dunder name {node.id!r} is not allowed"
     elif isinstance(node, ast.Attribute):
+        if node in tool_names:
+            return _dunder_message(node.attr)
         return _check_attribute(node)
     return None
 
 
+def _dunder_message(attr: str) -> str | None:
+    return f"access to dunder attribute {attr!r} is not allowed" if _is_dunder(attr) else None
+
+
 def _check_attribute(node: ast.Attribute) -> str | None:
     if _is_dunder(node.attr):
-        return f"access to dunder attribute {node.attr!r} is not allowed"
+        return _dunder_message(node.attr)
     if node.attr.startswith("_"):
         # Private attributes are where modules keep their back doors (collections._sys, ...).
         return f"access to private attribute {node.attr!r} is not allowed"
