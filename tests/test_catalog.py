@@ -416,6 +416,17 @@ def test_tool_docs_use_identifiers_and_name_the_mcp_names() -> None:
     assert "tools.my_server.get_user_2(...)  (MCP name: my-server/get_user)" in docs
 
 
+def test_docs_also_take_the_identifiers_of_the_signatures() -> None:
+    # Original names win: "get_user" is a tool of its own, whose identifier is get_user_2.
+    assert CLASHING.docs("my-server", "get_user_2") == CLASHING.docs("my-server", "get_user")
+    assert CLASHING.docs("my-server", "class_") == CLASHING.docs("my-server", "class")
+    assert CLASHING.docs("my_server") != CLASHING.docs("my-server")  # an original name wins
+    assert CLASHING.docs("my_server_2", "x") == CLASHING.docs("my_server", "x")
+    assert CLASHING.docs("import_") == CLASHING.docs("import")
+    with pytest.raises(UnknownToolError, match="has no tool 'get_user_3'"):
+        CLASHING.docs("my-server", "get_user_3")
+
+
 def test_server_docs_without_a_description() -> None:
     docs = CLASHING.docs("my_server")
     assert docs.splitlines()[0] == "# tools.my_server_2  (server 'my_server')"

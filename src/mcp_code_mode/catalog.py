@@ -234,8 +234,17 @@ class Catalog:
         ]
 
     def docs(self, server: str, tool: str | None = None) -> str:
-        """Python-stub documentation of one tool, or of every tool of one server."""
+        """Python-stub documentation of one tool, or of every tool of one server.
+
+        Takes original names and, failing those, the identifiers of the signatures
+        (`docs("my_data", "get_note")` for server `my-data`, tool `get-note`).
+        """
+        if server not in self._by_server:
+            server = {i: s for s, i in self.server_ids.items()}.get(server, server)
         if tool is not None:
+            entries = self._server(server)
+            if tool not in entries:
+                tool = next((e.tool for e in entries.values() if e.tool_id == tool), tool)
             return self.formatter.stub(self.get(server, tool).source)
         entries = self._server(server)
         header = f"# tools.{self.server_ids[server]}  (server {server!r})"
