@@ -92,6 +92,7 @@ def test_ordinary_code_passes(code: str) -> None:
         "tools._1st.format()",
         "r = tools.db.mro(x=1)\nr",
         "x = [tools.a._b(), tools.c.start_server()]",
+        "tools.a._b(tools=['x'])",  # a keyword argument binds nothing
     ],
 )
 def test_server_and_tool_identifiers_may_look_private(code: str) -> None:
@@ -110,6 +111,8 @@ def test_server_and_tool_identifiers_may_look_private(code: str) -> None:
         ("tools.db.__dict__", "dunder attribute '__dict__'"),
         ("(tools := 1)\ntools._x", "private attribute '_x'"),
         ("class tools:\n    pass\ntools._x", "private attribute '_x'"),
+        ("tools.db = 'x{}'\ntools.db.format(1)", ".format() is allowed only"),
+        ("del tools.db._x\ntools.db._x", "private attribute '_x'"),
     ],
 )
 def test_the_exemption_needs_the_real_tools(code: str, needle: str) -> None:

@@ -195,17 +195,29 @@ class ModuleView:
         return f"<module {self._module.__name__!r}>"
 
 
-class _Server:
+class _Frozen:
+    """Guest code cannot change `tools` or a server: the policy trusts what their names hold."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"{self!r} cannot be changed")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"{self!r} cannot be changed")
+
+
+class _Server(_Frozen):
     """`tools.<server>`: one attribute per tool."""
+
+    _name: str
+    _error: str | None
+    _tools: dict[str, str]
 
     def __init__(self, runtime: GuestRuntime, ident: str, spec: dict[str, Any]) -> None:
         tools: dict[str, str] = dict(spec.get("tools", {}))
         for tool_id, tool in tools.items():
             self.__dict__[tool_id] = runtime.tool_function(spec["name"], tool)
         # Set last: a tool whose identifier is one of these stays reachable by call_tool().
-        self._name: str = spec["name"]
-        self._error: str | None = spec.get("error")
-        self._tools = tools
+        self.__dict__.update(_name=spec["name"], _error=spec.get("error"), _tools=tools)
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("_"):
@@ -221,12 +233,14 @@ class _Server:
         return f"<tools.{self._name}: {', '.join(self._tools) or 'no tools'}>"
 
 
-class _Tools:
+class _Tools(_Frozen):
     """`tools`: one attribute per server."""
+
+    _names: list[str]
 
     def __init__(self, servers: dict[str, _Server]) -> None:
         self.__dict__.update(servers)
-        self._names = list(servers)
+        self.__dict__["_names"] = list(servers)
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("_"):

@@ -94,8 +94,9 @@ def _tool_attributes(tree: ast.AST) -> set[ast.Attribute]:
 
     Their names are identifiers the gateway made from upstream names, so they may start
     with `_` (`tools.my_server._2fa`) or be a name refused elsewhere (`tools.db.format`);
-    they reach only the guest's own server and tool objects. Code that binds the name
-    `tools` anywhere gets no exemption: `tools` might then be anything.
+    they reach only the guest's own server and tool objects, which cannot be changed at
+    run time. Code that binds the name `tools`, or assigns to or deletes one of these
+    attributes, gets no exemption: they might then hold anything.
     """
     nodes = list(ast.walk(tree))
     if any(_binds_tools(node) for node in nodes):
@@ -106,10 +107,15 @@ def _tool_attributes(tree: ast.AST) -> set[ast.Attribute]:
         and node.value.id == "tools"
     }  # fmt: skip
     tools = {node for node in nodes if isinstance(node, ast.Attribute) and node.value in servers}
-    return servers | tools
+    chain = servers | tools
+    if any(not isinstance(node.ctx, ast.Load) for node in chain):
+        return set()
+    return chain
 
 
 def _binds_tools(node: ast.AST) -> bool:
+    if isinstance(node, ast.keyword):
+        return False  # f(tools=...) names an argument, it binds nothing here
     if isinstance(node, ast.Name):
         return node.id == "tools" and not isinstance(node.ctx, ast.Load)
     if isinstance(node, ast.Global | ast.Nonlocal):
