@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 import tiktoken
 from fastmcp import Client
 from fastmcp.client.transports import StdioTransport
@@ -55,6 +56,27 @@ async def test_tools_list_is_small_and_lists_servers(gateway: Gateway) -> None:
         assert name in execute.description
     assert "order-stats" not in json.dumps([t.model_dump(mode="json") for t in tools])
     assert tools_list_tokens(tools) <= 350
+
+
+async def test_input_schemas_take_the_contract_arguments(gateway: Gateway) -> None:
+    import jsonschema  # an mcp dependency
+
+    async with Client(build_server(gateway)) as client:
+        schemas = {t.name: t.input_schema for t in await client.list_tools()}
+    valid = {
+        "execute_code": [{"code": "1", "input": None, "timeout_s": None},
+                         {"code": "1", "input": {"a": [1]}, "timeout_s": 2.5}],
+        "search_tools": [{"query": "notes", "limit": 3}, {"query": "notes"}],
+        "get_tool_docs": [{"server": "notes", "tool": None}, {"server": "notes", "tool": "add_note"}],
+        "list_servers": [{}],
+    }  # fmt: skip
+    for name, calls in valid.items():
+        for arguments in calls:
+            jsonschema.validate(arguments, schemas[name])
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({"code": "1", "timeout_s": "soon"}, schemas["execute_code"])
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({"input": 1}, schemas["execute_code"])
 
 
 FIVE_SERVERS = {

@@ -150,12 +150,14 @@ def _add(server: FastMCP, fn: Callable[..., Any], description: str) -> None:
 
 
 def _lean_property(prop: dict[str, Any]) -> dict[str, Any]:
-    # `X | None = None` is published as an optional `X`: the function still accepts null.
+    # `X | None = None` is published as `{"type": [X, "null"]}`, shorter than its anyOf.
     lean = {k: v for k, v in prop.items() if k != "title" and not (k == "default" and v is None)}
     options = lean.get("anyOf")
     if isinstance(options, list) and len(options) == 2 and {"type": "null"} in options:
-        lean.pop("anyOf")
-        lean.update(next(o for o in options if o != {"type": "null"}))
+        other = next(o for o in options if o != {"type": "null"})
+        if isinstance(other.get("type"), str):
+            lean.pop("anyOf")
+            lean.update(other, type=[other["type"], "null"])
     return lean
 
 
