@@ -76,17 +76,21 @@ if (making) {
 // interpreter polls between bytecodes; worker.py turns that signal into a TIMEOUT that keeps
 // the run's stdout. A long C call polls nothing: the host kills the process then.
 const WATCHDOG = `let timer;
-self.onmessage = ({ data: [buffer, ms] }) => {
+self.onmessage = ({ data: [interrupt, armed, ms] }) => {
   clearTimeout(timer);
-  if (ms > 0) timer = setTimeout(() => Atomics.store(buffer, 0, 2), ms);
+  timer = setTimeout(() => { if (Atomics.load(armed, 0)) Atomics.store(interrupt, 0, 2); }, ms);
 };`;
 const interrupt = new Int32Array(new SharedArrayBuffer(4));
+const armed = new Int32Array(new SharedArrayBuffer(4)); // disarming needs no message
 pyodide.setInterruptBuffer(interrupt);
 const watchdog = new Worker(
   URL.createObjectURL(new Blob([WATCHDOG], { type: "text/javascript" })),
   { type: "module" },
 );
-const armTimer = (ms) => watchdog.postMessage([interrupt, ms]);
+function armTimer(ms) {
+  Atomics.store(armed, 0, ms > 0 ? 1 : 0);
+  if (ms > 0) watchdog.postMessage([interrupt, armed, ms]);
+}
 pyodide.registerJsModule("_mcp_host", {
   exchange: (line) => { writeLine(line); return readLine(); },
   arm_timer: armTimer,
