@@ -102,9 +102,7 @@ async def run(sizes: Sequence[int], figures: Path) -> Section:
                 f"{row['ours_list']:,} " + ("yes" if row["ours_list"] <= TARGET else "**no**"),
             ]
         )
-    figure = plots.footprint(
-        figures / "footprint.png", [r["tools"] for r in rows], rows, target=TARGET
-    )
+    figure = plots.footprint(figures / "footprint.png", rows, demo=demo, target=TARGET, aim=350)
     largest = rows[-1]
     worst = max(r["ours"] for r in [demo, *rows])
     section = Section(

@@ -16,16 +16,17 @@ from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
 from typing import Any
 
-from bench import footprint, latency, memory, search_quality, workflows
+from bench import flood, footprint, latency, memory, search_quality, workflows
 from bench.common import ROOT, Section, machine
 
-SECTIONS = ("footprint", "workflows", "latency", "search", "memory")
+SECTIONS = ("footprint", "workflows", "latency", "search", "memory", "flood")
 HEADLINES = (
-    ("footprint", "Context footprint (tools/list)"),
+    ("footprint", "Context footprint (tools/list + instructions)"),
     ("workflows", "Workflow token savings"),
     ("latency", "Latency"),
     ("search", "Search"),
     ("memory", "Memory"),
+    ("flood", "Under a flood"),
 )
 
 
@@ -38,6 +39,7 @@ def plan(quick: bool, figures: Path) -> dict[str, Callable[[], Coroutine[Any, An
             "latency": lambda: latency.run(sizes, figures),
             "search": lambda: search_quality.run([50, 300], 1, figures),
             "memory": lambda: memory.run(10),
+            "flood": lambda: flood.run(2.0),
         }
     return {
         "footprint": lambda: footprint.run([5, 50, 500, 1000], figures),
@@ -45,6 +47,7 @@ def plan(quick: bool, figures: Path) -> dict[str, Callable[[], Coroutine[Any, An
         "latency": lambda: latency.run(latency.Sizes(), figures),
         "search": lambda: search_quality.run([100, 300, 1000], 5, figures),
         "memory": lambda: memory.run(500),
+        "flood": lambda: flood.run(6.0),
     }
 
 
@@ -135,7 +138,8 @@ async def main(argv: Sequence[str] | None = None) -> Path:
             ROOT / "README.md",
             sections,
             f"Headline numbers of the last `python -m bench` ({info['cores']} cores, "
-            f"Python {info['python']}):",
+            f"Python {info['python']}; the whole run took "
+            f"{(time.perf_counter() - started) / 60:.1f} min):",
         )
         print("[bench] updated the headline block of README.md")
     return report

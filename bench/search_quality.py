@@ -122,6 +122,8 @@ async def run(time_sizes: Sequence[int], repeat: int, figures: Path) -> Section:
         figures / "search.png",
         {_short(n): (s["held-out"][0], s["held-out"][1]) for n, s in scores.items()},
         timing,
+        recall_target=RECALL_TARGET,
+        time_target_ms=TIME_TARGET_MS,
     )
     n_tools = sum(len(t) for t in tools.values())
     met5 = "met" if held5 >= RECALL_TARGET else "**missed**"

@@ -415,7 +415,16 @@ async def run(figures: Path) -> Section:
                 f"{direct.billed:,} → {code.strict.billed:,}",
             ]
         )
-        plot_rows.append((workflow.name, direct.context, whole, code.strict.context))
+        plot_rows.append(
+            plots.WorkflowBars(
+                workflow.name + (" ★" if heavy else ""),
+                direct.task,
+                code.tokens,
+                direct.context,
+                whole,
+                code.strict.context,
+            )
+        )
     figure = plots.workflows(figures / "workflows.png", plot_rows)
     worst_task, worst_whole = min(heavy_task), min(heavy_whole)
     met = sum(1 for t in heavy_task if t >= TARGET)

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # whole commands in subprocesses
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -33,8 +35,10 @@ def test_quick_benchmark_run_writes_the_report(tmp_path: Path) -> None:
         "## Latency",
         "## Search quality and speed",
         "## Memory",
+        "## Flood",
     ):
         assert title in report
+    assert "while one client floods call_tools" in report
     assert "| 50 realistic tools |" in report
     assert "big refunds" in report and "call_tools fan-out: 10 calls" in report
     assert "recall@5" in report and "per warm worker" in report

@@ -8,7 +8,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from .support import ROOT, TEST_SERVER, server_entry
+
+pytestmark = pytest.mark.slow  # whole commands in subprocesses
 
 SCRIPT = Path(sys.executable).parent / "mcp-code-mode"
 

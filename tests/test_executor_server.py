@@ -45,6 +45,12 @@ def payload(result: mcp_types.CallToolResult) -> Any:
     return json.loads(result.content[0].text)
 
 
+def text(result: mcp_types.CallToolResult) -> str:
+    """A string value is sent as its text, not JSON-encoded (contract §3)."""
+    assert len(result.content) == 1 and isinstance(result.content[0], mcp_types.TextContent)
+    return result.content[0].text
+
+
 async def test_tools_list_is_small_and_lists_servers(gateway: Gateway) -> None:
     async with Client(build_server(gateway)) as client:
         tools = await client.list_tools()
@@ -145,10 +151,10 @@ async def test_discovery_tools(gateway: Gateway) -> None:
         hits = payload(
             await client.call_tool_mcp("search_tools", {"query": "list customers", "limit": 2})
         )
-        doc = payload(
+        doc = text(
             await client.call_tool_mcp("get_tool_docs", {"server": "notes", "tool": "add_note"})
         )
-        all_docs = payload(await client.call_tool_mcp("get_tool_docs", {"server": "my-data"}))
+        all_docs = text(await client.call_tool_mcp("get_tool_docs", {"server": "my-data"}))
         servers = payload(await client.call_tool_mcp("list_servers", {}))
         unknown = await client.call_tool_mcp("get_tool_docs", {"server": "nope"})
         unknown_tool = await client.call_tool_mcp(

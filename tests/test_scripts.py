@@ -6,8 +6,12 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from .servers.stub_lm import chat_reply, serve_stub
 from .support import ROOT
+
+pytestmark = pytest.mark.slow  # whole commands in subprocesses
 
 SCRIPT = ROOT / "scripts" / "debug_executor.py"
 

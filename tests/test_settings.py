@@ -21,7 +21,8 @@ CONTRACT_IMPORTS = (
 SETTING_NAMES = (
     "MCP_EXECUTOR", "MCP_CODE_TIMEOUT_S", "MCP_CODE_MAX_TIMEOUT_S", "MCP_CODE_MEMORY_MB",
     "MCP_CODE_MAX_TOOL_CALLS", "MCP_CODE_MAX_OUTPUT_CHARS", "MCP_CODE_POOL_SIZE",
-    "MCP_CODE_MAX_CHARS", "MCP_CODE_MAX_LINES", "MCP_CODE_ALLOWED_IMPORTS", "MCP_SERVERS_CONFIG",
+    "MCP_CODE_STARTUP_TIMEOUT_S", "MCP_CODE_MAX_CONCURRENT_CALLS", "MCP_CODE_MAX_CALL_BYTES",
+    "MCP_CODE_CACHE_DIR", "MCP_CODE_MAX_CHARS", "MCP_CODE_MAX_LINES", "MCP_CODE_ALLOWED_IMPORTS", "MCP_SERVERS_CONFIG",
     "DSPY_LM", "DSPY_API_BASE", "DSPY_MAX_STEPS", "DSPY_TEMPERATURE", "DSPY_MAX_TOKENS",
 )  # fmt: skip
 
@@ -32,13 +33,17 @@ DEFAULTS = {
     "timeout_s": 30.0,
     "max_timeout_s": 300.0,
     "memory_mb": 256,
-    "max_tool_calls": 0,
+    "startup_timeout_s": 60.0,
+    "max_tool_calls": 1000,
+    "max_concurrent_calls": 16,
+    "max_call_bytes": 1_000_000,
     "max_output_chars": 100_000,
     "pool_size": 2,
     "max_chars": 8000,
     "max_lines": 400,
     "extra_imports": "",
     "wheelhouse": None,
+    "cache_dir": None,
     "servers_config": "mcp_servers.json",
     "dspy_lm": None,
     "dspy_api_base": None,
@@ -66,7 +71,9 @@ def test_defaults_match_the_contract(clean_env: pytest.MonkeyPatch) -> None:
     assert s.timeout_s == 30
     assert s.max_timeout_s == 300
     assert s.memory_mb == 256
-    assert s.max_tool_calls == 0
+    assert s.max_tool_calls == 1000
+    assert s.max_concurrent_calls == 16
+    assert s.max_call_bytes == 1_000_000
     assert s.max_output_chars == 100_000
     assert s.pool_size == 2
     assert s.max_chars == 8000
@@ -228,7 +235,7 @@ def test_empty_values_keep_their_defaults(clean_env: pytest.MonkeyPatch) -> None
     Path(".env").write_text("MCP_CODE_MAX_TOOL_CALLS=\nMCP_CODE_TIMEOUT_S=\n", encoding="utf-8")
     clean_env.setenv("MCP_CODE_POOL_SIZE", "")
     s = Settings.load()
-    assert (s.max_tool_calls, s.timeout_s, s.pool_size) == (0, 30.0, 2)
+    assert (s.max_tool_calls, s.timeout_s, s.pool_size) == (1000, 30.0, 2)
 
 
 def test_invalid_value_in_dotenv_raises(clean_env: pytest.MonkeyPatch) -> None:

@@ -25,6 +25,7 @@ __all__ = ["Catalog", "Ranking", "SearchHit", "ToolEntry", "tokenize"]
 # bm25s sets its own logger to DEBUG; keep its index-building chatter off our stderr.
 logging.getLogger("bm25s").setLevel(logging.WARNING)
 
+_SHOWN_CHARS = 100  # of an unknown name, in an error message
 _WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 # Field weights: how many times a field's tokens count in a tool's document.
 _NAME_WEIGHT, _PARAM_WEIGHT, _SERVER_WEIGHT = 3, 1, 1
@@ -185,7 +186,7 @@ class Catalog:
         if tool in entries:
             return entries[tool]
         raise UnknownToolError(
-            f"server {server!r} has no tool {tool!r}"
+            f"server {_shown(server)} has no tool {_shown(tool)}"
             + _suggest(tool, list(entries))
             + f"; its tools: {', '.join(entries) or '(none)'}"
         )
@@ -258,7 +259,7 @@ class Catalog:
             return self._by_server[server]
         names = list(self._by_server)
         raise UnknownToolError(
-            f"unknown server {server!r}"
+            f"unknown server {_shown(server)}"
             + _suggest(server, names)
             + f"; servers: {', '.join(names) or '(none)'}"
         )
@@ -300,6 +301,15 @@ class Catalog:
         )
 
 
+def _shown(name: str) -> str:
+    """A name for an error message: a guest may send one of 30 million characters."""
+    return repr(name) if len(name) <= _SHOWN_CHARS else repr(name[:_SHOWN_CHARS]) + "…"
+
+
 def _suggest(name: str, candidates: Sequence[str]) -> str:
-    close = difflib.get_close_matches(name, list(dict.fromkeys(candidates)), n=3, cutoff=0.5)
+    options = list(dict.fromkeys(candidates))
+    # difflib is quadratic: a name far longer than every candidate resembles none of them.
+    if len(name) > 2 * max(map(len, options), default=0) + 8:
+        return ""
+    close = difflib.get_close_matches(name, options, n=3, cutoff=0.5)
     return f" (did you mean {', '.join(repr(c) for c in close)}?)" if close else ""

@@ -72,7 +72,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return asyncio.run(_run(settings, args))
         from .sandbox.pyodide import setup_pyodide
 
-        print(f"Pyodide is ready in {setup_pyodide()}")
+        print(f"Pyodide is ready in {setup_pyodide(settings.cache_dir)}")
         return 0
     except CodeModeError as exc:
         print(f"mcp-code-mode: {exc}", file=sys.stderr)

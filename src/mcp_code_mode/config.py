@@ -9,7 +9,7 @@ import re
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TextIO
 
 from dotenv import dotenv_values
 from fastmcp.client.transports import (
@@ -101,8 +101,11 @@ class ServerConfig(BaseModel):
             return False
         return not any(fnmatch.fnmatchcase(tool, p) for p in self.deny_tools)
 
-    def to_transport(self) -> ClientTransport:
-        """A fresh fastmcp transport for this entry (one per connection attempt)."""
+    def to_transport(self, *, stderr: TextIO | None = None) -> ClientTransport:
+        """A fresh fastmcp transport for this entry (one per connection attempt).
+
+        `stderr` (a real file) takes a stdio server's stderr instead of the terminal.
+        """
         if self.transport == "stdio":
             assert self.command is not None  # checked by the validator
             return StdioTransport(
@@ -112,6 +115,7 @@ class ServerConfig(BaseModel):
                 env={"PYTHONUNBUFFERED": "1", **self.env},
                 cwd=self.cwd,
                 keep_alive=False,
+                log_file=stderr,
             )
         assert self.url is not None
         headers = dict(self.headers) or None
@@ -127,6 +131,15 @@ class GatewayConfig(BaseModel):
 
     servers: dict[str, ServerConfig]
     path: Path | None = None
+    # `${VAR}` values that went into the entries, as (value, "${VAR}"): see `redact`.
+    secrets: tuple[tuple[str, str], ...] = ()
+
+    def redact(self, text: str) -> str:
+        """`text` with every value a `${VAR}` expanded to shown as `${VAR}` again."""
+        for value, name in self.secrets:
+            if value in text:
+                text = text.replace(value, name)
+        return text
 
     @model_validator(mode="before")
     @classmethod
@@ -178,14 +191,23 @@ def load_config(
             f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}", file=shown
         ) from None
     variables = dict(env) if env is not None else _default_variables(file)
-    raw = _interpolate(raw, variables, shown, ())
+    used: dict[str, str] = {}
+    raw = _interpolate(raw, variables, shown, (), used)
+    # Longest first, so a value that holds another is shown whole as its own name.
+    secrets = tuple(
+        sorted(((v, f"${{{k}}}") for k, v in used.items() if len(v) >= 4), key=lambda p: -len(p[0]))
+    )
     try:
         config = GatewayConfig.model_validate(raw)
     except ValidationError as exc:
-        raise _to_config_error(exc, shown) from None
+        problem = _to_config_error(exc, shown)
+        redacted = GatewayConfig(servers={}, secrets=secrets).redact(problem.problem)
+        raise ConfigError(
+            redacted, file=problem.file, server=problem.server, field=problem.field
+        ) from None
     base = file.resolve().parent
     servers = {name: _localise(server, base) for name, server in config.servers.items()}
-    return GatewayConfig(servers=servers, path=file.resolve())
+    return GatewayConfig(servers=servers, path=file.resolve(), secrets=secrets)
 
 
 def _default_variables(file: Path) -> dict[str, str]:
@@ -197,14 +219,23 @@ def _default_variables(file: Path) -> dict[str, str]:
     return variables
 
 
-def _interpolate(value: Any, variables: Mapping[str, str], file: str, loc: tuple[str, ...]) -> Any:
+def _interpolate(
+    value: Any,
+    variables: Mapping[str, str],
+    file: str,
+    loc: tuple[str, ...],
+    used: dict[str, str],
+) -> Any:
     if isinstance(value, str):
 
         def replace(match: re.Match[str]) -> str:
             name, default = match.group(1), match.group(2)
             if default is not None:  # `${VAR:-x}`: x when VAR is unset or empty, as in a shell
+                if variables.get(name):
+                    used[name] = variables[name]
                 return variables.get(name) or default
             if name in variables:
+                used[name] = variables[name]
                 return variables[name]
             server = loc[1] if len(loc) > 1 else None
             raise ConfigError(
@@ -214,9 +245,9 @@ def _interpolate(value: Any, variables: Mapping[str, str], file: str, loc: tuple
 
         return _VAR.sub(replace, value)
     if isinstance(value, dict):
-        return {k: _interpolate(v, variables, file, (*loc, str(k))) for k, v in value.items()}
+        return {k: _interpolate(v, variables, file, (*loc, str(k)), used) for k, v in value.items()}
     if isinstance(value, list):
-        return [_interpolate(v, variables, file, loc) for v in value]
+        return [_interpolate(v, variables, file, loc, used) for v in value]
     return value
 
 

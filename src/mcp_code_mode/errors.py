@@ -46,6 +46,7 @@ class ConfigError(CodeModeError):
         server: str | None = None,
         field: str | None = None,
     ) -> None:
+        self.problem = message
         self.file = file
         self.server = server
         self.field = field

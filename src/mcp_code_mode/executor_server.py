@@ -9,18 +9,23 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import logging
+import signal
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
+import uvicorn
 from fastmcp import Context, FastMCP
 from fastmcp.exceptions import ToolError
 from fastmcp.tools.base import ToolResult
 from fastmcp.tools.function_tool import FunctionTool
 from mcp import types as mcp_types
 
+from . import __version__
+from .encodable import make_encodable
 from .errors import CodeModeError
 from .gateway import Gateway
 from .settings import Settings
@@ -61,8 +66,11 @@ def _lean_schema(schema: dict[str, Any]) -> dict[str, Any]:
 
 
 def _json_result(value: Any, *, is_error: bool = False) -> ToolResult:
-    """One text block with `json.dumps(value)`; objects also as structured content."""
-    text = mcp_types.TextContent(type="text", text=json.dumps(value))
+    """One text block with `json.dumps(value)` (a string as itself); objects also as
+    structured content. Text that UTF-8 cannot encode is sent as U+FFFD (contract §7)."""
+    value = make_encodable(value)
+    body = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    text = mcp_types.TextContent(type="text", text=body)
     structured = value if isinstance(value, dict) else None
     return ToolResult(content=[text], structured_content=structured, is_error=is_error)
 
@@ -103,7 +111,7 @@ def build_server(gateway: Gateway, *, lm: Any = None) -> FastMCP:
 
     `run_task` is registered only with an LM (`agent.make_lm(settings)` or any dspy LM).
     """
-    server = FastMCP("mcp-code-mode", instructions=instructions(gateway))
+    server = FastMCP("mcp-code-mode", instructions=instructions(gateway), version=__version__)
 
     async def execute_code(
         code: str,
@@ -169,10 +177,18 @@ def _or_tool_error(produce: Callable[[], Any]) -> Any:
 
 
 async def serve(
-    settings: Settings, *, config_path: str | None = None, transport: str = "stdio",
-    host: str = "127.0.0.1", port: int = 8765,
-) -> None:  # fmt: skip
-    """Start the gateway, then serve MCP until the client goes away or we are cancelled."""
+    settings: Settings,
+    *,
+    config_path: str | None = None,
+    transport: str = "stdio",
+    host: str = "127.0.0.1",
+    port: int = 8765,
+) -> None:
+    """Start the gateway, then serve MCP until the client goes away or a signal stops us.
+
+    SIGINT and SIGTERM end serving quietly: the gateway then closes its upstreams and
+    workers outside any cancellation, so Ctrl-C prints no traceback.
+    """
     lm = None
     if settings.dspy_lm:
         from .agent import make_lm  # imports dspy: only when an LM is configured
@@ -180,16 +196,81 @@ async def serve(
         lm = make_lm(settings)
     async with Gateway.from_settings(settings, config_path) as gateway:
         server = build_server(gateway, lm=lm)
-        info = gateway.sandbox_info()
-        print(
-            f"mcp-code-mode: {len(gateway.catalog.entries)} upstream tools; "
-            f"sandbox {info['executor']}: {', '.join(info['layers'])}",
-            file=sys.stderr,
-        )
+        _report_start(gateway)
         if transport == "stdio":
-            await server.run_stdio_async(show_banner=False)
-        else:
-            await server.run_http_async(show_banner=False, transport="http", host=host, port=port)
+            await _until_signal(server.run_stdio_async(show_banner=False))
+            return
+        app = server.http_app(transport="http")
+        config = uvicorn.Config(
+            app,
+            host=host,
+            port=port,
+            lifespan="on",
+            log_level="warning",
+            timeout_graceful_shutdown=2,
+        )
+        http = _Uvicorn(config)
+
+        def finish() -> None:  # finish open requests, then return (no cancellation)
+            http.should_exit = True
+
+        await _until_signal(http.serve(), graceful=finish)
+
+
+def _report_start(gateway: Gateway) -> None:
+    """One line on stderr: tools and sandbox layers; then one line per server that is down."""
+    info = gateway.sandbox_info()
+    print(
+        f"mcp-code-mode: {len(gateway.catalog.entries)} upstream tools; "
+        f"sandbox {info['executor']}: {', '.join(info['layers'])}",
+        file=sys.stderr,
+    )
+    for row in gateway.list_servers():
+        if row["status"] == "error":
+            print(f"mcp-code-mode: server {row['name']!r}: {row['error']}", file=sys.stderr)
+
+
+class _Uvicorn(uvicorn.Server):
+    """uvicorn without its own signal handlers: `_until_signal` owns SIGINT and SIGTERM."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+async def _until_signal(
+    serving: Coroutine[Any, Any, None], *, graceful: Callable[[], None] | None = None
+) -> None:
+    """Run `serving` until it returns or SIGINT/SIGTERM arrives.
+
+    On a signal, `graceful()` asks it to finish (a second signal cancels it); without
+    `graceful` it is cancelled at once.
+    """
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    handled = []
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        try:
+            loop.add_signal_handler(signum, stop.set)
+            handled.append(signum)
+        except (NotImplementedError, RuntimeError, ValueError):  # not the main thread
+            pass
+    task = asyncio.ensure_future(serving)
+    waiter = asyncio.ensure_future(stop.wait())
+    try:
+        await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
+        if graceful is not None and not task.done():
+            graceful()
+            stop.clear()
+            waiter = asyncio.ensure_future(stop.wait())
+            await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        waiter.cancel()
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        for signum in handled:
+            loop.remove_signal_handler(signum)
 
 
 def add_serve_arguments(parser: argparse.ArgumentParser) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import time
 from pathlib import Path
 from types import TracebackType
@@ -14,19 +15,30 @@ from typing import TYPE_CHECKING, Any, Self
 
 from .catalog import Catalog
 from .config import GatewayConfig, load_config
-from .errors import CodeModeError, ToolCallFailed, ToolCallLimitExceeded, UnknownToolError
+from .errors import (
+    CodeModeError,
+    ErrorType,
+    ToolCallFailed,
+    ToolCallLimitExceeded,
+    UnknownToolError,
+)
 from .mcp_manager import MCPServerManager
 from .naming import to_identifier
 from .sandbox.base import ExecutionResult, Executor, ToolCallRecord
 from .sandbox.local import LocalExecutor
 from .sandbox.pyodide import PyodideLauncher
+from .sandbox.reply import bound_reply
 from .settings import Settings
 from .tool_results import JSON, unwrap_result
 
 if TYPE_CHECKING:
     from .sandbox.interpreter import MCPCodeInterpreter
 
-__all__ = ["Gateway"]
+__all__ = ["MAX_QUERY_CHARS", "Gateway"]
+
+logger = logging.getLogger(__name__)
+
+MAX_QUERY_CHARS = 1000  # of a search query, the part that is used (contract §7)
 
 
 class Gateway:
@@ -40,7 +52,11 @@ class Gateway:
     ) -> None:
         self.settings = settings
         self.config = config
-        self.manager = MCPServerManager(config, default_timeout_s=settings.timeout_s)
+        self.manager = MCPServerManager(
+            config,
+            default_timeout_s=settings.timeout_s,
+            startup_timeout_s=settings.startup_timeout_s,
+        )
         self.executor: Executor = executor or _make_executor(settings)
         self._catalog: Catalog | None = None
         self._catalog_version = -1
@@ -75,7 +91,13 @@ class Gateway:
 
     async def aclose(self) -> None:
         """Stop the executor and every upstream, even when cancelled."""
-        await asyncio.shield(asyncio.gather(self.executor.aclose(), self.manager.aclose()))
+        closing = asyncio.gather(
+            self.executor.aclose(), self.manager.aclose(), return_exceptions=True
+        )
+        await asyncio.shield(closing)
+        for outcome in closing.result():
+            if isinstance(outcome, BaseException):
+                raise outcome
 
     @property
     def catalog(self) -> Catalog:
@@ -89,19 +111,37 @@ class Gateway:
     async def execute(
         self, code: str, input: JSON = None, timeout_s: float | None = None
     ) -> ExecutionResult:
-        """Run guest code (contract §3 `execute_code`)."""
+        """Run guest code (contract §3 `execute_code`); always answers with a result object.
+
+        The reply is made encodable and bounded here, once, for every executor (§7).
+        """
+        started = time.perf_counter()
         router = _RunRouter(self)
-        return await self.executor.run(
-            code,
-            input=_parse_input(input),
-            timeout_s=self.settings.clamp_timeout(timeout_s),
-            index=self._guest_index(),
-            router=router,
-        )
+        try:
+            result = await self.executor.run(
+                code,
+                input=_parse_input(input),
+                timeout_s=self.settings.clamp_timeout(timeout_s),
+                index=self._guest_index(),
+                router=router,
+            )
+        except Exception as exc:  # a host-side failure is a result value, never a crash
+            logger.exception("execute_code failed on the host side")
+            result = ExecutionResult.failure(
+                ErrorType.EXECUTOR_ERROR,
+                f"the gateway could not run the code: {type(exc).__name__}: {exc}",
+                tool_calls=router.records(),
+                duration_ms=round((time.perf_counter() - started) * 1000, 1),
+            )
+        finally:
+            router.close()  # work still in flight for this run is cancelled
+        return bound_reply(result, self.settings.max_output_chars)
 
     def search_tools(
         self, query: str, limit: int = 5, *, server: str | None = None
     ) -> list[dict[str, Any]]:
+        """Ranked hits; only the first `MAX_QUERY_CHARS` characters of `query` are used."""
+        query = query[:MAX_QUERY_CHARS]
         return [hit.to_json() for hit in self.catalog.search(query, limit, server=server)]
 
     def get_tool_docs(self, server: str, tool: str | None = None) -> str:
@@ -146,6 +186,13 @@ class Gateway:
             self.catalog.get(server, tool)
         except UnknownToolError as exc:
             raise ToolCallFailed(server, tool, str(exc)) from None
+        size = _json_size(args, self.settings.max_call_bytes)
+        if size > self.settings.max_call_bytes:
+            raise ToolCallFailed(
+                server, tool,
+                f"the arguments are {size:,} bytes of JSON, over the "
+                f"{self.settings.max_call_bytes:,} allowed (MCP_CODE_MAX_CALL_BYTES)",
+            )  # fmt: skip
         return unwrap_result(await self.manager.call_tool(server, tool, args))
 
     def _guest_index(self) -> dict[str, Any]:
@@ -160,27 +207,51 @@ class Gateway:
 
 
 class _RunRouter:
-    """One run's view of the gateway: counts and records its tool calls."""
+    """One run's view of the gateway: counts, bounds and records its tool calls.
+
+    Every piece of server-side work a guest causes goes through here and is charged to
+    its run (contract §7): calls per run (MCP_CODE_MAX_TOOL_CALLS), calls in flight
+    (MCP_CODE_MAX_CONCURRENT_CALLS; the rest wait their turn), and nothing outlives the
+    run (`close()` cancels what is still waiting or in flight).
+    """
 
     def __init__(self, gateway: Gateway) -> None:
         self._gateway = gateway
         self._records: list[ToolCallRecord] = []
         self._limit = gateway.settings.max_tool_calls
+        self._slots = asyncio.Semaphore(gateway.settings.max_concurrent_calls)
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._closed = False
 
-    async def call(self, server: str, tool: str, args: dict[str, Any]) -> JSON:
-        if self._limit and len(self._records) >= self._limit:
+    def admit(self, count: int) -> None:
+        if self._limit and len(self._records) + count > self._limit:
             raise ToolCallLimitExceeded(
                 f"the run made more than {self._limit} tool calls (raise MCP_CODE_MAX_TOOL_CALLS)"
             )
+
+    async def call(self, server: str, tool: str, args: dict[str, Any]) -> JSON:
+        self.admit(1)
+        if self._closed:
+            raise ToolCallFailed(server, tool, "the run has ended")
         record = ToolCallRecord(server=server, tool=tool, ms=0.0, ok=False)
         self._records.append(record)
-        started = time.perf_counter()
-        try:
-            value = await self._gateway.call_tool(server, tool, args)
-            record.ok = True
-            return value
-        finally:
-            record.ms = round((time.perf_counter() - started) * 1000, 1)
+        async with self._slots:
+            started = time.perf_counter()
+            task = asyncio.ensure_future(self._gateway.call_tool(server, tool, args))
+            self._tasks.add(task)
+            try:
+                value = await task
+                record.ok = True
+                return value
+            finally:
+                self._tasks.discard(task)
+                record.ms = round((time.perf_counter() - started) * 1000, 1)
+
+    def close(self) -> None:
+        """The run is over: cancel its calls still in flight; later calls fail."""
+        self._closed = True
+        for task in self._tasks:
+            task.cancel()
 
     async def query(self, kind: str, args: dict[str, Any]) -> JSON:
         gw = self._gateway
@@ -206,7 +277,9 @@ def _make_executor(settings: Settings) -> Executor:
     launcher = None
     if settings.executor == "pyodide":
         launcher = PyodideLauncher(
-            allowed_imports=settings.allowed_imports, wheelhouse=settings.wheelhouse
+            allowed_imports=settings.allowed_imports,
+            wheelhouse=settings.wheelhouse,
+            cache_dir=settings.cache_dir,
         )
     return LocalExecutor(
         allowed_imports=settings.allowed_imports, memory_mb=settings.memory_mb,
@@ -214,6 +287,15 @@ def _make_executor(settings: Settings) -> Executor:
         max_chars=settings.max_chars, max_lines=settings.max_lines,
         launcher=launcher, name=settings.executor,
     )  # fmt: skip
+
+
+def _json_size(value: JSON, limit: int) -> int:
+    """The size of `value` as JSON in bytes, or some number over `limit` when it is larger."""
+    try:
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    except (TypeError, ValueError, RecursionError):
+        return limit + 1
+    return len(text) if len(text) * 4 <= limit else len(text.encode("utf-8", "replace"))
 
 
 def _parse_input(value: JSON) -> JSON:

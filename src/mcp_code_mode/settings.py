@@ -36,13 +36,21 @@ class Settings(BaseSettings):
     timeout_s: float = Field(30.0, gt=0, validation_alias=_env("MCP_CODE_TIMEOUT_S"))
     max_timeout_s: float = Field(300.0, gt=0, validation_alias=_env("MCP_CODE_MAX_TIMEOUT_S"))
     memory_mb: int = Field(256, gt=0, validation_alias=_env("MCP_CODE_MEMORY_MB"))
-    max_tool_calls: int = Field(0, ge=0, validation_alias=_env("MCP_CODE_MAX_TOOL_CALLS"))
+    startup_timeout_s: float = Field(
+        60.0, gt=0, validation_alias=_env("MCP_CODE_STARTUP_TIMEOUT_S")
+    )
+    max_tool_calls: int = Field(1000, ge=0, validation_alias=_env("MCP_CODE_MAX_TOOL_CALLS"))
+    max_concurrent_calls: int = Field(
+        16, gt=0, validation_alias=_env("MCP_CODE_MAX_CONCURRENT_CALLS")
+    )
+    max_call_bytes: int = Field(1_000_000, gt=0, validation_alias=_env("MCP_CODE_MAX_CALL_BYTES"))
     max_output_chars: int = Field(100_000, gt=0, validation_alias=_env("MCP_CODE_MAX_OUTPUT_CHARS"))
     pool_size: int = Field(2, ge=0, validation_alias=_env("MCP_CODE_POOL_SIZE"))
     max_chars: int = Field(8000, gt=0, validation_alias=_env("MCP_CODE_MAX_CHARS"))
     max_lines: int = Field(400, gt=0, validation_alias=_env("MCP_CODE_MAX_LINES"))
     extra_imports: str = Field("", validation_alias=_env("MCP_CODE_ALLOWED_IMPORTS"))
     wheelhouse: str | None = Field(None, validation_alias=_env("MCP_CODE_WHEELHOUSE"))
+    cache_dir: str | None = Field(None, validation_alias=_env("MCP_CODE_CACHE_DIR"))
     servers_config: str = Field("mcp_servers.json", validation_alias=_env("MCP_SERVERS_CONFIG"))
     dspy_lm: str | None = Field(None, validation_alias=_env("DSPY_LM"))
     dspy_api_base: str | None = Field(None, validation_alias=_env("DSPY_API_BASE"))
@@ -62,7 +70,7 @@ class Settings(BaseSettings):
             message = "invalid setting (environment or .env): " + "; ".join(problems)
             raise ConfigError(message) from None
 
-    @field_validator("dspy_lm", "dspy_api_base", "wheelhouse", mode="before")
+    @field_validator("dspy_lm", "dspy_api_base", "wheelhouse", "cache_dir", mode="before")
     @classmethod
     def _blank_is_unset(cls, value: object) -> object:
         return None if value == "" else value

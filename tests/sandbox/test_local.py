@@ -103,7 +103,8 @@ async def test_a_killed_worker_still_reports_its_output(timing_gateway: Gateway,
     code = f"print('before', end='')\nprint(' \\ud800 é')\nlog('step', 1)\ntools.t.echo(text='x')\n{hang}"
     out = (await timing_gateway.execute(code, timeout_s=1.0)).to_json()
     assert out["error"]["type"] == "TIMEOUT" and "killed" in out["error"]["message"], out
-    assert out["stdout"] == "before \ud800 é\n" and out["logs"] == ["step 1"]
+    # A lone surrogate leaves the gateway as U+FFFD (contract §7).
+    assert out["stdout"] == "before \ufffd é\n" and out["logs"] == ["step 1"]
     assert [c["tool"] for c in out["tool_calls"]] == ["echo"]
     follow_up = (await timing_gateway.execute("print('fresh')\nlog('new')\n1")).to_json()
     assert (follow_up["stdout"], follow_up["logs"], follow_up["result"]) == ("fresh\n", ["new"], 1)

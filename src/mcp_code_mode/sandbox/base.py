@@ -8,7 +8,14 @@ from pydantic import BaseModel, Field
 
 from ..errors import ErrorType
 
-__all__ = ["ErrorDetail", "ExecutionResult", "Executor", "ToolCallRecord", "ToolRouter"]
+__all__ = [
+    "ErrorDetail",
+    "ExecutionResult",
+    "Executor",
+    "ToolCallGroup",
+    "ToolCallRecord",
+    "ToolRouter",
+]
 
 
 class ToolCallRecord(BaseModel):
@@ -16,6 +23,17 @@ class ToolCallRecord(BaseModel):
 
     server: str
     tool: str
+    ms: float
+    ok: bool
+
+
+class ToolCallGroup(BaseModel):
+    """The calls of a run to one (server, tool), when the run made more than 20 (§6)."""
+
+    server: str
+    tool: str
+    count: int
+    failed: int
     ms: float
     ok: bool
 
@@ -33,7 +51,7 @@ class ExecutionResult(BaseModel):
     result: Any = None
     stdout: str = ""
     logs: list[str] = Field(default_factory=list)
-    tool_calls: list[ToolCallRecord] = Field(default_factory=list)
+    tool_calls: list[ToolCallRecord | ToolCallGroup] = Field(default_factory=list)
     duration_ms: float = 0.0
     error: ErrorDetail | None = None
 
@@ -63,6 +81,14 @@ class ToolRouter(Protocol):
 
     async def query(self, kind: str, args: dict[str, Any]) -> Any:
         """Answer `search_tools` / `get_tool_docs` / `list_servers`; raises CodeModeError."""
+        ...
+
+    def admit(self, count: int) -> None:
+        """Check that `count` more calls fit the run's limit before any is started.
+
+        Raises:
+            CodeModeError: of type TOOL_CALL_LIMIT when they do not (ends the run).
+        """
         ...
 
     def records(self) -> list[ToolCallRecord]:

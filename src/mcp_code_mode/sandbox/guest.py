@@ -339,7 +339,7 @@ class GuestRuntime:
     def log(self, *values: Any) -> None:
         """Append one line to `logs`, values joined with spaces as `print` does."""
         line = " ".join(str(v) for v in values)
-        self.on_output(len(line))
+        self.on_output(len(line) + 1)  # a line costs its newline: empty lines are not free
         self.logs.append(line)
         self.on_log(line)
 

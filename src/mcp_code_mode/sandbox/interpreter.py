@@ -42,6 +42,9 @@ class _NoTools:
     async def query(self, kind: str, args: dict[str, Any]) -> Any:
         return []
 
+    def admit(self, count: int) -> None:
+        return None
+
     def records(self) -> list[ToolCallRecord]:
         return []
 
@@ -59,6 +62,9 @@ class _ThreadSafeRouter:
     async def query(self, kind: str, args: dict[str, Any]) -> Any:
         future = asyncio.run_coroutine_threadsafe(self._router.query(kind, args), self._loop)
         return await asyncio.wrap_future(future)
+
+    def admit(self, count: int) -> None:
+        self._router.admit(count)  # reads a counter: safe from this thread
 
     def records(self) -> list[ToolCallRecord]:
         return self._router.records()

@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
+import secrets
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from ..errors import CodeModeError, ErrorType, WorkerCrashed
@@ -26,6 +28,7 @@ from .protocol import Outcome
 __all__ = ["KILL_GRACE_S", "LocalExecutor"]
 
 KILL_GRACE_S = 0.5  # the worker's own timer fires first; the host kills after this
+_LANES = 64  # calls of one batch started at a time (the router bounds those in flight)
 
 
 class LocalExecutor:
@@ -73,10 +76,25 @@ class LocalExecutor:
     ) -> ExecutionResult:  # fmt: skip
         """Check, then run `code` in a worker; failures of the guest come back as values."""
         started = time.perf_counter()
-        violation = check_policy(
-            code, allowed_imports=self.allowed_imports, max_chars=self.max_chars,
-            max_lines=self.max_lines,
-        )  # fmt: skip
+        try:
+            violation = check_policy(
+                code, allowed_imports=self.allowed_imports, max_chars=self.max_chars,
+                max_lines=self.max_lines,
+            )  # fmt: skip
+        except (RecursionError, MemoryError):  # the parser's own limits, e.g. '1+' * 3999
+            return ExecutionResult.failure(
+                ErrorType.POLICY_VIOLATION,
+                "the code is nested too deeply to be checked (split long expressions "
+                "and deep nesting into statements)",
+                duration_ms=_ms_since(started),
+            )
+        except UnicodeEncodeError as exc:  # a lone surrogate in the source text
+            return ExecutionResult.failure(
+                ErrorType.POLICY_VIOLATION,
+                f"the code holds text that cannot be encoded as UTF-8 ({exc.reason} at "
+                f"character {exc.start}); write such characters as escapes, e.g. '\\ud800'",
+                duration_ms=_ms_since(started),
+            )
         if violation is not None:
             return ExecutionResult.failure(
                 ErrorType(violation.kind), violation.message, violation.line,
@@ -85,6 +103,7 @@ class LocalExecutor:
         message = {
             "op": "run", "code": code, "input": input, "index": index,
             "timeout_s": timeout_s, "max_output_chars": self.max_output_chars,
+            "seed": secrets.randbits(128),
         }  # fmt: skip
         produced: list[tuple[str, list[str]]] = []  # stdout and logs of a killed worker
         try:
@@ -101,7 +120,7 @@ class LocalExecutor:
             result = ExecutionResult.failure(ErrorType.EXECUTOR_ERROR, str(exc))
         if not result.ok and produced:
             result.stdout, result.logs = produced[-1]
-        result.tool_calls = router.records()
+        result.tool_calls = [*router.records()]
         result.duration_ms = _ms_since(started)
         return result
 
@@ -132,9 +151,11 @@ class LocalExecutor:
                     raise
             finally:
                 worker.kill()  # at once: nothing of this run outlives it
-                if not reported:
-                    produced.append(worker.produced())
-                self.pool.reap(worker)  # waiting for exit and cleanup need not delay the reply
+                try:
+                    if not reported:
+                        produced.append(worker.produced())
+                finally:
+                    self.pool.reap(worker)  # exit and cleanup need not delay the reply
         raise AssertionError("unreachable")
 
 
@@ -181,27 +202,62 @@ class _Conversation:
                 calls = [
                     (str(c["server"]), str(c["tool"]), dict(c["args"])) for c in request["calls"]
                 ]
-                pending = [self.router.call(*call) for call in calls]
+                pending: list[Callable[[], Awaitable[Any]]] = [
+                    functools.partial(self.router.call, *call) for call in calls
+                ]
             else:
-                pending = [self.router.query(str(request["kind"]), dict(request["args"]))]
+                pending = [
+                    functools.partial(
+                        self.router.query, str(request["kind"]), dict(request["args"])
+                    )
+                ]
         except (KeyError, TypeError, ValueError):
             self.worker.kill()  # a malformed request: the conversation loop reports the crash
             return
-        results = await asyncio.gather(*(self._outcome(p) for p in pending))
+        try:
+            if request["op"] == "call":
+                self.router.admit(len(pending))
+        except CodeModeError as exc:  # the batch goes past the run's limit: none is made
+            results = [_failed(exc)] * len(pending)
+        else:
+            results = await self._outcomes(pending)
         # A worker that is gone cannot take the reply; the conversation loop reports it.
         with contextlib.suppress(ConnectionError, RuntimeError):
             await self.worker.send({"op": "reply", "id": request_id, "results": results})
 
+    async def _outcomes(self, pending: list[Callable[[], Awaitable[Any]]]) -> list[Outcome]:
+        """Outcomes in order, at most `_LANES` started at a time (a batch may hold 10**5).
+
+        Once one call ends the run (TOOL_CALL_LIMIT), the rest are not started.
+        """
+        outcomes: list[Outcome | None] = [None] * len(pending)
+        queue = iter(enumerate(pending))
+        fatal: list[Outcome] = []
+
+        async def lane() -> None:
+            for index, start in queue:
+                outcome = fatal[0] if fatal else await self._outcome(start())
+                if outcome.get("fatal") and not fatal:
+                    fatal.append(outcome)
+                outcomes[index] = outcome
+
+        await asyncio.gather(*(lane() for _ in range(min(_LANES, len(pending)))))
+        return [o for o in outcomes if o is not None]
+
     @staticmethod
-    async def _outcome(pending: Any) -> Outcome:
+    async def _outcome(pending: Awaitable[Any]) -> Outcome:
         try:
             return {"ok": True, "value": await pending}
         except CodeModeError as exc:
-            if exc.error_type is ErrorType.TOOL_CALL_LIMIT:
-                return {"ok": False, "fatal": exc.error_type.value, "error": str(exc)}
-            return {"ok": False, "error": getattr(exc, "message", None) or str(exc)}
+            return _failed(exc)
         except Exception as exc:  # a gateway bug must reach the guest as a failed call, not hang it
             return {"ok": False, "error": f"internal gateway error: {type(exc).__name__}: {exc}"}
+
+
+def _failed(exc: CodeModeError) -> Outcome:
+    if exc.error_type is ErrorType.TOOL_CALL_LIMIT:
+        return {"ok": False, "fatal": exc.error_type.value, "error": str(exc)}
+    return {"ok": False, "error": getattr(exc, "message", None) or str(exc)}
 
 
 def _from_done(done: dict[str, Any]) -> ExecutionResult:

@@ -87,6 +87,14 @@ def read_mirror(fd: int) -> tuple[str, list[str]]:
     while offset + _LOG_LENGTH.size <= len(records):
         (length,) = _LOG_LENGTH.unpack_from(records, offset)
         offset += _LOG_LENGTH.size
-        logs.append(records[offset : offset + length].decode("utf-8", "surrogatepass"))
+        logs.append(_text(records[offset : offset + length]))
         offset += length
-    return stdout.decode("utf-8", "surrogatepass"), logs
+    return _text(stdout), logs
+
+
+def _text(data: bytes) -> str:
+    """What the worker wrote, lone surrogates kept; bytes a broken worker wrote as U+FFFD."""
+    try:
+        return data.decode("utf-8", "surrogatepass")
+    except UnicodeDecodeError:
+        return data.decode("utf-8", "replace")

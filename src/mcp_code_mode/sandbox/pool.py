@@ -23,7 +23,7 @@ from typing import Any, Protocol
 
 from ..errors import WorkerCrashed
 from .output_mirror import create_mirror_fd, read_mirror
-from .protocol import decode, encode
+from .protocol import decode_off_loop, encode
 
 __all__ = ["Launcher", "Worker", "WorkerPool", "WorkerProcess", "Zygote"]
 
@@ -103,7 +103,7 @@ class WorkerProcess:
         if not line:
             return None
         try:
-            return decode(line)
+            return await decode_off_loop(line)
         except ValueError as exc:
             raise WorkerCrashed(f"worker broke the protocol: {exc}") from None
 

@@ -20,6 +20,7 @@ __all__ = [
     "ReplyMessage",
     "RunMessage",
     "decode",
+    "decode_off_loop",
     "encode",
     "write_message",
 ]
@@ -40,6 +41,7 @@ class RunMessage(TypedDict):
     index: dict[str, Any]  # server identifier -> {"name", "tools": {tool id: name}, "error"?}
     timeout_s: float
     max_output_chars: int
+    seed: NotRequired[int]  # for `random`, from the host's entropy
 
 
 class ToolCallSpec(TypedDict):
@@ -92,6 +94,9 @@ class DoneMessage(TypedDict):
     submitted: NotRequired[bool]  # the result holds SUBMIT(**fields) (sessions only)
 
 
+_INLINE_BYTES = 1 << 20
+
+
 def encode(message: Any) -> bytes:
     """One message as a JSON line."""
     # ASCII escapes: a lone surrogate in guest output must not break the encoding.
@@ -100,10 +105,23 @@ def encode(message: Any) -> bytes:
 
 def decode(line: bytes) -> dict[str, Any]:
     """Parse one line; anything but a JSON object is a protocol error (ValueError)."""
-    message = json.loads(line)
+    try:
+        message = json.loads(line)
+    except RecursionError:  # nested deeper than the parser goes
+        raise ValueError("protocol message nested too deeply") from None
     if not isinstance(message, dict) or not isinstance(message.get("op"), str):
         raise ValueError("protocol message must be a JSON object with an 'op'")
     return message
+
+
+async def decode_off_loop(line: bytes) -> dict[str, Any]:
+    """`decode`, in a thread when the line is large: a guest's 60 MB batch of calls must
+    not stall the event loop that serves every other run (host side only)."""
+    if len(line) < _INLINE_BYTES:
+        return decode(line)
+    import asyncio  # not at module level: the worker imports this module too
+
+    return await asyncio.to_thread(decode, line)
 
 
 def write_message(stream: IO[bytes], message: Any) -> None:

@@ -18,6 +18,7 @@ import base64
 import contextlib
 import hashlib
 import json
+import logging
 import os
 import shutil
 import signal
@@ -29,9 +30,11 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import CodeModeError, WorkerCrashed
-from .protocol import decode, encode
+from .protocol import decode_off_loop, encode
 
 __all__ = ["PYODIDE_VERSION", "PyodideLauncher", "pyodide_dir", "setup_pyodide"]
+
+logger = logging.getLogger(__name__)
 
 PYODIDE_VERSION = "0.29.4"
 _LINE_LIMIT = 64 * 1024 * 1024
@@ -39,14 +42,18 @@ _START_TIMEOUT_S = 60.0
 _GUEST_FILES = ("__init__.py", "guest.py", "protocol.py", "worker.py", "pyodide_guest.py")
 
 
-def cache_root() -> Path:
-    base = os.environ.get("MCP_CODE_CACHE_DIR") or os.environ.get("XDG_CACHE_HOME")
-    return Path(base or Path.home() / ".cache") / "mcp-code-mode"
+_KEPT_SNAPSHOTS = 3  # per Pyodide version: one per recent set of allowed imports and wheels
 
 
-def pyodide_dir() -> Path:
+def cache_root(base: str | None = None) -> Path:
+    """`<base>/mcp-code-mode`; base: MCP_CODE_CACHE_DIR, else XDG_CACHE_HOME, else ~/.cache."""
+    base = base or os.environ.get("MCP_CODE_CACHE_DIR") or os.environ.get("XDG_CACHE_HOME")
+    return Path(base or Path.home() / ".cache").expanduser() / "mcp-code-mode"
+
+
+def pyodide_dir(cache_dir: str | None = None) -> Path:
     """Where `setup_pyodide()` puts the npm package."""
-    return cache_root() / f"pyodide-{PYODIDE_VERSION}" / "node_modules" / "pyodide"
+    return cache_root(cache_dir) / f"pyodide-{PYODIDE_VERSION}" / "node_modules" / "pyodide"
 
 
 def deno_binary() -> str | None:
@@ -59,9 +66,9 @@ def deno_binary() -> str | None:
         return shutil.which("deno")
 
 
-def setup_pyodide() -> Path:
+def setup_pyodide(cache_dir: str | None = None) -> Path:
     """Install npm `pyodide` into the cache (from the npm registry only); returns its folder."""
-    target = pyodide_dir()
+    target = pyodide_dir(cache_dir)
     if (target / "pyodide.mjs").is_file():
         return target
     npm = shutil.which("npm")
@@ -101,7 +108,7 @@ class PyodideRunner:
         if not line:
             return None
         try:
-            return decode(line)
+            return await decode_off_loop(line)
         except ValueError as exc:  # guest code can reach Deno's stdout: validate every line
             raise WorkerCrashed(f"runner broke the protocol: {exc}") from None
 
@@ -131,8 +138,13 @@ class PyodideLauncher:
     """Starts warm Pyodide runners; plays the zygote's part for the worker pool."""
 
     def __init__(
-        self, *, allowed_imports: list[str] | tuple[str, ...], wheelhouse: str | None = None
+        self,
+        *,
+        allowed_imports: list[str] | tuple[str, ...],
+        wheelhouse: str | None = None,
+        cache_dir: str | None = None,
     ) -> None:
+        self._cache_dir = cache_dir
         self._allowed_imports = list(allowed_imports)
         self._wheelhouse = Path(wheelhouse).expanduser() if wheelhouse else None
         self.layers: dict[str, bool] = {}
@@ -144,7 +156,7 @@ class PyodideLauncher:
 
     async def start(self) -> None:
         self._deno = deno_binary()
-        self._dir = pyodide_dir()
+        self._dir = pyodide_dir(self._cache_dir)
         if self._deno is None:
             raise CodeModeError(
                 "MCP_EXECUTOR=pyodide needs Deno: pip install 'mcp-code-mode[pyodide]'"
@@ -191,10 +203,16 @@ class PyodideLauncher:
         digest = hashlib.sha256(
             json.dumps([PYODIDE_VERSION, self._files, self._allowed_imports, self._wheels]).encode()
         ).hexdigest()[:16]
-        path = cache_root() / f"pyodide-{PYODIDE_VERSION}" / f"snapshot-{digest}.bin"
+        path = cache_root(self._cache_dir) / f"pyodide-{PYODIDE_VERSION}" / f"snapshot-{digest}.bin"
         if path.is_file():
+            with contextlib.suppress(OSError):
+                os.utime(path)  # recently used: kept by `_prune_snapshots`
             return path
         self._snapshot = None
+        logger.warning(
+            "mcp-code-mode: preparing the Pyodide snapshot for this configuration "
+            "(once; about 20 s, then each runner starts in about 0.4 s)"
+        )
         partial = path.with_suffix(f".{os.getpid()}.tmp")
         maker = await self._spawn(
             memory_mb=1024, args=["--make-snapshot", str(partial)], allow_write=str(partial)
@@ -209,6 +227,7 @@ class PyodideLauncher:
             partial.unlink(missing_ok=True)
             return None  # runners then load Pyodide from scratch: slower, same behaviour
         partial.replace(path)
+        _prune_snapshots(path)
         return path
 
     def _read_wheels(self) -> dict[str, str]:
@@ -246,6 +265,16 @@ class PyodideLauncher:
 
     async def aclose(self) -> None:
         return None
+
+
+def _prune_snapshots(keep: Path) -> None:
+    """Remove all but the most recently used snapshots (20 MB each) beside `keep`."""
+    snapshots = sorted(
+        keep.parent.glob("snapshot-*.bin"), key=lambda p: p.stat().st_mtime, reverse=True
+    )
+    for old in snapshots[_KEPT_SNAPSHOTS:]:
+        if old != keep:
+            old.unlink(missing_ok=True)
 
 
 def _main() -> None:  # pragma: no cover - a manual check: python -m ...pyodide

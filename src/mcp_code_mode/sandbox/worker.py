@@ -220,6 +220,12 @@ def execute(
         namespace.update(fresh)
     namespace.update(message.get("variables") or {})
     namespace.pop(_RESULT, None)
+    if message.get("seed") is not None:
+        # Pyodide runners all start from one memory snapshot, so one random state: each
+        # run is reseeded from the host's entropy (forked local workers reseed anyway).
+        import random
+
+        random.seed(message["seed"])
     submitted: dict[str, Any] | None = None
     error: ErrorInfo | None = None
     timeout_s = float(message["timeout_s"])

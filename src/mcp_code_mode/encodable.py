@@ -1,0 +1,60 @@
+"""Make values safe to hand to the MCP layer: text that UTF-8 can encode, bounded nesting.
+
+Python strings may hold lone surrogates (`'\\ud800'` from guest code, or an upstream's JSON
+`"\\ud83d"`), which no UTF-8 writer accepts: fastmcp's stdio writer dies on them. Every
+value that leaves the server (replies, tool arguments) passes through `make_encodable`,
+which puts U+FFFD in place of what cannot be encoded (contract §7).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["MAX_DEPTH", "TooDeep", "clip", "encodable_text", "make_encodable"]
+
+MAX_DEPTH = 200
+"""Deepest nesting of lists and objects a value may have on its way out (serialisers
+and clients give up around a few hundred levels)."""
+
+
+class TooDeep(ValueError):
+    """A value nested deeper than `MAX_DEPTH`."""
+
+
+def encodable_text(text: str) -> str:
+    """`text` with every lone surrogate replaced by U+FFFD (fast when there is none)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text
+
+
+def make_encodable(value: Any, *, max_depth: int = MAX_DEPTH) -> Any:
+    """A copy of a JSON value whose strings (keys included) UTF-8 can encode.
+
+    Raises:
+        TooDeep: the value is nested deeper than `max_depth`.
+    """
+    return _walk(value, 0, max_depth)
+
+
+def _walk(value: Any, depth: int, max_depth: int) -> Any:
+    if isinstance(value, str):
+        return encodable_text(value)
+    if isinstance(value, dict | list | tuple):
+        if depth >= max_depth:
+            raise TooDeep(f"the value is nested deeper than {max_depth} levels")
+        if isinstance(value, dict):
+            return {
+                encodable_text(str(k)): _walk(v, depth + 1, max_depth) for k, v in value.items()
+            }
+        return [_walk(v, depth + 1, max_depth) for v in value]
+    return value
+
+
+def clip(text: str, limit: int) -> str:
+    """`text` cut to `limit` characters, saying how much was cut."""
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f"… [{len(text) - limit} more characters cut]"

@@ -1,0 +1,120 @@
+"""The last step of every run: make its result object safe and small enough to send.
+
+Whatever a guest (or a broken worker) produced, `bound_reply` gives back a contract §3
+object that the MCP layer can encode and that stays within MCP_CODE_MAX_OUTPUT_CHARS
+plus `REPLY_OVERHEAD_CHARS` as JSON text (contract §7):
+
+- text UTF-8 cannot encode becomes U+FFFD; a result nested deeper than the serialisers
+  take fails the run with EXECUTOR_ERROR;
+- more than 20 tool calls are grouped per (server, tool) (§6), at most `_MAX_GROUPS`
+  groups, names clipped: `tool_calls` costs a few lines, not one per call;
+- error messages are clipped; stdout and logs that still do not fit are cut and the
+  run ends with OUTPUT_LIMIT.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from ..encodable import TooDeep, clip, encodable_text, make_encodable
+from ..errors import ErrorType
+from .base import ErrorDetail, ExecutionResult, ToolCallGroup, ToolCallRecord
+
+__all__ = ["REPLY_OVERHEAD_CHARS", "bound_reply", "group_calls"]
+
+REPLY_OVERHEAD_CHARS = 12_000
+"""What a reply may hold beyond MCP_CODE_MAX_OUTPUT_CHARS: keys, tool_calls, the error."""
+
+_LISTED_CALLS = 20  # beyond this many calls, tool_calls is grouped
+_MAX_GROUPS = 20  # beyond this many (server, tool) pairs, the rest share one group
+_NAME_CHARS = 128
+_ERROR_CHARS = 2000
+_OTHERS = "(others)"
+
+
+def bound_reply(result: ExecutionResult, max_output_chars: int) -> ExecutionResult:
+    """`result` made encodable and bounded in size (see the module docstring)."""
+    result = result.model_copy()
+    result.tool_calls = group_calls(result.tool_calls)
+    result.stdout = encodable_text(result.stdout)
+    result.logs = [encodable_text(line) for line in result.logs]
+    if result.error is not None:
+        message = clip(encodable_text(result.error.message), _ERROR_CHARS)
+        result.error = result.error.model_copy(update={"message": message})
+    try:
+        result.result = make_encodable(result.result)
+    except TooDeep as exc:
+        _fail(result, ErrorType.EXECUTOR_ERROR, f"{exc} (return a flatter value)")
+    if _size(result.result, result.stdout, result.logs) > max_output_chars:
+        _cut(result, max_output_chars)
+    return result
+
+
+def group_calls(
+    calls: Sequence[ToolCallRecord | ToolCallGroup],
+) -> list[ToolCallRecord | ToolCallGroup]:
+    """The calls as issued when there are at most 20, else one group per (server, tool)."""
+    if len(calls) <= _LISTED_CALLS:
+        return [
+            call.model_copy(update={"server": _name(call.server), "tool": _name(call.tool)})
+            for call in calls
+        ]
+    groups: dict[tuple[str, str], ToolCallGroup] = {}
+    for call in calls:
+        key = (call.server, call.tool)
+        if key not in groups and len(groups) >= _MAX_GROUPS:
+            key = (_OTHERS, _OTHERS)
+        group = groups.get(key)
+        if group is None:
+            group = ToolCallGroup(
+                server=_name(key[0]), tool=_name(key[1]), count=0, failed=0, ms=0.0, ok=True
+            )
+            groups[key] = group
+        count = call.count if isinstance(call, ToolCallGroup) else 1
+        failed = call.failed if isinstance(call, ToolCallGroup) else int(not call.ok)
+        group.count += count
+        group.failed += failed
+        group.ms = round(group.ms + call.ms, 1)
+        group.ok = group.failed == 0
+    return list(groups.values())
+
+
+def _name(name: str) -> str:
+    return clip(encodable_text(name), _NAME_CHARS)
+
+
+def _size(*values: Any) -> int:
+    return len(json.dumps(values, ensure_ascii=False))
+
+
+def _fail(result: ExecutionResult, error_type: ErrorType, message: str) -> None:
+    result.ok = False
+    result.result = None
+    result.error = ErrorDetail(type=error_type, message=message, line=None)
+
+
+def _cut(result: ExecutionResult, max_output_chars: int) -> None:
+    """Keep what fits of stdout (half the budget at most) and logs; OUTPUT_LIMIT."""
+    if result.error is None or result.error.type is not ErrorType.OUTPUT_LIMIT:
+        _fail(
+            result,
+            ErrorType.OUTPUT_LIMIT,
+            f"the reply (stdout + logs + result) exceeded {max_output_chars} characters "
+            "(raise MCP_CODE_MAX_OUTPUT_CHARS, or return less)",
+        )
+    result.result = None
+    budget = max_output_chars // 2
+    stdout = result.stdout
+    while stdout and _size(stdout) > budget:
+        stdout = stdout[: len(stdout) * 2 // 3]
+    result.stdout = stdout
+    budget = max_output_chars - _size(stdout)
+    kept: list[str] = []
+    for line in result.logs:
+        budget -= _size(line) + 1
+        if budget < 0:
+            break
+        kept.append(line)
+    result.logs = kept
