@@ -24,13 +24,15 @@ from .base import ErrorDetail, ExecutionResult, ToolCallGroup, ToolCallRecord
 
 __all__ = ["REPLY_OVERHEAD_CHARS", "bound_reply", "group_calls"]
 
-REPLY_OVERHEAD_CHARS = 12_000
-"""What a reply may hold beyond MCP_CODE_MAX_OUTPUT_CHARS: keys, tool_calls, the error."""
+REPLY_OVERHEAD_CHARS = 4096
+"""What a reply may hold beyond MCP_CODE_MAX_OUTPUT_CHARS as JSON text: keys, tool_calls,
+the error. Sizes are measured as JSON text, where a NUL takes six characters."""
 
 _LISTED_CALLS = 20  # beyond this many calls, tool_calls is grouped
 _MAX_GROUPS = 20  # beyond this many (server, tool) pairs, the rest share one group
-_NAME_CHARS = 128
-_ERROR_CHARS = 2000
+_NAME_CHARS = 64  # of a server or tool name in tool_calls, as JSON text
+_SHORT_NAME_CHARS = 16  # when even that does not fit
+_ERROR_CHARS = 800  # of the error message, as JSON text
 _OTHERS = "(others)"
 
 
@@ -40,15 +42,25 @@ def bound_reply(result: ExecutionResult, max_output_chars: int) -> ExecutionResu
     result.tool_calls = group_calls(result.tool_calls)
     result.stdout = encodable_text(result.stdout)
     result.logs = [encodable_text(line) for line in result.logs]
-    if result.error is not None:
-        message = clip(encodable_text(result.error.message), _ERROR_CHARS)
-        result.error = result.error.model_copy(update={"message": message})
     try:
         result.result = make_encodable(result.result)
     except TooDeep as exc:
         _fail(result, ErrorType.EXECUTOR_ERROR, f"{exc} (return a flatter value)")
     if _size(result.result, result.stdout, result.logs) > max_output_chars:
         _cut(result, max_output_chars)
+    if result.error is not None:
+        message = _clip_json(encodable_text(result.error.message), _ERROR_CHARS)
+        result.error = result.error.model_copy(update={"message": message})
+    if _size(result.to_json()) > max_output_chars + REPLY_OVERHEAD_CHARS:
+        result.tool_calls = [
+            call.model_copy(
+                update={
+                    "server": _name(call.server, _SHORT_NAME_CHARS),
+                    "tool": _name(call.tool, _SHORT_NAME_CHARS),
+                }
+            )
+            for call in result.tool_calls
+        ]
     return result
 
 
@@ -81,8 +93,18 @@ def group_calls(
     return list(groups.values())
 
 
-def _name(name: str) -> str:
-    return clip(encodable_text(name), _NAME_CHARS)
+def _name(name: str, limit: int = _NAME_CHARS) -> str:
+    return _clip_json(encodable_text(name), limit)
+
+
+def _clip_json(text: str, limit: int) -> str:
+    """`text` cut so that its JSON form stays near `limit` characters, saying so."""
+    if len(text) * 6 + 2 <= limit or _size(text) <= limit:
+        return text
+    kept = text[:limit]
+    while kept and _size(kept) > limit - 40:
+        kept = kept[: len(kept) * 2 // 3]
+    return clip(kept + text[len(kept) :], len(kept))
 
 
 def _size(*values: Any) -> int:
