@@ -132,7 +132,7 @@ async def test_memory_limit(timing_gateway: Gateway) -> None:
     [
         "import uuid\ngetattr(uuid, 'o' + 's').environ['MCP_CODE_TEST_SECRET']",
         "import typing\ngetattr(typing, 'sy' + 's')",
-        "getattr(1, '__cla' + 'ss__')",
+        "getattr(int, '__subcla' + 'sses__')",
     ],
 )
 async def test_runtime_getattr_escapes_are_refused(gateway: Gateway, code: str) -> None:

@@ -28,7 +28,7 @@ def check(code: str, **limits: int):  # type: ignore[no-untyped-def]
         ("__import__('os')", 1, "__import__"),
         ("open('/etc/passwd')", 1, "open"),
         ("globals()", 1, "globals"),
-        ("\n\n().__class__.__base__.__subclasses__()", 3, "__class__"),
+        ("\n\n().__class__.__base__.__subclasses__()", 3, "__base__"),
         ("def f():\n    yield 1\ng = f()\ng.gi_frame", 4, "gi_frame"),
         ("import uuid\nuuid.os.environ", 2, "'os'"),
         ("import typing\ntyping.sys.modules", 2, "'sys'"),
@@ -36,7 +36,6 @@ def check(code: str, **limits: int):  # type: ignore[no-untyped-def]
         ("'{0.__class__}'.format(1)", 1, "look up attributes"),
         ("import uuid\n'{0.os}'.format(uuid)", 2, "look up attributes"),
         ("fmt = '{0.os}'\nfmt.format(1)", 2, "string literal"),
-        ("import collections\ncollections._sys.modules", 2, "private attribute '_sys'"),
         ("from random import _os", 1, "_os"),
         ("import string\nstring.Formatter().get_field('0.os', [1], {})", 2, "Formatter"),
         ("from json import *", 1, "import *"),
@@ -79,10 +78,43 @@ def test_size_limits() -> None:
         "[n for n in range(3)]",
         "import datetime\ndatetime.datetime.now().isoformat()",
         "_private = 1",
+        # Idioms that reach nothing new (issue 14): the policy lets them through.
+        "try:\n    1/0\nexcept Exception as e:\n    name = type(e).__name__",
+        "def f(): pass\nf.__name__",
+        "x = 1\nx.__class__",
+        "class A:\n    def __init__(self):\n        super().__init__()\n        self._x = 1",
+        "try:\n    pass\nexcept Exception as e:\n    e.__cause__",
+        "if __name__ == '__main__':\n    pass",
+        "from collections import namedtuple\nP = namedtuple('P', 'x')\nP(1)._asdict()",
+        "from __future__ import annotations",
+        "try:\n    import orjson\nexcept ImportError:\n    import json",
+        "try:\n    from ujson import dumps\nexcept (ImportError, ValueError):\n    from json import dumps",
     ],
 )
 def test_ordinary_code_passes(code: str) -> None:
     assert check(code) is None
+
+
+@pytest.mark.parametrize(
+    ("code", "hint"),
+    [
+        ("class A: pass\nA.__dict__", "dataclasses.asdict"),
+        ("object.__getattribute__(1, 'x')", "getattr(obj, name)"),
+        ("object.__setattr__(1, 'x', 2)", "setattr("),
+        ("int.__mro__", "isinstance()"),
+        ("def f(): pass\nf.__globals__", "internals"),
+    ],
+)
+def test_refusals_name_the_safe_alternative(code: str, hint: str) -> None:
+    violation = check(code)
+    assert violation is not None and hint in violation.message
+
+
+def test_import_outside_a_guarding_try_is_still_refused() -> None:
+    violation = check("try:\n    pass\nexcept ImportError:\n    import os")
+    assert violation is not None and "'os'" in violation.message
+    violation = check("try:\n    import os\nexcept KeyError:\n    pass")
+    assert violation is not None and "'os'" in violation.message
 
 
 @pytest.mark.parametrize(
@@ -102,17 +134,10 @@ def test_server_and_tool_identifiers_may_look_private(code: str) -> None:
 @pytest.mark.parametrize(
     ("code", "needle"),
     [
-        ("tools = 'x'\ntools._y", "private attribute '_y'"),
         ("def f(tools):\n    return tools.db.format()", ".format() is allowed only"),
-        ("for tools in [1]:\n    pass\ntools._x", "private attribute '_x'"),
-        ("import json as tools\ntools._default_encoder", "private attribute"),
-        ("tools.db.get._x", "private attribute '_x'"),  # a tool's own attributes stay checked
-        ("tools.__class__", "dunder attribute '__class__'"),
         ("tools.db.__dict__", "dunder attribute '__dict__'"),
-        ("(tools := 1)\ntools._x", "private attribute '_x'"),
-        ("class tools:\n    pass\ntools._x", "private attribute '_x'"),
         ("tools.db = 'x{}'\ntools.db.format(1)", ".format() is allowed only"),
-        ("del tools.db._x\ntools.db._x", "private attribute '_x'"),
+        ("tools = str\ntools.db.format()", ".format() is allowed only"),
     ],
 )
 def test_the_exemption_needs_the_real_tools(code: str, needle: str) -> None:

@@ -2,6 +2,13 @@
 
 Runs inside the worker process. Stdlib only. Every tool call and discovery query
 is a request on the pipe to the host; the guest blocks until the reply arrives.
+
+Run-time guards live here too (`install_guards`, the importer, `guest_getattr`): they
+close the routes by which code the policy never saw reaches the real builtins:
+`getattr(str, 'format')` (fields that walk attributes), string annotations evaluated by
+`typing` with a globals dict that lacks `__builtins__`, `__import__` reached through such
+text, and private attributes of objects that are not the guest's own. They are a second
+language-level layer, not the boundary: the OS layers of the worker are.
 """
 
 from __future__ import annotations
@@ -14,14 +21,42 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 __all__ = [
+    "ALWAYS_IMPORTABLE",
     "BLOCKED_ATTRIBUTES",
+    "GUEST_MODULE",
     "LAZY_HELPERS",
+    "PRIVATE_OK",
+    "REFUSED_DUNDERS",
     "Fatal",
     "GuestRuntime",
+    "ImportRefused",
     "ModuleView",
     "Submitted",
     "ToolError",
+    "guest_getattr",
+    "install_guards",
 ]
+
+GUEST_MODULE = "__main__"
+"""The guest's module name: `if __name__ == "__main__":` runs, classes say `__main__`."""
+
+# Dunders that reach frames, code, globals, builtins, subclasses, raw attribute access or
+# pickling hooks. Every other dunder (`__name__`, `__class__`, `__init__`, `__cause__`,
+# `__doc__`, ...) is an ordinary read that reaches nothing new.
+REFUSED_DUNDERS = frozenset(
+    [
+        "__globals__", "__code__", "__closure__", "__builtins__", "__subclasses__",
+        "__bases__", "__base__", "__mro__", "__dict__", "__getattribute__", "__setattr__",
+        "__delattr__", "__reduce__", "__reduce_ex__", "__self__", "__func__", "__loader__",
+        "__spec__", "__import__", "__defaults__", "__kwdefaults__", "__objclass__",
+        "__getstate__", "__setstate__", "__wrapped__", "__class_getitem__", "__path__",
+        "__file__", "__cached__", "__traceback__", "__weakref__",
+    ]
+)  # fmt: skip
+# Private names any object may show: namedtuple's public API starts with `_`.
+PRIVATE_OK = frozenset(["_asdict", "_replace", "_fields", "_make", "_field_defaults"])
+# Imported whatever the allowlist says: a compiler directive.
+ALWAYS_IMPORTABLE = frozenset(["__future__"])
 
 Requester = Callable[[dict[str, Any]], list[dict[str, Any]]]
 
@@ -99,6 +134,11 @@ class ToolError(Exception):
         self.message = message
 
 
+class ImportRefused(ImportError):
+    """An import outside the allowlist at run time; catchable as ImportError, and reported
+    as POLICY_VIOLATION (with its line) when the guest does not catch it."""
+
+
 class _UnknownName(ToolError, AttributeError):
     """An unknown server or tool: a ToolError for callers, an AttributeError for hasattr()."""
 
@@ -125,7 +165,80 @@ def _submit(**fields: Any) -> None:
 
 
 def _is_blocked(name: object) -> bool:
-    return isinstance(name, str) and (name.startswith("_") or name in BLOCKED_ATTRIBUTES)
+    """Refused on any object: the reaching dunders and the blocked attributes."""
+    return isinstance(name, str) and (name in REFUSED_DUNDERS or name in BLOCKED_ATTRIBUTES)
+
+
+def _is_private(name: str) -> bool:
+    return name.startswith("_") and not _is_dunder(name) and name not in PRIVATE_OK
+
+
+def _is_dunder(name: str) -> bool:
+    return name.startswith("__") and name.endswith("__") and len(name) > 4
+
+
+def _is_guest_object(obj: Any) -> bool:
+    """An instance of a class the guest defined, or such a class (its privates are its own)."""
+    cls = obj if isinstance(obj, type) else type(obj)
+    return getattr(cls, "__module__", None) == GUEST_MODULE and not issubclass(cls, _Frozen)
+
+
+def _refusal(obj: Any, name: str) -> str | None:
+    """Why guest code may not read `obj.<name>`, or None when it may."""
+    if _is_identifier_of(obj, name):
+        return None
+    if _is_blocked(name):
+        return f"access to attribute {name!r} is not allowed"
+    if _is_private(name) and not _is_guest_object(obj):
+        return (
+            f"access to private attribute {name!r} of a {type(obj).__name__} object is not "
+            "allowed (private attributes of your own classes are fine)"
+        )
+    return None
+
+
+def guest_getattr(obj: Any, name: str, *default: Any) -> Any:
+    """`getattr` for guest code, and what `obj._x` in guest source compiles to.
+
+    `str.format` / `format_map` come back guarded: their fields may not walk attributes
+    or items, which would reach anything through the real `getattr`.
+    """
+    reason = _refusal(obj, name) if isinstance(name, str) else None
+    if reason is not None:
+        if default:
+            return default[0]
+        raise AttributeError(reason)
+    value = getattr(obj, name, *default)
+    if name in ("format", "format_map") and (obj is str or isinstance(obj, str)):
+        return _guarded_format(obj, name)
+    return value
+
+
+def _guarded_format(obj: Any, name: str) -> Callable[..., str]:
+    unbound = obj is str
+
+    def call(*args: Any, **kwargs: Any) -> str:
+        template, rest = (args[0], args[1:]) if unbound else (obj, args)
+        if not isinstance(template, str):
+            raise TypeError(f"str.{name}() needs a str")
+        _check_format(template)
+        method = getattr(template, name)
+        return str(method(*rest, **kwargs))
+
+    return call
+
+
+def _check_format(template: str, depth: int = 0) -> None:
+    import string
+
+    for _, field, spec, _ in string.Formatter().parse(template):
+        if field is not None and ("." in field or "[" in field):
+            raise ValueError(
+                f"format field {{{field}}} looks up an attribute or item, which is not "
+                "allowed here; compute the value first, or use an f-string"
+            )
+        if spec and depth < 2:
+            _check_format(spec, depth + 1)
 
 
 def _is_identifier_of(obj: Any, name: object) -> bool:
@@ -135,14 +248,8 @@ def _is_identifier_of(obj: Any, name: object) -> bool:
     return isinstance(obj, _Server) and name in obj._tools
 
 
-def _safe_getattr(obj: Any, name: str, *default: Any) -> Any:
-    if _is_blocked(name) and not _is_identifier_of(obj, name):
-        raise AttributeError(f"access to attribute {name!r} is not allowed")
-    return getattr(obj, name, *default)
-
-
 def _safe_hasattr(obj: Any, name: str) -> bool:
-    return (not _is_blocked(name) or _is_identifier_of(obj, name)) and hasattr(obj, name)
+    return (not isinstance(name, str) or _refusal(obj, name) is None) and hasattr(obj, name)
 
 
 def _safe_setattr(obj: Any, name: str, value: Any) -> None:
@@ -157,42 +264,64 @@ def _safe_delattr(obj: Any, name: str) -> None:
     delattr(obj, name)
 
 
+def _module_view_class(module: Any, allowed: frozenset[str], private: bool) -> type:
+    """A view class of its own per module: the module is held in closures, not in a slot
+    or attribute a guest could read (`type(view)._module` would hand out the real one)."""
+
+    def getattr_(self: Any, name: str) -> Any:
+        if _is_blocked(name) or (not private and _is_private(name)):
+            raise AttributeError(f"access to attribute {name!r} is not allowed")
+        value = getattr(module, name)
+        if isinstance(value, type(builtins)):
+            root = value.__name__.partition(".")[0]
+            if root not in allowed and value.__name__ not in LAZY_HELPERS:
+                raise AttributeError(
+                    f"{module.__name__}.{name} is the module {value.__name__!r}, "
+                    "which is not allowed"
+                )
+            return ModuleView(value, allowed)
+        return value
+
+    def setattr_(self: Any, name: str, value: Any) -> None:
+        if _is_blocked(name) or _is_private(name):
+            raise AttributeError(f"setting attribute {name!r} is not allowed")
+        setattr(module, name, value)
+
+    def dir_(self: Any) -> Iterable[str]:
+        return [n for n in dir(module) if not _is_blocked(n) and not _is_private(n)]
+
+    def repr_(self: Any) -> str:
+        return f"<module {module.__name__!r}>"
+
+    namespace = {
+        "__slots__": (), "__getattr__": getattr_, "__setattr__": setattr_,
+        "__dir__": dir_, "__repr__": repr_,
+    }  # fmt: skip
+    return type("module", (ModuleView,), namespace)
+
+
+_VIEW_CLASSES: dict[tuple[str, bool], type] = {}
+
+
 class ModuleView:
     """What `import x` gives guest code: a module's attributes, but never another module
     outside the allowlist (`enum.bltns` is builtins, `dataclasses.inspect` reaches frames).
 
     Allowed submodules come back as views too; blocked names are refused as anywhere else.
+    `ModuleView(module, allowed)` builds an instance of a per-module subclass.
     """
 
-    __slots__ = ("_allowed", "_module")
+    __slots__ = ()
 
-    def __init__(self, module: Any, allowed: frozenset[str]) -> None:
-        object.__setattr__(self, "_module", module)
-        object.__setattr__(self, "_allowed", allowed)
+    def __new__(cls, module: Any, allowed: frozenset[str], *, private: bool = False) -> Any:
+        key = (module.__name__, private)
+        view_class = _VIEW_CLASSES.get(key)
+        if view_class is None:
+            view_class = _VIEW_CLASSES[key] = _module_view_class(module, allowed, private)
+        return object.__new__(view_class)
 
-    def __getattr__(self, name: str) -> Any:
-        if _is_blocked(name):
-            raise AttributeError(f"access to attribute {name!r} is not allowed")
-        value = getattr(self._module, name)
-        if isinstance(value, type(builtins)):
-            if value.__name__.partition(".")[0] not in self._allowed:
-                raise AttributeError(
-                    f"{self._module.__name__}.{name} is the module {value.__name__!r}, "
-                    "which is not allowed"
-                )
-            return ModuleView(value, self._allowed)
-        return value
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if _is_blocked(name):
-            raise AttributeError(f"setting attribute {name!r} is not allowed")
-        setattr(self._module, name, value)
-
-    def __dir__(self) -> Iterable[str]:
-        return [n for n in dir(self._module) if not _is_blocked(n)]
-
-    def __repr__(self) -> str:
-        return f"<module {self._module.__name__!r}>"
+    def __init__(self, module: Any, allowed: frozenset[str], *, private: bool = False) -> None:
+        pass
 
 
 class _Frozen:
@@ -278,17 +407,13 @@ class GuestRuntime:
 
         A session (dspy CodeInterpreter) namespace also has `SUBMIT(**fields)`.
         """
-        safe = {k: v for k, v in vars(builtins).items() if k not in _REMOVED_BUILTINS}
-        safe.update(
-            __import__=self._import, getattr=_safe_getattr, hasattr=_safe_hasattr,
-            setattr=_safe_setattr, delattr=_safe_delattr,
-        )  # fmt: skip
+        safe = self.safe_builtins()
         servers = {ident: _Server(self, ident, spec) for ident, spec in index.items()}
         extra = {"SUBMIT": _submit} if session else {}
         return {
             **extra,
             "__builtins__": safe,
-            "__name__": "__guest__",
+            "__name__": GUEST_MODULE,
             "tools": _Tools(servers),
             "call_tool": self.call_tool,
             "call_tools": self.call_tools,
@@ -299,6 +424,15 @@ class GuestRuntime:
             "input": input_value,
             "ToolError": ToolError,
         }
+
+    def safe_builtins(self) -> dict[str, Any]:
+        """The builtins guest code runs with (and string annotations are evaluated with)."""
+        safe = {k: v for k, v in vars(builtins).items() if k not in _REMOVED_BUILTINS}
+        safe.update(
+            __import__=self._import, getattr=guest_getattr, hasattr=_safe_hasattr,
+            setattr=_safe_setattr, delattr=_safe_delattr, _mcp_getattr_=guest_getattr,
+        )  # fmt: skip
+        return safe
 
     def tool_function(self, server: str, tool: str) -> Callable[..., Any]:
         def call(*args: Any, **kwargs: Any) -> Any:
@@ -354,19 +488,46 @@ class GuestRuntime:
         level: int = 0,
     ) -> Any:  # fmt: skip
         root = name.partition(".")[0]
-        if level == 0 and root not in self.allowed_imports and name in sys.modules:
-            # A stdlib module importing its helper lazily (datetime.strptime -> _strptime):
-            # the policy stops guest `import` statements, so this is library code.
-            return sys.modules[name]
-        if level != 0 or root not in self.allowed_imports:
-            raise ImportError(
+        if level == 0 and name in LAZY_HELPERS and name in sys.modules:
+            # C code importing its helper lazily (datetime.strptime -> _strptime) calls the
+            # current frame's `__import__`, ours. It gets a view that shows the helper's
+            # private functions, but still no module outside the allowlist.
+            return ModuleView(sys.modules[name], self.allowed_imports, private=True)
+        allowed = self.allowed_imports | ALWAYS_IMPORTABLE
+        if level != 0 or root not in allowed:
+            raise ImportRefused(
                 f"import of {name!r} is not allowed; allowed modules: "
                 f"{', '.join(sorted(self.allowed_imports))} (extend with MCP_CODE_ALLOWED_IMPORTS)"
             )
         module = importlib.import_module(name)
-        return ModuleView(
-            module if fromlist else importlib.import_module(root), self.allowed_imports
-        )
+        return ModuleView(module if fromlist else importlib.import_module(root), allowed)
+
+
+_GUARDS: list[bool] = []
+
+
+def install_guards(safe_builtins: dict[str, Any]) -> None:
+    """Make `typing` evaluate string annotations with the guest's builtins (once per process).
+
+    `typing.get_type_hints` (called by `functools.singledispatch().register`, for one)
+    evaluates annotation text with a globals dict that may lack `__builtins__` (an object
+    without `__globals__` gets `{}`); `eval` then inserts the *real* builtins, so
+    `x: "__import__('os')"` would reach `os`. Every evaluation goes through
+    `ForwardRef._evaluate`, so its globals get the guest's builtins.
+    """
+    import typing
+
+    if _GUARDS:
+        return
+    _GUARDS.append(True)
+    evaluate = typing.ForwardRef._evaluate
+
+    def guarded(self: Any, globalns: Any, localns: Any, *args: Any, **kwargs: Any) -> Any:
+        scope = dict(globalns) if isinstance(globalns, dict) else {}
+        scope["__builtins__"] = safe_builtins
+        return evaluate(self, scope, localns, *args, **kwargs)
+
+    typing.ForwardRef._evaluate = guarded  # type: ignore[method-assign]
 
 
 def _unpack(call: Any) -> tuple[str, str, dict[str, Any] | None]:

@@ -1,13 +1,16 @@
 """The AST policy: checks guest code before anything runs.
 
-It rejects oversized code, imports outside the allowlist, the builtins that run or
-reach code (`exec`, `eval`, `compile`, `__import__`, `open`, `globals`, ...), dunder
-names and attributes, and attributes that walk from objects to frames, modules or
-processes. It reports the line of the first problem.
+It rejects oversized code, imports outside the allowlist (unless the import sits in a
+`try` that catches ImportError: the run-time importer refuses it then, so fallbacks
+work), the builtins that run or reach code (`exec`, `eval`, `compile`, `__import__`,
+`open`, `globals`, ...), the dunders that reach frames, code, globals, builtins or
+subclasses (`REFUSED_DUNDERS`; `__name__`, `__class__`, `super().__init__` are fine), and
+attributes that walk from objects to frames, modules or processes. Each refusal names
+the safe alternative. It reports the line of the first problem.
 
-What it does not stop: anything built at run time (`getattr` with a computed
-string is refused by the worker's restricted builtins instead), and whatever an
-allowed module can do by design. It is the first of several layers, not a sandbox.
+What it does not stop: anything built at run time (`getattr` with a computed string,
+private attributes: the worker's run-time guards check those), and whatever an allowed
+module can do by design. It is the first of several layers, not a sandbox.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from .guest import BLOCKED_ATTRIBUTES
+from .guest import ALWAYS_IMPORTABLE, BLOCKED_ATTRIBUTES, REFUSED_DUNDERS
 
 __all__ = ["BLOCKED_NAMES", "PolicyViolation", "check_policy"]
 
@@ -44,6 +47,21 @@ BLOCKED_NAMES = frozenset(
 # A replacement field whose name walks attributes or items: "{0.os}", "{x[0]}".
 _FORMAT_LOOKUP = re.compile(r"\{[^{}:!]*[.\[]")
 _FORMAT_METHODS = frozenset({"format", "format_map"})
+_DUNDER_HINTS = {
+    "__dict__": "use dataclasses.asdict(obj), or getattr(obj, name)",
+    "__getattribute__": "use getattr(obj, name)",
+    "__setattr__": "use setattr(obj, name, value), or dataclasses.replace() on a frozen one",
+    "__delattr__": "use delattr(obj, name)",
+    "__bases__": "use isinstance() / issubclass()",
+    "__base__": "use isinstance() / issubclass()",
+    "__mro__": "use isinstance() / issubclass()",
+    "__subclasses__": "use isinstance() / issubclass()",
+    "__wrapped__": "call the function itself",
+    "__traceback__": "the error's type, message and line are in the run's error",
+    "__reduce__": "copy with copy-free code or dataclasses.replace()",
+    "__reduce_ex__": "copy with copy-free code or dataclasses.replace()",
+}
+_IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,17 +94,40 @@ def check_policy(
         tree = ast.parse(code, "<guest>")
     except SyntaxError as exc:
         return PolicyViolation("SYNTAX_ERROR", f"SyntaxError: {exc.msg}", exc.lineno)
-    allowed = frozenset(allowed_imports)
+    allowed = frozenset(allowed_imports) | ALWAYS_IMPORTABLE
     tool_names = _tool_attributes(tree)
+    guarded = _guarded_imports(tree)
     found = [
         (getattr(node, "lineno", 0), getattr(node, "end_col_offset", 0) or 0, message)
         for node in ast.walk(tree)
-        if (message := _check_node(node, allowed, tool_names)) is not None
+        if node not in guarded and (message := _check_node(node, allowed, tool_names)) is not None
     ]
     if not found:
         return None
     line, _, message = min(found)  # the first problem in reading order
     return PolicyViolation("POLICY_VIOLATION", message, line or None)
+
+
+def _guarded_imports(tree: ast.AST) -> set[ast.AST]:
+    """Imports in the body of a `try` that catches ImportError: `try: import orjson` /
+    `except ImportError: import json` must run; the run-time importer refuses `orjson`."""
+    guarded: set[ast.AST] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Try | ast.TryStar) and any(
+            _catches_import_error(handler) for handler in node.handlers
+        ):
+            for statement in node.body:
+                guarded.update(
+                    n for n in ast.walk(statement) if isinstance(n, ast.Import | ast.ImportFrom)
+                )
+    return guarded
+
+
+def _catches_import_error(handler: ast.ExceptHandler) -> bool:
+    if handler.type is None:
+        return True
+    names = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+    return any(isinstance(n, ast.Name) and n.id in _IMPORT_ERRORS for n in names)
 
 
 def _tool_attributes(tree: ast.AST) -> set[ast.Attribute]:
@@ -145,7 +186,7 @@ def _check_node(
     elif isinstance(node, ast.Name):
         if node.id in BLOCKED_NAMES:
             return f"use of {node.id!r} is not allowed"
-        if _is_dunder(node.id):
+        if node.id in REFUSED_DUNDERS:
             return f"dunder name {node.id!r} is not allowed"
     elif isinstance(node, ast.Attribute):
         if node in tool_names:
@@ -155,15 +196,17 @@ def _check_node(
 
 
 def _dunder_message(attr: str) -> str | None:
-    return f"access to dunder attribute {attr!r} is not allowed" if _is_dunder(attr) else None
+    if attr not in REFUSED_DUNDERS:
+        return None
+    hint = _DUNDER_HINTS.get(attr, "it reaches the interpreter's internals")
+    return f"access to dunder attribute {attr!r} is not allowed ({hint})"
 
 
 def _check_attribute(node: ast.Attribute) -> str | None:
     if _is_dunder(node.attr):
         return _dunder_message(node.attr)
-    if node.attr.startswith("_"):
-        # Private attributes are where modules keep their back doors (collections._sys, ...).
-        return f"access to private attribute {node.attr!r} is not allowed"
+    # Private attributes (`self._x`) are checked at run time: allowed on the guest's own
+    # objects, refused on modules and library objects (collections._sys, ...).
     if node.attr in BLOCKED_ATTRIBUTES:
         return f"access to attribute {node.attr!r} is not allowed"
     if node.attr in _FORMAT_METHODS:

@@ -17,12 +17,20 @@ import json
 import signal
 import sys
 import traceback
-import types
 from collections.abc import Callable
 from types import CodeType, FrameType
 from typing import TYPE_CHECKING, Any
 
-from mcp_code_mode.sandbox.guest import Fatal, GuestRuntime, Submitted, ToolError
+from mcp_code_mode.sandbox.guest import (
+    GUEST_MODULE,
+    PRIVATE_OK,
+    Fatal,
+    GuestRuntime,
+    ImportRefused,
+    Submitted,
+    ToolError,
+    install_guards,
+)
 from mcp_code_mode.sandbox.protocol import DoneMessage, ErrorInfo
 
 if TYPE_CHECKING:  # not loaded under Pyodide, which has no mirror
@@ -126,11 +134,39 @@ class _Capture(io.TextIOBase):
 
 
 class _Rewrite(ast.NodeTransformer):
-    """`await tools.x.y(...)` → `tools.x.y(...)` (guest calls are synchronous)."""
+    """`await tools.x.y(...)` → `tools.x.y(...)` (guest calls are synchronous), and
+    `obj._x` (a read) → `_mcp_getattr_(obj, "_x")`, which allows the private attributes
+    of the guest's own objects only (see `guest.guest_getattr`)."""
 
     def visit_Await(self, node: ast.Await) -> ast.AST:
         self.generic_visit(node)
         return node.value if _is_api_call(node.value) else node
+
+    def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
+        self.generic_visit(node)
+        name = node.attr
+        if (
+            not isinstance(node.ctx, ast.Load)
+            or not name.startswith("_")
+            or (name.startswith("__") and name.endswith("__"))
+            or name in PRIVATE_OK
+            or _is_tools_chain(node)
+        ):
+            return node
+        call = ast.Call(
+            func=ast.Name(id="_mcp_getattr_", ctx=ast.Load()),
+            args=[node.value, ast.Constant(value=name)],
+            keywords=[],
+        )
+        return ast.copy_location(call, node)
+
+
+def _is_tools_chain(node: ast.Attribute) -> bool:
+    """`tools.<server>` or `tools.<server>.<tool>`: identifiers may start with `_`."""
+    value = node.value
+    if isinstance(value, ast.Attribute):
+        value = value.value
+    return isinstance(value, ast.Name) and value.id == "tools"
 
 
 def _is_api_call(node: ast.AST) -> bool:
@@ -154,6 +190,11 @@ def compile_guest(source: str) -> CodeType:
     ast.fix_missing_locations(tree)
     code: CodeType = compile(tree, GUEST_FILENAME, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
     return code
+
+
+class _GuestModule:
+    """What `sys.modules["__main__"]` holds during a run: an object whose `__dict__` is the
+    guest's namespace (a module's `__dict__` cannot be replaced, an instance's can)."""
 
 
 def _guest_line(tb: Any) -> int | None:
@@ -205,8 +246,6 @@ def execute(
     is refreshed for this run, and `message["variables"]` are added to it.
     """
     source: str = message["code"]
-    # Classes defined by guest code live in module "__guest__"; dataclasses looks it up.
-    sys.modules.setdefault("__guest__", types.ModuleType("__guest__"))
     capture = _Capture(run)
     runtime.on_output = run.charge
     if run.mirror is not None:
@@ -218,6 +257,12 @@ def execute(
         namespace = fresh
     else:
         namespace.update(fresh)
+    install_guards(namespace["__builtins__"])
+    # The guest is module `__main__`: `typing` and `dataclasses` find the globals of a guest
+    # class through `sys.modules[cls.__module__]`, which must be the guest's own namespace.
+    main = _GuestModule()
+    main.__dict__ = namespace
+    sys.modules[GUEST_MODULE] = main  # type: ignore[assignment]
     namespace.update(message.get("variables") or {})
     namespace.pop(_RESULT, None)
     if message.get("seed") is not None:
@@ -259,6 +304,8 @@ def execute(
                        "(raise MCP_CODE_MEMORY_MB)", _guest_line(exc.__traceback__))  # fmt: skip
     except ToolError as exc:
         error = _error("TOOL_ERROR", f"ToolError: {exc}", _guest_line(exc.__traceback__))
+    except ImportRefused as exc:
+        error = _error("POLICY_VIOLATION", str(exc), _guest_line(exc.__traceback__))
     except BaseException as exc:  # guest code may raise anything, SystemExit included
         error = _error(
             "RUNTIME_ERROR", _guest_traceback(exc, source), _guest_line(exc.__traceback__)

@@ -1,0 +1,115 @@
+"""Run-time guards in the worker, over both executors: what the policy lets through (it
+never sees text built at run time) still cannot reach the real builtins, a module outside
+the allowlist or a library object's private state; ordinary idioms run."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from mcp_code_mode.gateway import Gateway
+
+
+async def run(gateway: Gateway, code: str) -> dict[str, Any]:
+    out = (await gateway.execute(code, timeout_s=20)).to_json()
+    assert "ESCAPED" not in str(out["result"]), out
+    return out
+
+
+@pytest.mark.parametrize(
+    ("code", "error_type"),
+    [
+        pytest.param(
+            "getattr(str, 'format')('{0.__func__.__globals__[sys]}', call_tool)",
+            "RUNTIME_ERROR",
+            id="str-format-through-getattr",
+        ),
+        pytest.param(
+            "getattr('{0.__class__}', 'format_map')({'0': 1})",
+            "RUNTIME_ERROR",
+            id="format-map-bound",
+        ),
+        pytest.param(
+            "import functools\nclass C:\n    x: \"__import__('os').getcwd()\"\n"
+            "functools.singledispatch(lambda a: 0).register(C())\n'ESCAPED'",
+            "POLICY_VIOLATION",
+            id="string-annotation-import",
+        ),
+        pytest.param(
+            "import functools\nclass C:\n    x: \"open('/etc/hostname').read()\"\n"
+            "functools.singledispatch(lambda a: 0).register(C())\n'ESCAPED'",
+            "RUNTIME_ERROR",
+            id="string-annotation-builtin",
+        ),
+        pytest.param("import json\ntype(json)._module", "RUNTIME_ERROR", id="module-view-slot"),
+        pytest.param("import collections\ncollections._sys", "RUNTIME_ERROR", id="module-private"),
+        pytest.param(
+            "import json\ngetattr(json, '_default_encoder')", "RUNTIME_ERROR", id="getattr-private"
+        ),
+        pytest.param(
+            "import json as tools\ntools._default_encoder", "RUNTIME_ERROR", id="rebound-tools"
+        ),
+        pytest.param("tools = 'x'\ntools._y", "RUNTIME_ERROR", id="tools-is-a-str"),
+        pytest.param("import re\nre.compile('a')._x", "RUNTIME_ERROR", id="library-object-private"),
+        pytest.param("getattr(int, '__subclasses__')", "RUNTIME_ERROR", id="getattr-dunder"),
+    ],
+)
+async def test_runtime_routes_are_closed(any_gateway: Gateway, code: str, error_type: str) -> None:
+    out = await run(any_gateway, code)
+    assert out["error"] is not None and out["error"]["type"] == error_type, out
+    assert out["error"]["line"] is not None
+
+
+async def test_an_uncaught_refused_import_is_a_policy_violation_with_its_line(
+    any_gateway: Gateway,
+) -> None:
+    out = await run(any_gateway, "import json\ntry:\n    import orjson\nexcept KeyError:\n    pass")
+    assert out["error"]["type"] == "POLICY_VIOLATION" and out["error"]["line"] == 3, out
+    assert "'orjson'" in out["error"]["message"]
+
+
+@pytest.mark.parametrize(
+    ("code", "expected"),
+    [
+        ("try:\n    1/0\nexcept Exception as e:\n    r = type(e).__name__\nr", "ZeroDivisionError"),
+        (
+            "class A:\n    def __init__(self):\n        self._x = 1\nclass B(A):\n"
+            "    def __init__(self):\n        super().__init__()\n        self._y = self._x + 1\n"
+            "B()._y",
+            2,
+        ),
+        ("out = None\nif __name__ == '__main__':\n    out = 'main'\nout", "main"),
+        (
+            "from collections import namedtuple\nP = namedtuple('P', 'x y')\n"
+            "p = P(1, 2)\n[p._asdict(), list(p._replace(x=3)), list(P._fields)]",
+            [{"x": 1, "y": 2}, [3, 2], ["x", "y"]],
+        ),
+        (
+            "from __future__ import annotations\nimport dataclasses\n@dataclasses.dataclass\n"
+            "class C:\n    x: int\n    y: list[int] = dataclasses.field(default_factory=list)\n"
+            "dataclasses.asdict(C(1))",
+            {"x": 1, "y": []},
+        ),
+        (
+            "try:\n    import orjson as j\nexcept ImportError:\n    import json as j\nj.dumps([1])",
+            "[1]",
+        ),
+        (
+            "import datetime\nstr(datetime.datetime.strptime('2024-01-02', '%Y-%m-%d').date())",
+            "2024-01-02",
+        ),
+        (
+            "import functools\n@functools.singledispatch\ndef f(x):\n    return 'any'\n"
+            "@f.register\ndef _(x: int):\n    return 'int'\n[f(1), f('a')]",
+            ["int", "any"],
+        ),
+        ("'{} and {name}'.format(1, name='x')", "1 and x"),
+        ("getattr('{}-{}', 'format')(1, 2)", "1-2"),
+        ("def f():\n    pass\nf.__name__", "f"),
+    ],
+)
+async def test_ordinary_idioms_run(any_gateway: Gateway, code: str, expected: object) -> None:
+    out = await run(any_gateway, code)
+    assert out["ok"], out
+    assert out["result"] == expected
