@@ -4,9 +4,8 @@ Two gateways: `sec` has the default allowlist, where the AST policy and the rest
 builtins must refuse every route; `os` has `os`, `io`, `socket`... allowed (as an
 administrator may configure), so the policy is out of the way and each row tests the OS
 layers alone: the worker's own uid cannot read the server's /proc entries or a root-owned
-directory, and its network namespace has no usable interface. What the OS layers still let
-a worker do (read world-readable files, create files in /tmp, reach a world-writable Unix
-socket) is marked as a hole.
+directory, its network namespace has no usable interface, and seccomp refuses socket()
+(so no Unix socket either). What the OS layers still let a worker do is marked as a hole.
 """
 
 from __future__ import annotations
@@ -21,7 +20,7 @@ from mcp_code_mode.gateway import Gateway
 
 from ..support import SECRET
 from .conftest import Listeners
-from .helpers import attempt, error_type, hole, reached, table
+from .helpers import attempt, error_type, reached, table
 
 POLICY = {"POLICY_VIOLATION"}
 RUNTIME = {"RUNTIME_ERROR"}
@@ -208,13 +207,7 @@ async def test_loopback_listener_is_unreachable(
     ("socket_mode", "dir_mode"),
     [
         pytest.param(0o755, 0o700, id="socket_in_private_dir"),
-        pytest.param(
-            0o777, 0o755, id="world_writable_socket",  # as /tmp/.X11-unix/X0 is
-            marks=hole(
-                "the network namespace does not cover filesystem Unix sockets: a worker "
-                "connects to any world-writable one on the host"
-            ),
-        ),
+        pytest.param(0o777, 0o755, id="world_writable_socket"),  # as /tmp/.X11-unix/X0 is
     ],
 )  # fmt: skip
 async def test_unix_socket_listener_is_unreachable(

@@ -191,7 +191,7 @@ def test_active_layers_are_reported(tight_gateway: Gateway) -> None:
         return
     expected = {
         "worker_process", "uid_drop", "network_namespace", "rlimit_nproc", "no_new_privs",
-        "landlock",
+        "landlock", "ipc_namespace", "seccomp",
     }  # fmt: skip
     assert expected <= set(info["layers"]), info
     assert "socket_block" in info["inactive"], "the weak fallback is off with a network namespace"

@@ -1,32 +1,41 @@
 """OS isolation for worker processes: detected once in the zygote, applied in each worker.
 
 Stdlib only (runs in the zygote and its forked workers). Each layer is tried, not assumed:
-`detect_layers()` forks a probe child that applies them and reports which held.
+`detect_layers()` forks a probe child that applies them in a worker's order and reports
+which ones took effect; a worker that cannot apply a reported layer exits before `ready`.
 
-Layers:
+Layers, in the order a worker applies them:
+- `network_namespace`, `ipc_namespace`: fresh network (no interfaces but a down loopback)
+  and IPC namespaces, checked by the namespace's inode. As root directly; as another user
+  inside a user namespace of the worker's own, with no uid mapped (it appears as 65534
+  and gains no rights over any file). Without a network namespace, `socket_block` also
+  disables connect/bind/sendto in-process, which alone is weak.
 - `uid_drop`: each worker runs as a uid of its own (1,000,000 + its pid) with no groups
   (only when the zygote is root), so workers cannot signal or trace one another; with
   it, `rlimit_nproc` stops fork (root ignores RLIMIT_NPROC).
-- `network_namespace`: a fresh network namespace with no interfaces but a down loopback
-  (`unshare(CLONE_NEWNET)`); where it is missing, `socket_block` disables connect/bind/sendto
-  in-process, which is much weaker.
-- `no_new_privs`, `die_with_parent`, rlimits on address space, CPU, open files, file size
-  and core dumps.
+- `die_with_parent`, `no_new_privs`, rlimits on address space, CPU, open files, file size,
+  core dumps and (`rlimit_nproc`) processes.
+- `landlock`: reads only beneath the import paths, no writes or execs (see `landlock`).
+- `seccomp`: no new sockets, SysV IPC, namespaces, ptrace... (see `seccomp`); reported
+  only when the probe's socket() really failed with EPERM.
 
-What this does not stop: reads of world-readable files (no mount namespace or Landlock
-yet), and anything the kernel lets user `nobody` do.
+What this does not stop: reads beneath the import paths, CPU time up to the run's limit,
+memory up to RLIMIT_AS, and whatever the kernel still lets an unprivileged process do
+with the system calls left to it.
 """
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
+import errno
 import os
 import resource
 import signal
+import socket
 from typing import Any
 
-from mcp_code_mode.sandbox import landlock
+from mcp_code_mode.sandbox import landlock, seccomp
 
 __all__ = [
     "NOBODY",
@@ -41,6 +50,9 @@ __all__ = [
 NOBODY = 65534
 WORKER_UID_BASE = 1_000_000  # + the worker's pid: above any real account, one uid per worker
 _CLONE_NEWNET = 0x40000000
+_CLONE_NEWIPC = 0x08000000
+_CLONE_NEWUSER = 0x10000000
+_CONFINE_FAILED = 4  # exit status of a worker that could not apply a detected layer
 _PR_SET_PDEATHSIG = 1
 _PR_SET_NO_NEW_PRIVS = 38
 _OPEN_FILES = 64
@@ -63,11 +75,34 @@ def die_with_parent() -> bool:
         return False
 
 
-def _unshare_network() -> bool:
+def _unshare(flags: int) -> bool:
     try:
-        return bool(_c().unshare(_CLONE_NEWNET) == 0)
+        return bool(_c().unshare(flags) == 0)
     except (OSError, AttributeError):
         return False
+
+
+def _namespace_id(kind: str) -> int | None:
+    try:
+        return os.stat(f"/proc/self/ns/{kind}").st_ino
+    except OSError:
+        return None
+
+
+def _enter_namespaces() -> dict[str, bool]:
+    """New network and IPC namespaces for this process; which ones it really got.
+
+    Root unshares them directly; another user first enters a user namespace of its own.
+    """
+    before = {kind: _namespace_id(kind) for kind in ("net", "ipc")}
+    if os.getuid() != 0:
+        _unshare(_CLONE_NEWUSER)
+    _unshare(_CLONE_NEWNET)
+    _unshare(_CLONE_NEWIPC)
+    return {
+        f"{name}_namespace": before[kind] is not None and _namespace_id(kind) != before[kind]
+        for kind, name in (("net", "network"), ("ipc", "ipc"))
+    }
 
 
 def worker_uid() -> int:
@@ -103,22 +138,34 @@ def _block_sockets() -> None:
 
 
 def confine(*, workdir: str | None, memory_mb: int, layers: dict[str, bool]) -> None:
-    """Apply the layers `detect_layers()` found working, in the current (worker) process."""
+    """Apply the layers `detect_layers()` found working, in the current (worker) process.
+
+    A layer reported active that does not take effect here ends the process (status 4)
+    rather than let guest code run without it.
+    """
     os.setsid()
-    if layers.get("network_namespace"):
-        _unshare_network()
-    else:
+    if layers.get("network_namespace") or layers.get("ipc_namespace"):
+        entered = _enter_namespaces()
+        _require(all(entered[k] for k in entered if layers.get(k)))
+    if not layers.get("network_namespace"):
         _block_sockets()
     if workdir is not None:
         os.chdir(workdir)
     if layers.get("uid_drop"):
-        _drop_privileges(workdir)
+        _require(_drop_privileges(workdir))
     die_with_parent()  # after the uid change, which clears it
     if layers.get("no_new_privs"):
-        _c().prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+        _require(_c().prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0)
     _set_limits(memory_mb, nproc=bool(layers.get("rlimit_nproc")))
     if layers.get("landlock"):
-        landlock.restrict()  # last: it also forbids reading /proc/self, used above
+        _require(landlock.restrict())  # late: it also forbids reading /proc/self, used above
+    if layers.get("seccomp"):
+        _require(seccomp.install())  # last: guest code runs next
+
+
+def _require(applied: bool) -> None:
+    if not applied:
+        os._exit(_CONFINE_FAILED)
 
 
 def _set_limits(memory_mb: int, *, nproc: bool) -> None:
@@ -153,33 +200,55 @@ def set_cpu_limit(seconds: float) -> None:
 
 
 def detect_layers() -> dict[str, bool]:
-    """Fork a probe that tries each layer; return which ones work on this machine."""
+    """Fork a probe that applies each layer as a worker would; return which ones held."""
     read_fd, write_fd = os.pipe()
     pid = os.fork()
     if pid == 0:  # the probe
         os.close(read_fd)
-        found = {
-            "die_with_parent": die_with_parent(),
-            "network_namespace": _unshare_network(),
-            "uid_drop": _drop_privileges(None),
-        }
+        found = {"die_with_parent": die_with_parent(), **_enter_namespaces()}
+        found["uid_drop"] = _drop_privileges(None)
         with contextlib.suppress(OSError):
             found["no_new_privs"] = _c().prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0
         found["rlimit_nproc"] = _nproc_blocks_fork()
         found["landlock"] = bool(found.get("no_new_privs")) and landlock.restrict()
+        found["seccomp"] = seccomp.install() and _sockets_refused()
         os.write(write_fd, ",".join(k for k, on in found.items() if on).encode())
         os._exit(0)
     os.close(write_fd)
     with os.fdopen(read_fd, "rb") as pipe:
         names = pipe.read().decode().split(",")
     os.waitpid(pid, 0)
-    layers = {
-        name: name in names
-        for name in ("die_with_parent", "network_namespace", "uid_drop", "no_new_privs",
-                     "rlimit_nproc", "landlock")
-    }  # fmt: skip
+    layers = {name: name in names for name in _PROBED}
     layers["socket_block"] = not layers["network_namespace"]
     return layers
+
+
+_PROBED = (
+    "die_with_parent",
+    "network_namespace",
+    "ipc_namespace",
+    "uid_drop",
+    "no_new_privs",
+    "rlimit_nproc",
+    "landlock",
+    "seccomp",
+)
+
+
+def _sockets_refused() -> bool:
+    """The filter's effect: socket() fails with EPERM while socketpair() still works."""
+    try:
+        socket.socket(socket.AF_INET, socket.SOCK_DGRAM).close()
+    except OSError as exc:
+        refused = exc.errno == errno.EPERM
+    else:
+        return False
+    try:
+        for end in socket.socketpair():
+            end.close()
+    except OSError:
+        return False
+    return refused
 
 
 def _nproc_blocks_fork() -> bool:

@@ -1,9 +1,10 @@
 """Landlock (Linux ≥ 5.13): an unprivileged, irrevocable file-system and network policy.
 
-Applied last in a worker's confinement: read access only beneath the interpreter's import
-paths (lazy stdlib imports still work); no writes, no new files, no execution of any
-file (so `execve` fails), and — where the kernel's ABI has them — no TCP bind/connect and
-no signals or abstract Unix sockets outside the worker. Stdlib only (ctypes syscalls).
+Applied late in a worker's confinement (seccomp comes after it): read access only beneath
+the interpreter's import paths (lazy stdlib imports still work); no writes, no new files,
+no execution of any file (so `execve` fails), and — where the kernel's ABI has them — no
+TCP bind/connect and no signals or abstract Unix sockets outside the worker. Stdlib only
+(ctypes syscalls).
 
 What it does not stop: connecting to an already world-writable pathname Unix socket
 (the kernel ABI here has no right for that), and reads beneath the import paths.
