@@ -53,6 +53,14 @@ async def run(gateway: Gateway, code: str) -> dict[str, Any]:
         pytest.param("tools = 'x'\ntools._y", "RUNTIME_ERROR", id="tools-is-a-str"),
         pytest.param("import re\nre.compile('a')._x", "RUNTIME_ERROR", id="library-object-private"),
         pytest.param("getattr(int, '__subclasses__')", "RUNTIME_ERROR", id="getattr-dunder"),
+        pytest.param("().__class__.__base__", "RUNTIME_ERROR", id="builtin-base"),
+        pytest.param("int.__dict__", "RUNTIME_ERROR", id="builtin-class-dict"),
+        pytest.param("import json\njson.dumps.__closure__", "RUNTIME_ERROR", id="library-closure"),
+        pytest.param(
+            "import json\nsetattr(json.JSONEncoder, '__module__', '__main__')",
+            "RUNTIME_ERROR",
+            id="adopt-a-library-class",
+        ),
     ],
 )
 async def test_runtime_routes_are_closed(any_gateway: Gateway, code: str, error_type: str) -> None:
@@ -107,6 +115,16 @@ async def test_an_uncaught_refused_import_is_a_policy_violation_with_its_line(
         ("'{} and {name}'.format(1, name='x')", "1 and x"),
         ("getattr('{}-{}', 'format')(1, 2)", "1-2"),
         ("def f():\n    pass\nf.__name__", "f"),
+        ("class A:\n    def __init__(self):\n        self.x = 1\nA().__dict__", {"x": 1}),
+        (
+            "def f():\n    n = 1\n    def g():\n        return n\n    return g\n"
+            "f().__closure__ is not None",
+            True,
+        ),
+        (
+            "class A:\n    pass\nclass B(A):\n    pass\n[c.__name__ for c in B.__mro__]",
+            ["B", "A", "object"],
+        ),
     ],
 )
 async def test_ordinary_idioms_run(any_gateway: Gateway, code: str, expected: object) -> None:

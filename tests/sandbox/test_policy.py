@@ -28,7 +28,7 @@ def check(code: str, **limits: int):  # type: ignore[no-untyped-def]
         ("__import__('os')", 1, "__import__"),
         ("open('/etc/passwd')", 1, "open"),
         ("globals()", 1, "globals"),
-        ("\n\n().__class__.__base__.__subclasses__()", 3, "__base__"),
+        ("\n\n().__class__.__base__.__subclasses__()", 3, "__subclasses__"),
         ("def f():\n    yield 1\ng = f()\ng.gi_frame", 4, "gi_frame"),
         ("import uuid\nuuid.os.environ", 2, "'os'"),
         ("import typing\ntyping.sys.modules", 2, "'sys'"),
@@ -98,10 +98,10 @@ def test_ordinary_code_passes(code: str) -> None:
 @pytest.mark.parametrize(
     ("code", "hint"),
     [
-        ("class A: pass\nA.__dict__", "dataclasses.asdict"),
+        ("object.__reduce_ex__(1, 2)", "copy.copy()"),
         ("object.__getattribute__(1, 'x')", "getattr(obj, name)"),
         ("object.__setattr__(1, 'x', 2)", "setattr("),
-        ("int.__mro__", "isinstance()"),
+        ("int.__subclasses__()", "isinstance()"),
         ("def f(): pass\nf.__globals__", "internals"),
     ],
 )
@@ -135,7 +135,7 @@ def test_server_and_tool_identifiers_may_look_private(code: str) -> None:
     ("code", "needle"),
     [
         ("def f(tools):\n    return tools.db.format()", ".format() is allowed only"),
-        ("tools.db.__dict__", "dunder attribute '__dict__'"),
+        ("tools.db.__globals__", "dunder attribute '__globals__'"),
         ("tools.db = 'x{}'\ntools.db.format(1)", ".format() is allowed only"),
         ("tools = str\ntools.db.format()", ".format() is allowed only"),
     ],

@@ -89,3 +89,14 @@ async def test_runner_has_no_server_environment(pyodide_gateway: Gateway) -> Non
         except OSError:
             continue  # it finished meanwhile
         assert SECRET.encode() not in environ and b"MCP_CODE_TEST_SECRET" not in environ
+
+
+async def test_js_heap_is_capped_with_the_runner(js_gateway: Gateway) -> None:
+    """Reaching the JS bridge (here allowed on purpose) grants no memory beyond the limit:
+    RLIMIT_DATA on the Deno process caps JS objects as well as Wasm memory."""
+    assert "deno_memory_cap" in js_gateway.sandbox_info()["layers"]
+    code = "import js\nkept = [js.Uint8Array.new(256 * 1024 * 1024) for _ in range(8)]\nlen(kept)"
+    out = (await js_gateway.execute(code, timeout_s=20)).to_json()
+    assert not out["ok"], "2 GiB of JS memory under a 256 MB limit"
+    assert out["error"]["type"] in {"MEMORY_LIMIT", "EXECUTOR_ERROR", "RUNTIME_ERROR"}, out
+    assert (await js_gateway.execute("1+1")).result == 2

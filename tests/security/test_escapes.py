@@ -54,7 +54,7 @@ ESCAPES = table(
     ),
     ("str_format_literal_dunder", "'ESCAPED' + '{0.__class__.__mro__}'.format(1)", POLICY),
     ("str_format_globals", "def f():\n    pass\n\n'ESCAPED' + '{0.__globals__}'.format(f)", POLICY),
-    ("fstring_dunder", "x = 1\nf'ESCAPED{x.__class__.__mro__}'", POLICY),
+    ("fstring_dunder", "x = 1\nf'ESCAPED{x.__class__.__subclasses__()}'", POLICY),
     ("method_self", "'ESCAPED' + str(log.__self__)", POLICY),
     ("builtins_name", "__builtins__['open']('/etc/passwd').read()", POLICY),
     ("dunder_import", "__import__('os').environ", POLICY),

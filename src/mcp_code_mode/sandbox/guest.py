@@ -17,6 +17,7 @@ import builtins
 import difflib
 import importlib
 import sys
+import types
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -24,6 +25,7 @@ __all__ = [
     "ALWAYS_IMPORTABLE",
     "BLOCKED_ATTRIBUTES",
     "GUEST_MODULE",
+    "GUEST_ONLY_DUNDERS",
     "LAZY_HELPERS",
     "PRIVATE_OK",
     "REFUSED_DUNDERS",
@@ -45,18 +47,25 @@ GUEST_MODULE = "__main__"
 # `__doc__`, ...) is an ordinary read that reaches nothing new.
 REFUSED_DUNDERS = frozenset(
     [
-        "__globals__", "__code__", "__closure__", "__builtins__", "__subclasses__",
-        "__bases__", "__base__", "__mro__", "__dict__", "__getattribute__", "__setattr__",
+        "__globals__", "__code__", "__builtins__", "__subclasses__", "__getattribute__",
+        "__setattr__",
         "__delattr__", "__reduce__", "__reduce_ex__", "__self__", "__func__", "__loader__",
         "__spec__", "__import__", "__defaults__", "__kwdefaults__", "__objclass__",
-        "__getstate__", "__setstate__", "__wrapped__", "__class_getitem__", "__path__",
+        "__getstate__", "__setstate__", "__class_getitem__", "__path__",
         "__file__", "__cached__", "__traceback__", "__weakref__",
     ]
 )  # fmt: skip
+# Read like private attributes: fine on the guest's own objects, classes and functions
+# (`self.__dict__`, `inc.__closure__`, `Item.__mro__`), refused on everything else (a
+# builtin class's `__dict__` holds its descriptors; a library closure holds the library's
+# internals; `().__class__.__base__` is the first step of the classic escape).
+GUEST_ONLY_DUNDERS = frozenset(["__dict__", "__closure__", "__mro__", "__bases__", "__base__"])
 # Private names any object may show: namedtuple's public API starts with `_`.
 PRIVATE_OK = frozenset(["_asdict", "_replace", "_fields", "_make", "_field_defaults"])
-# Imported whatever the allowlist says: a compiler directive.
-ALWAYS_IMPORTABLE = frozenset(["__future__"])
+# Imported whatever MCP_CODE_ALLOWED_IMPORTS says: a compiler directive, and two modules
+# ordinary code expects that reach nothing the OS layers do not hold (`operator`'s
+# attribute getters are blocked by name like everywhere else).
+ALWAYS_IMPORTABLE = frozenset(["__future__", "copy", "operator"])
 
 Requester = Callable[[dict[str, Any]], list[dict[str, Any]]]
 
@@ -117,7 +126,7 @@ BLOCKED_ATTRIBUTES = frozenset(
     ]
 )
 # Helpers that allowed modules import lazily; loaded ahead so the import succeeds in a worker.
-LAZY_HELPERS = ("_strptime", "calendar", "locale", "encodings.idna", "unicodedata")
+LAZY_HELPERS = ("_strptime", "calendar", "locale", "encodings.idna", "unicodedata", "time")
 _REMOVED_BUILTINS = (
     "open", "exec", "eval", "compile", "__import__", "breakpoint", "input", "help",
     "exit", "quit", "globals", "locals", "vars", "memoryview",
@@ -178,8 +187,15 @@ def _is_dunder(name: str) -> bool:
 
 
 def _is_guest_object(obj: Any) -> bool:
-    """An instance of a class the guest defined, or such a class (its privates are its own)."""
+    """The guest's own: a function it defined (its globals are the guest's namespace), a
+    method of one, an instance of a class it defined, or such a class."""
+    if isinstance(obj, types.MethodType):
+        obj = obj.__func__
+    if isinstance(obj, types.FunctionType):
+        main = sys.modules.get(GUEST_MODULE)
+        return main is not None and obj.__globals__ is getattr(main, "__dict__", None)
     cls = obj if isinstance(obj, type) else type(obj)
+    # `__module__` of a class cannot be set by the guest (`_safe_setattr`, the policy).
     return getattr(cls, "__module__", None) == GUEST_MODULE and not issubclass(cls, _Frozen)
 
 
@@ -189,7 +205,7 @@ def _refusal(obj: Any, name: str) -> str | None:
         return None
     if _is_blocked(name):
         return f"access to attribute {name!r} is not allowed"
-    if _is_private(name) and not _is_guest_object(obj):
+    if (_is_private(name) or name in GUEST_ONLY_DUNDERS) and not _is_guest_object(obj):
         return (
             f"access to private attribute {name!r} of a {type(obj).__name__} object is not "
             "allowed (private attributes of your own classes are fine)"
@@ -228,14 +244,27 @@ def _guarded_format(obj: Any, name: str) -> Callable[..., str]:
     return call
 
 
+def _outside_brackets(field: str) -> str:
+    """The parts of a field name outside `[...]`: `0[a.b].c` -> `0.c` (items may hold dots)."""
+    out, depth = [], 0
+    for char in field:
+        if char == "[":
+            depth += 1
+        elif char == "]":
+            depth = max(0, depth - 1)
+        elif depth == 0:
+            out.append(char)
+    return "".join(out)
+
+
 def _check_format(template: str, depth: int = 0) -> None:
     import string
 
     for _, field, spec, _ in string.Formatter().parse(template):
-        if field is not None and ("." in field or "[" in field):
+        if field is not None and "." in _outside_brackets(field):
             raise ValueError(
-                f"format field {{{field}}} looks up an attribute or item, which is not "
-                "allowed here; compute the value first, or use an f-string"
+                f"format field {{{field}}} looks up an attribute, which is not allowed "
+                "here; compute the value first, or use an f-string"
             )
         if spec and depth < 2:
             _check_format(spec, depth + 1)
@@ -253,7 +282,7 @@ def _safe_hasattr(obj: Any, name: str) -> bool:
 
 
 def _safe_setattr(obj: Any, name: str, value: Any) -> None:
-    if _is_blocked(name):
+    if _is_blocked(name) or name in ("__module__", "__dict__", "__class__"):
         raise AttributeError(f"setting attribute {name!r} is not allowed")
     setattr(obj, name, value)
 

@@ -44,22 +44,17 @@ BLOCKED_NAMES = frozenset(
         "__spec__",
     ]
 )
-# A replacement field whose name walks attributes or items: "{0.os}", "{x[0]}".
-_FORMAT_LOOKUP = re.compile(r"\{[^{}:!]*[.\[]")
+# A replacement field whose name walks attributes: "{0.os}", "{x[0].y}" (items are fine).
+_FORMAT_LOOKUP = re.compile(r"\{[^{}:!\[]*(\[[^\]]*\][^{}:!\[]*)*\.")
 _FORMAT_METHODS = frozenset({"format", "format_map"})
 _DUNDER_HINTS = {
-    "__dict__": "use dataclasses.asdict(obj), or getattr(obj, name)",
     "__getattribute__": "use getattr(obj, name)",
     "__setattr__": "use setattr(obj, name, value), or dataclasses.replace() on a frozen one",
     "__delattr__": "use delattr(obj, name)",
-    "__bases__": "use isinstance() / issubclass()",
-    "__base__": "use isinstance() / issubclass()",
-    "__mro__": "use isinstance() / issubclass()",
     "__subclasses__": "use isinstance() / issubclass()",
-    "__wrapped__": "call the function itself",
     "__traceback__": "the error's type, message and line are in the run's error",
-    "__reduce__": "copy with copy-free code or dataclasses.replace()",
-    "__reduce_ex__": "copy with copy-free code or dataclasses.replace()",
+    "__reduce__": "use copy.copy() / copy.deepcopy()",
+    "__reduce_ex__": "use copy.copy() / copy.deepcopy()",
 }
 _IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
 
@@ -203,6 +198,9 @@ def _dunder_message(attr: str) -> str | None:
 
 
 def _check_attribute(node: ast.Attribute) -> str | None:
+    if node.attr in ("__module__", "__class__") and not isinstance(node.ctx, ast.Load):
+        # Whose object it is decides what it may read (see guest._is_guest_object).
+        return f"assigning {node.attr!r} is not allowed"
     if _is_dunder(node.attr):
         return _dunder_message(node.attr)
     # Private attributes (`self._x`) are checked at run time: allowed on the guest's own
@@ -216,7 +214,10 @@ def _check_attribute(node: ast.Attribute) -> str | None:
         if not (isinstance(literal, ast.Constant) and isinstance(literal.value, str)):
             return f".{node.attr}() is allowed only on a string literal; use an f-string"
         if _FORMAT_LOOKUP.search(literal.value):
-            return "format fields that look up attributes or items are not allowed"
+            return (
+                "format fields that look up attributes are not allowed (compute the value "
+                "first, or use an f-string)"
+            )
     return None
 
 

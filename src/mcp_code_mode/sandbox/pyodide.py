@@ -20,6 +20,7 @@ import hashlib
 import json
 import logging
 import os
+import resource
 import shutil
 import signal
 import subprocess
@@ -176,6 +177,7 @@ class PyodideLauncher:
         self.layers = {
             "wasm_sandbox": True, "deno_permissions_read_only": True, "no_env": True,
             "no_network": True, "wasm_memory_cap": True, "kill_on_timeout": True,
+            "deno_memory_cap": _can_cap_memory(),
         }  # fmt: skip
 
     async def _spawn(
@@ -258,6 +260,8 @@ class PyodideLauncher:
                 ready = await runner.receive()
             if ready is None or ready.get("op") != "ready":
                 raise WorkerCrashed(f"Pyodide runner did not start (exit {runner.proc.returncode})")
+            if self.layers.get("deno_memory_cap"):
+                _cap_process_memory(runner.proc.pid, memory_mb)
         except BaseException:
             await runner.dispose()
             raise
@@ -265,6 +269,39 @@ class PyodideLauncher:
 
     async def aclose(self) -> None:
         return None
+
+
+_MEMORY_SLACK_MB = 128  # beyond the Wasm memory limit, for the JS side of a run
+
+
+def _data_kb(pid: int) -> int | None:
+    """The process's private writable memory (`VmData`), which RLIMIT_DATA counts."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return None
+    for line in status.splitlines():
+        if line.startswith("VmData:"):
+            return int(line.split()[1])
+    return None
+
+
+def _can_cap_memory() -> bool:
+    return hasattr(resource, "prlimit") and _data_kb(os.getpid()) is not None
+
+
+def _cap_process_memory(pid: int, memory_mb: int) -> None:
+    """Cap a started runner's whole memory: what it holds now, plus the Wasm limit, plus a
+    little. `--wasm-max-mem-pages` caps only Wasm memory; JS objects (a guest that reached
+    the JS bridge could make 8 x 256 MiB `Uint8Array`s) would grow without this. RLIMIT_AS
+    cannot serve: V8 reserves tens of GB of address space it never touches; RLIMIT_DATA
+    counts only memory made writable. Past it, allocations fail and the runner dies."""
+    used_kb = _data_kb(pid)
+    if used_kb is None:
+        return
+    limit = (used_kb // 1024 + memory_mb + _MEMORY_SLACK_MB) * 1024 * 1024
+    with contextlib.suppress(OSError, ValueError):
+        resource.prlimit(pid, resource.RLIMIT_DATA, (limit, limit))
 
 
 def _prune_snapshots(keep: Path) -> None:

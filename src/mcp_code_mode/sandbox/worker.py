@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from mcp_code_mode.sandbox.guest import (
     GUEST_MODULE,
+    GUEST_ONLY_DUNDERS,
     PRIVATE_OK,
     Fatal,
     GuestRuntime,
@@ -145,10 +146,11 @@ class _Rewrite(ast.NodeTransformer):
     def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
         self.generic_visit(node)
         name = node.attr
+        dunder = name.startswith("__") and name.endswith("__")
         if (
             not isinstance(node.ctx, ast.Load)
             or not name.startswith("_")
-            or (name.startswith("__") and name.endswith("__"))
+            or (dunder and name not in GUEST_ONLY_DUNDERS)
             or name in PRIVATE_OK
             or _is_tools_chain(node)
         ):
@@ -188,7 +190,11 @@ def compile_guest(source: str) -> CodeType:
         target = ast.Name(id=_RESULT, ctx=ast.Store())
         tree.body[-1] = ast.copy_location(ast.Assign(targets=[target], value=last.value), last)
     ast.fix_missing_locations(tree)
-    code: CodeType = compile(tree, GUEST_FILENAME, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+    # dont_inherit: this module's own `from __future__ import annotations` must not turn the
+    # guest's annotations into strings.
+    code: CodeType = compile(
+        tree, GUEST_FILENAME, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True
+    )
     return code
 
 
