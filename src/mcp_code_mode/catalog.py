@@ -1,35 +1,40 @@
-"""The upstream tool catalog: identifiers, ranked search and Python-stub docs. Pure: no I/O."""
+"""The upstream tool catalog: identifiers, ranked search and Python-stub docs.
+
+Search is `ranking`'s business; the catalog hands it each tool's text and orders its scores
+(exact names first, ties in catalog order). Tool embeddings are built in a background thread
+and cached on disk by `embeddings.EmbeddingStore`; everything else here is pure.
+"""
 
 from __future__ import annotations
 
 import difflib
-import functools
-import logging
-import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
-import bm25s
 import numpy
-import Stemmer
 from mcp import types as mcp_types
 
+from .embeddings import EmbeddingStore
 from .errors import UnknownToolError
 from .naming import assign_identifiers
-from .search_terms import CONCEPTS, STOP_WORDS
+from .ranking import (
+    FusedRanker,
+    LexicalRanker,
+    Ranker,
+    Ranking,
+    SemanticRanker,
+    ToolText,
+    tokenize,
+)
 from .tool_formatter import ToolSchemaFormatter, ToolStubSource, one_line
 
 __all__ = ["Catalog", "Ranking", "SearchHit", "ToolEntry", "tokenize"]
 
-# bm25s sets its own logger to DEBUG; keep its index-building chatter off our stderr.
-logging.getLogger("bm25s").setLevel(logging.WARNING)
-
 _SHOWN_CHARS = 100  # of an unknown name, in an error message
-_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
-# Field weights: how many times a field's tokens count in a tool's document.
-_NAME_WEIGHT, _PARAM_WEIGHT, _SERVER_WEIGHT = 3, 1, 1
-_STEMMER = Stemmer.Stemmer("english")
+MAX_QUERY_CHARS = 1000  # of a search query, the part that is ranked (contract §7)
+_PREFER_FACTOR = 1.15  # of the scores of the servers a search says it is already using
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,86 +71,15 @@ class SearchHit:
         }
 
 
-@dataclass(frozen=True, slots=True)
-class Ranking:
-    """How search text becomes BM25 terms, and how query terms are weighed.
-
-    Args:
-        stem: reduce words to their Snowball English stem (`deleting` → `delet`).
-        concepts: match words of one meaning (`remove`, `erase` → `delete`;
-            see `search_terms.CONCEPTS`).
-        own_word_weight: with `concepts`, the extra weight of the user's very word over its
-            synonyms ("list directory" prefers `list_directory` to `list_folders`).
-        parameter_docs: index parameter descriptions as well as parameter names.
-    """
-
-    stem: bool = True
-    concepts: bool = True
-    own_word_weight: float = 0.1
-    parameter_docs: bool = True
-
-    def words(self, text: str) -> list[str]:
-        """Words of `text` split on `_`, `-`, camelCase and digits; lower-cased, stemmed."""
-        words = [w.lower() for w in _WORD.findall(text)]
-        words = [w for w in words if w not in STOP_WORDS and not w.isdigit()]
-        return _STEMMER.stemWords(words) if self.stem else [_fold_plural(w) for w in words]
-
-    def tokenize(self, text: str) -> list[str]:
-        """Terms of `text`: its words, each word of a concept replaced by the concept."""
-        return self.fold(self.words(text))
-
-    def fold(self, words: list[str]) -> list[str]:
-        """`words` with each word of a concept replaced by the concept."""
-        if not self.concepts:
-            return words
-        table = self._concepts()
-        return [table.get(w, w) for w in words]
-
-    def own_words(self, words: list[str]) -> list[str]:
-        """Those of `words` that belong to a concept, as they are (scored again at
-        `own_word_weight` against the tools' own words)."""
-        if not (self.concepts and self.own_word_weight):
-            return []
-        table = self._concepts()
-        return [w for w in words if w in table]
-
-    def _concepts(self) -> dict[str, str]:
-        return _stemmed_concepts() if self.stem else _plain_concepts()
-
-
-def tokenize(text: str) -> list[str]:
-    """The default `Ranking`'s terms of `text`."""
-    return Ranking().tokenize(text)
-
-
-def _fold_plural(word: str) -> str:
-    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
-        return word[:-1]
-    return word
-
-
-@functools.cache
-def _plain_concepts() -> dict[str, str]:
-    return {_fold_plural(w): f"~{head}" for head, words in CONCEPTS.items() for w in (head, *words)}
-
-
-@functools.cache
-def _stemmed_concepts() -> dict[str, str]:
-    """`CONCEPTS` as stems; multi-word phrases are not supported, single words only."""
-    table: dict[str, str] = {}
-    for head, words in CONCEPTS.items():
-        stem_head = "~" + _STEMMER.stemWord(head)
-        for word in (head, *words):
-            table.setdefault(_STEMMER.stemWord(word), stem_head)
-    return table
-
-
 class Catalog:
     """Every exposed upstream tool, with identifiers assigned by the contract §4 rule.
 
     Args:
         tools: per server (in config order), its tools in `tools/list` order.
         descriptions: the servers' descriptions from the config.
+        ranking: how search weighs words and meaning.
+        embeddings: where tool vectors are cached (default: the process's store under the
+            cache directory); built in a background thread unless `background` is False.
     """
 
     def __init__(
@@ -155,6 +89,8 @@ class Catalog:
         *,
         formatter: ToolSchemaFormatter | None = None,
         ranking: Ranking | None = None,
+        embeddings: EmbeddingStore | None = None,
+        background: bool = True,
     ) -> None:
         self.formatter = formatter or ToolSchemaFormatter()
         self.ranking = ranking or Ranking()
@@ -170,7 +106,23 @@ class Catalog:
         self.entries: tuple[ToolEntry, ...] = tuple(
             e for entries in self._by_server.values() for e in entries.values()
         )
-        self._build_index(self.entries)
+        groups = [[self._text(e) for e in entries.values()] for entries in self._by_server.values()]
+        semantic = None
+        if self.ranking.semantic_weight > 0 and self.entries:
+            store = embeddings or EmbeddingStore.default()
+            semantic = SemanticRanker.build(groups, store, background=background)
+        lexical = LexicalRanker([t for group in groups for t in group], self.ranking)
+        self._semantic = semantic
+        self._ranker: Ranker = FusedRanker(lexical, semantic, weight=self.ranking.semantic_weight)
+
+    def ready(self) -> Future[Any]:
+        """Done once search has every index it will use (the embeddings build in a thread);
+        `await asyncio.wrap_future(catalog.ready())` keeps the first search off the loop."""
+        if self._semantic is None:
+            done: Future[Any] = Future()
+            done.set_result(None)
+            return done
+        return self._semantic.ready()
 
     @property
     def servers(self) -> list[str]:
@@ -204,26 +156,34 @@ class Catalog:
     def signature(self, entry: ToolEntry) -> str:
         return self.formatter.signature(entry.source)
 
-    def search(self, query: str, limit: int = 5, *, server: str | None = None) -> list[SearchHit]:
-        """Tools ranked by BM25 over name, description, parameters and server; best first.
+    def search(
+        self,
+        query: str,
+        limit: int = 5,
+        *,
+        server: str | None = None,
+        prefer: Collection[str] = (),
+    ) -> list[SearchHit]:
+        """Tools ranked by words and meaning over name, description, parameters and server;
+        best first. A tool named exactly like the query ranks first; equal scores keep
+        catalog order. A query of nothing but unknown words finds nothing. Only the first
+        `MAX_QUERY_CHARS` characters are ranked.
 
-        With `server`, only that server's tools are ranked (the limit applies after the filter).
+        Args:
+            server: rank only that server's tools (the limit applies after the filter).
+            prefer: servers the caller is already using: their matches rank a little higher.
         """
         if server is not None:
             self._server(server)  # an unknown server is an error listing the known ones
         if limit <= 0 or not self.entries:
             return []
         exact = self._exact_matches(query)
-        words = self.ranking.words(query)
-        terms = [t for t in self.ranking.fold(words) if t in self._vocabulary]
-        own = [w for w in self.ranking.own_words(words) if w in self._own_vocabulary]
-        ranked: list[tuple[float, ToolEntry]] = []
-        if terms:
-            scores = self._index.get_scores(terms)
-            if own:
-                scores = scores + self.ranking.own_word_weight * self._own_index.get_scores(own)
-            order = numpy.argsort(-scores, kind="stable")
-            ranked = [(float(scores[i]), self.entries[i]) for i in order if scores[i] > 0]
+        scores = self._ranker.scores(query[:MAX_QUERY_CHARS])
+        if prefer:
+            preferred = numpy.array([e.server in prefer for e in self.entries])
+            scores = numpy.where(preferred, scores * _PREFER_FACTOR, scores)
+        order = numpy.argsort(-scores, kind="stable")
+        ranked = [(float(scores[i]), self.entries[i]) for i in order if scores[i] > 0]
         if server is not None:
             exact = [e for e in exact if e.server == server]
             ranked = [(s, e) for s, e in ranked if e.server == server]
@@ -273,31 +233,19 @@ class Catalog:
         by_id = [e for e in self.entries if q == e.tool_id.lower() and e not in by_name]
         return by_name + by_id
 
-    def _build_index(self, entries: Sequence[ToolEntry]) -> None:
-        """Two BM25 indexes: of concept-folded terms, and of the tools' own words."""
-        folded = [self._document(e, self.ranking.tokenize) for e in entries]
-        own = [self._document(e, self.ranking.words) for e in entries]
-        self._vocabulary = {t for doc in folded for t in doc}
-        self._own_vocabulary = {t for doc in own for t in doc}
-        self._index, self._own_index = bm25s.BM25(), bm25s.BM25()
-        if entries:
-            self._index.index([doc or ["_"] for doc in folded], show_progress=False)
-            self._own_index.index([doc or ["_"] for doc in own], show_progress=False)
-
-    def _document(self, entry: ToolEntry, tokenize: Callable[[str], list[str]]) -> list[str]:
+    def _text(self, entry: ToolEntry) -> ToolText:
         schema = entry.schema.input_schema or {}
         properties = schema.get("properties") or {}
-        params = " ".join(properties)
-        if self.ranking.parameter_docs:
-            params += " " + " ".join(
-                str(p.get("description") or "") for p in properties.values() if isinstance(p, dict)
-            )
-        server = f"{entry.server} {self.descriptions.get(entry.server, '')}"
-        return (
-            tokenize(entry.tool) * _NAME_WEIGHT
-            + tokenize(entry.schema.description or "")
-            + tokenize(params) * _PARAM_WEIGHT
-            + tokenize(server) * _SERVER_WEIGHT
+        if not isinstance(properties, dict):  # an upstream's schema is not checked
+            properties = {}
+        docs = [str(p.get("description") or "") for p in properties.values() if isinstance(p, dict)]
+        return ToolText(
+            name=entry.tool,
+            description=entry.schema.description or "",
+            params=tuple(str(name) for name in properties),
+            param_docs=tuple(d for d in docs if d),
+            server=entry.server,
+            server_description=self.descriptions.get(entry.server, ""),
         )
 
 

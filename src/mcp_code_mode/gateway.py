@@ -9,6 +9,7 @@ import asyncio
 import json
 import logging
 import time
+from collections.abc import Collection
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
@@ -24,8 +25,9 @@ from .errors import (
 )
 from .mcp_manager import MCPServerManager
 from .naming import to_identifier
-from .sandbox.base import ExecutionResult, Executor, ToolCallRecord
-from .sandbox.local import LocalExecutor
+from .sandbox.base import ExecutionResult, Executor, Limits, ToolCallRecord
+from .sandbox.executor import SandboxExecutor
+from .sandbox.pool import Launcher, Zygote
 from .sandbox.pyodide import PyodideLauncher
 from .sandbox.reply import bound_reply
 from .settings import Settings
@@ -88,6 +90,8 @@ class Gateway:
         except BaseException:
             await self.aclose()
             raise
+        # The search index embeds tool texts in a thread: wait here, not in the first search.
+        await asyncio.wrap_future(self.catalog.ready())
 
     async def aclose(self) -> None:
         """Stop the executor and every upstream, even when cancelled."""
@@ -138,11 +142,20 @@ class Gateway:
         return bound_reply(result, self.settings.max_output_chars)
 
     def search_tools(
-        self, query: str, limit: int = 5, *, server: str | None = None
+        self,
+        query: str,
+        limit: int = 5,
+        *,
+        server: str | None = None,
+        prefer: Collection[str] = (),
     ) -> list[dict[str, Any]]:
-        """Ranked hits; only the first `MAX_QUERY_CHARS` characters of `query` are used."""
+        """Ranked hits; only the first `MAX_QUERY_CHARS` characters of `query` are used.
+
+        `prefer`: servers the caller already uses (a run's own calls); they rank a little higher.
+        """
         query = query[:MAX_QUERY_CHARS]
-        return [hit.to_json() for hit in self.catalog.search(query, limit, server=server)]
+        hits = self.catalog.search(query, limit, server=server, prefer=prefer)
+        return [hit.to_json() for hit in hits]
 
     def get_tool_docs(self, server: str, tool: str | None = None) -> str:
         """Stub docs; raises UnknownToolError listing what exists."""
@@ -163,13 +176,14 @@ class Gateway:
         """
         from .sandbox.interpreter import MCPCodeInterpreter  # imports dspy: only when asked
 
-        s = self.settings
         return MCPCodeInterpreter(
-            router=_RunRouter(self), router_loop=asyncio.get_running_loop(),
-            index=self._guest_index(), allowed_imports=s.allowed_imports,
-            memory_mb=s.memory_mb, timeout_s=s.timeout_s, max_output_chars=s.max_output_chars,
-            max_chars=s.max_chars, max_lines=s.max_lines,
-        )  # fmt: skip
+            router=_RunRouter(self),
+            router_loop=asyncio.get_running_loop(),
+            index=self._guest_index(),
+            allowed_imports=self.settings.allowed_imports,
+            limits=Limits.from_settings(self.settings),
+            timeout_s=self.settings.timeout_s,
+        )
 
     def sandbox_info(self) -> dict[str, Any]:
         """The executor and its active isolation layers."""
@@ -259,7 +273,9 @@ class _RunRouter:
             limit = args.get("limit")
             if limit is not None and not isinstance(limit, int):
                 raise UnknownToolError(f"search_tools: limit must be an int, not {limit!r}")
-            return gw.search_tools(str(args.get("query", "")), 5 if limit is None else limit)
+            used = {record.server for record in self._records if record.ok}
+            query = str(args.get("query", ""))
+            return gw.search_tools(query, 5 if limit is None else limit, prefer=used)
         if kind == "get_tool_docs":
             server, tool = args.get("server"), args.get("tool")
             if not isinstance(server, str) or not (tool is None or isinstance(tool, str)):
@@ -274,19 +290,19 @@ class _RunRouter:
 
 
 def _make_executor(settings: Settings) -> Executor:
-    launcher = None
+    launcher: Launcher = Zygote(allowed_imports=settings.allowed_imports)
     if settings.executor == "pyodide":
         launcher = PyodideLauncher(
             allowed_imports=settings.allowed_imports,
             wheelhouse=settings.wheelhouse,
             cache_dir=settings.cache_dir,
         )
-    return LocalExecutor(
-        allowed_imports=settings.allowed_imports, memory_mb=settings.memory_mb,
-        pool_size=settings.pool_size, max_output_chars=settings.max_output_chars,
-        max_chars=settings.max_chars, max_lines=settings.max_lines,
-        launcher=launcher, name=settings.executor,
-    )  # fmt: skip
+    return SandboxExecutor(
+        launcher,
+        allowed_imports=settings.allowed_imports,
+        limits=Limits.from_settings(settings),
+        pool_size=settings.pool_size,
+    )
 
 
 def _json_size(value: JSON, limit: int) -> int:

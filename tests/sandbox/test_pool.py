@@ -15,7 +15,7 @@ from fastmcp import Client
 from fastmcp.client.transports import StdioTransport
 
 from mcp_code_mode.gateway import Gateway
-from mcp_code_mode.sandbox.pool import WorkerPool
+from mcp_code_mode.sandbox.pool import WorkerPool, Zygote
 from mcp_code_mode.settings import DEFAULT_ALLOWED_IMPORTS
 
 from ..support import QUIET, TEST_SERVER, server_entry
@@ -33,7 +33,9 @@ def _descendants(root: int) -> set[int]:
 
 
 async def test_pool_hands_out_distinct_warm_workers() -> None:
-    pool = WorkerPool(size=2, allowed_imports=DEFAULT_ALLOWED_IMPORTS, memory_mb=256)
+    pool = WorkerPool(
+        size=2, launcher=Zygote(allowed_imports=DEFAULT_ALLOWED_IMPORTS), memory_mb=256
+    )
     await pool.start()
     try:
         assert pool.idle_count == 2

@@ -22,6 +22,7 @@ from mcp_code_mode.gateway import Gateway
 from ..support import SECRET, live_processes, start_gateway
 
 RUN_TIMEOUT_S = 2.0  # timeout_s for every case; runaway cases hit it
+SLOW_MACHINE_TIMEOUT_S = 15.0  # a second chance for a case that is not a runaway
 SLACK_S = 1.5  # a loaded 2-core machine: on top of the contract's timeout + 1 s
 ESCAPED = "ESCAPED"  # guest snippets return this marker only when the escape worked
 _ZYGOTE = b"mcp_code_mode.sandbox.zygote"
@@ -113,16 +114,25 @@ def error_type(out: dict[str, Any]) -> str:
 
 async def attempt(
     gateway: Gateway, code: str, *, input: Any = None, timeout_s: float = RUN_TIMEOUT_S,
-    warm: bool = True,
+    warm: bool = True, runaway: bool = False,
 ) -> dict[str, Any]:  # fmt: skip
     """Run one hostile snippet and assert what must hold whatever it tried; return the result.
 
     `warm=False` when other runs are in flight (the pool refills only after a run ends).
+    A snippet that is not a runaway (`runaway=False`) and still hits the time limit ran on
+    a busy machine: it runs once more with a generous limit, so its outcome is judged on
+    what it did, not on how fast the machine was. Everything below is asserted either way.
     """
     if warm:
         await wait_warm(gateway)
     started = time.perf_counter()
     out = (await gateway.execute(code, input=input, timeout_s=timeout_s)).to_json()
+    if not runaway and error_type(out) == "TIMEOUT":
+        await assert_no_strays(gateway)
+        await wait_warm(gateway)
+        timeout_s = SLOW_MACHINE_TIMEOUT_S
+        started = time.perf_counter()
+        out = (await gateway.execute(code, input=input, timeout_s=timeout_s)).to_json()
     elapsed = time.perf_counter() - started
     assert elapsed < timeout_s + 1.0 + SLACK_S, f"the run took {elapsed:.2f}s: {out}"
     assert SECRET not in json.dumps(out), "the server's secret reached the guest"

@@ -138,7 +138,7 @@ PYODIDE_OUTCOMES = {
 async def test_runaway_stops_at_its_limit(
     tight_gateway: Gateway, code: str, expected: set[str], request: pytest.FixtureRequest
 ) -> None:
-    out = await attempt(tight_gateway, code)  # timing, strays, the next run
+    out = await attempt(tight_gateway, code, runaway=True)  # timing, strays, the next run
     case = request.node.callspec.id.split("-", 1)[-1]
     if tight_gateway.executor.name == "pyodide":
         expected = PYODIDE_OUTCOMES.get(case, expected)

@@ -2,20 +2,44 @@
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel, Field
 
 from ..errors import ErrorType
 
+if TYPE_CHECKING:
+    from ..settings import Settings
+
 __all__ = [
     "ErrorDetail",
     "ExecutionResult",
     "Executor",
+    "Limits",
     "ToolCallGroup",
     "ToolCallRecord",
     "ToolRouter",
 ]
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """What one run may use (contract §5); the executor and its workers enforce them."""
+
+    memory_mb: int = 256
+    max_output_chars: int = 100_000
+    max_chars: int = 8000  # of code
+    max_lines: int = 400  # of code
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> Limits:
+        return cls(
+            memory_mb=settings.memory_mb,
+            max_output_chars=settings.max_output_chars,
+            max_chars=settings.max_chars,
+            max_lines=settings.max_lines,
+        )
 
 
 class ToolCallRecord(BaseModel):
@@ -99,7 +123,10 @@ class ToolRouter(Protocol):
 class Executor(Protocol):
     """Runs guest code somewhere other than the server process."""
 
-    name: str
+    @property
+    def name(self) -> str:
+        """`local` or `pyodide`."""
+        ...
 
     async def start(self) -> None: ...
 

@@ -24,8 +24,10 @@ from typing import Any
 __all__ = [
     "ALWAYS_IMPORTABLE",
     "BLOCKED_ATTRIBUTES",
+    "GUEST_FUNCTIONS",
     "GUEST_MODULE",
     "GUEST_ONLY_DUNDERS",
+    "HOST_CALLS",
     "LAZY_HELPERS",
     "PRIVATE_OK",
     "REFUSED_DUNDERS",
@@ -38,6 +40,11 @@ __all__ = [
     "guest_getattr",
     "install_guards",
 ]
+
+HOST_CALLS = ("call_tool", "call_tools", "search_tools", "get_tool_docs", "list_servers")
+"""The guest functions that ask the host (contract §4); `await f(...)` on them is a call."""
+GUEST_FUNCTIONS = (*HOST_CALLS, "log")
+"""Every function of the guest API, each a method of `GuestRuntime` of the same name."""
 
 GUEST_MODULE = "__main__"
 """The guest's module name: `if __name__ == "__main__":` runs, classes say `__main__`."""
@@ -444,12 +451,7 @@ class GuestRuntime:
             "__builtins__": safe,
             "__name__": GUEST_MODULE,
             "tools": _Tools(servers),
-            "call_tool": self.call_tool,
-            "call_tools": self.call_tools,
-            "search_tools": self.search_tools,
-            "get_tool_docs": self.get_tool_docs,
-            "list_servers": self.list_servers,
-            "log": self.log,
+            **{name: getattr(self, name) for name in GUEST_FUNCTIONS},
             "input": input_value,
             "ToolError": ToolError,
         }

@@ -23,10 +23,11 @@ from dspy.primitives.code_interpreter import (
 )
 
 from ..errors import ToolCallFailed, WorkerCrashed
-from .base import ToolCallRecord, ToolRouter
-from .local import KILL_GRACE_S, _Conversation
+from .base import Limits, ToolCallRecord, ToolRouter
+from .executor import KILL_GRACE_S, Conversation
 from .policy import check_policy
 from .pool import Worker, Zygote
+from .protocol import DoneMessage, RunMessage
 
 __all__ = ["MCPCodeInterpreter"]
 
@@ -77,8 +78,7 @@ class MCPCodeInterpreter:
         self, *, router: ToolRouter | None = None,
         router_loop: asyncio.AbstractEventLoop | None = None,
         index: dict[str, Any] | None = None, allowed_imports: Sequence[str] = (),
-        memory_mb: int = 256, timeout_s: float = 30.0, max_output_chars: int = 100_000,
-        max_chars: int = 8000, max_lines: int = 400,
+        limits: Limits | None = None, timeout_s: float = 30.0,
     ) -> None:  # fmt: skip
         from ..settings import DEFAULT_ALLOWED_IMPORTS
 
@@ -87,12 +87,8 @@ class MCPCodeInterpreter:
             self._router = _ThreadSafeRouter(router, router_loop)
         self._index = index or {}
         self.allowed_imports = tuple(allowed_imports) or DEFAULT_ALLOWED_IMPORTS
-        self.memory_mb, self.timeout_s = memory_mb, timeout_s
-        self.max_output_chars, self.max_chars, self.max_lines = (
-            max_output_chars,
-            max_chars,
-            max_lines,
-        )
+        self.limits = limits or Limits()
+        self.timeout_s = timeout_s
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._zygote: Zygote | None = None
@@ -119,7 +115,7 @@ class MCPCodeInterpreter:
         self._zygote = Zygote(allowed_imports=self.allowed_imports)
         try:
             self._call(self._zygote.start())
-            self._worker = self._call(self._zygote.fork(memory_mb=self.memory_mb))
+            self._worker = self._call(self._zygote.fork(memory_mb=self.limits.memory_mb))
         except WorkerCrashed as exc:
             self.shutdown()
             raise CodeInterpreterError(str(exc)) from None
@@ -128,8 +124,8 @@ class MCPCodeInterpreter:
         """Run one snippet in the session; see the module docstring for the outcomes."""
         self.start()
         violation = check_policy(
-            code, allowed_imports=self.allowed_imports, max_chars=self.max_chars,
-            max_lines=self.max_lines,
+            code, allowed_imports=self.allowed_imports, max_chars=self.limits.max_chars,
+            max_lines=self.limits.max_lines,
         )  # fmt: skip
         if violation is not None:
             if violation.kind == "SYNTAX_ERROR":
@@ -137,16 +133,16 @@ class MCPCodeInterpreter:
             raise CodeExecutionError(
                 f"POLICY_VIOLATION (line {violation.line}): {violation.message}"
             )
-        message = {
+        message: RunMessage = {
             "op": "run", "code": code, "input": None, "index": self._index,
-            "timeout_s": self.timeout_s, "max_output_chars": self.max_output_chars,
+            "timeout_s": self.timeout_s, "max_output_chars": self.limits.max_output_chars,
             "session": True, "variables": variables or {},
         }  # fmt: skip
         done = self._call(self._converse(message))
         if done.get("submitted"):
             return FinalOutput(done["result"])
         if not done["ok"]:
-            error = done["error"] or {}
+            error: dict[str, Any] = dict(done["error"] or {})
             where = f" (line {error['line']})" if error.get("line") else ""
             raise CodeExecutionError(f"{error.get('type')}{where}: {error.get('message')}")
         output = str(done["stdout"])
@@ -181,13 +177,13 @@ class MCPCodeInterpreter:
     def __exit__(self, *exc_info: object) -> None:
         self.shutdown()
 
-    async def _converse(self, message: dict[str, Any]) -> dict[str, Any]:
+    async def _converse(self, message: RunMessage) -> DoneMessage:
         worker = self._worker
         if worker is None or self._dead is not None:
             raise CodeInterpreterError(self._dead or "the interpreter is not started")
         try:
             async with asyncio.timeout(self.timeout_s + KILL_GRACE_S):
-                return await _Conversation(worker, self._router).run(message)
+                return await Conversation(worker, self._router).run(message)
         except TimeoutError:
             self._dead = (
                 f"the snippet ignored its {self.timeout_s:g}s time limit and the worker was "

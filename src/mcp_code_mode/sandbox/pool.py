@@ -22,14 +22,14 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from ..errors import WorkerCrashed
+from .channel import LINE_LIMIT, Channel
 from .output_mirror import create_mirror_fd, read_mirror
-from .protocol import decode_off_loop, encode
+from .protocol import ChildMessage, HostMessage, encode
 
 __all__ = ["Launcher", "Worker", "WorkerPool", "WorkerProcess", "Zygote"]
 
 logger = logging.getLogger(__name__)
 
-_LINE_LIMIT = 64 * 1024 * 1024  # largest protocol line accepted from a worker
 _START_TIMEOUT_S = 60.0
 
 
@@ -39,14 +39,18 @@ def _minimal_env(home: str) -> dict[str, str]:
 
 
 class Worker(Protocol):
-    """A process that serves one run (or one interpreter session) over JSON lines."""
+    """A process that serves one run (or one interpreter session) over JSON lines.
+
+    The extension point of the sandbox: a `Launcher` starts workers, the executor talks to
+    them through `send` / `receive` (a `Channel`), and kills and disposes of them.
+    """
 
     pid: int
     workdir: str
 
-    async def send(self, message: Any) -> None: ...
+    async def send(self, message: HostMessage) -> None: ...
 
-    async def receive(self) -> dict[str, Any] | None: ...
+    async def receive(self) -> ChildMessage | None: ...
 
     def exited(self) -> bool: ...
 
@@ -60,8 +64,13 @@ class Worker(Protocol):
 
 
 class Launcher(Protocol):
-    """Starts workers: the zygote (local executor) or the Pyodide launcher."""
+    """Starts workers: the zygote (`local`) or the Pyodide launcher (`pyodide`).
 
+    `name` is the executor's name (MCP_EXECUTOR); `layers` the isolation layers its
+    workers have, as detected at `start()`.
+    """
+
+    name: str
     layers: dict[str, bool]
 
     async def start(self) -> None: ...
@@ -80,32 +89,19 @@ class WorkerProcess:
     ) -> None:  # fmt: skip
         self.pid = pid
         self.workdir = workdir
-        self._reader = reader
-        self._writer = writer
+        self._channel = Channel(reader, writer, peer="worker")
         self._mirror_fd = mirror_fd
         self._pidfd: int | None = None
         with contextlib.suppress(OSError):
             self._pidfd = os.pidfd_open(pid)
         self._disposed = False
 
-    async def send(self, message: Any) -> None:
-        self._writer.write(encode(message))
-        await self._writer.drain()
+    async def send(self, message: HostMessage) -> None:
+        await self._channel.send(message)
 
-    async def receive(self) -> dict[str, Any] | None:
+    async def receive(self) -> ChildMessage | None:
         """The next message, or None when the worker closed its socket (exited)."""
-        try:
-            line = await self._reader.readline()
-        except (ValueError, asyncio.LimitOverrunError) as exc:
-            raise WorkerCrashed(f"worker sent an oversized message: {exc}") from None
-        except ConnectionError:
-            return None
-        if not line:
-            return None
-        try:
-            return await decode_off_loop(line)
-        except ValueError as exc:
-            raise WorkerCrashed(f"worker broke the protocol: {exc}") from None
+        return await self._channel.receive()
 
     def exited(self) -> bool:
         if self._pidfd is None:
@@ -142,7 +138,7 @@ class WorkerProcess:
             if self.exited():
                 break
             await asyncio.sleep(0.01)
-        self._writer.close()
+        self._channel.close()
         if self._pidfd is not None:
             os.close(self._pidfd)
             self._pidfd = None
@@ -154,6 +150,8 @@ class WorkerProcess:
 
 class Zygote:
     """The preloaded process that forks workers (see `mcp_code_mode.sandbox.zygote`)."""
+
+    name = "local"
 
     def __init__(self, *, allowed_imports: Sequence[str]) -> None:
         self._allowed_imports = list(allowed_imports)
@@ -185,7 +183,11 @@ class Zygote:
         except (TimeoutError, WorkerCrashed):
             await self._stop()
             raise WorkerCrashed("the sandbox zygote did not start") from None
-        self.layers = dict(ready.get("layers") or {})
+        # What every forked worker has, then what the zygote's probe found to hold.
+        self.layers = {
+            "worker_process": True, "minimal_env": True, "empty_tmp_cwd": True,
+            "rlimits": True, "kill_on_timeout": True, **dict(ready.get("layers") or {}),
+        }  # fmt: skip
 
     @property
     def alive(self) -> bool:
@@ -203,7 +205,7 @@ class Zygote:
             self._inflight.add(exchange)
             exchange.add_done_callback(self._inflight.discard)
             reply = await asyncio.shield(exchange)
-            reader, writer = await asyncio.open_unix_connection(sock=host_end, limit=_LINE_LIMIT)
+            reader, writer = await asyncio.open_unix_connection(sock=host_end, limit=LINE_LIMIT)
         except BaseException:
             host_end.close()
             if mirror_fd is not None:
@@ -280,12 +282,9 @@ class Zygote:
 class WorkerPool:
     """Keeps `size` workers forked ahead; each `acquire()` hands out a worker of its own."""
 
-    def __init__(
-        self, *, size: int, allowed_imports: Sequence[str], memory_mb: int,
-        launcher: Launcher | None = None,
-    ) -> None:  # fmt: skip
+    def __init__(self, *, size: int, launcher: Launcher, memory_mb: int) -> None:
         self.size = size
-        self.launcher: Launcher = launcher or Zygote(allowed_imports=allowed_imports)
+        self.launcher = launcher
         self._memory_mb = memory_mb
         self._idle: list[Worker] = []
         self._starting: set[asyncio.Task[None]] = set()

@@ -12,15 +12,20 @@ from typing import IO, Any, Literal, NotRequired, TypedDict
 
 __all__ = [
     "CallRequest",
+    "ChildMessage",
     "DoneMessage",
     "ErrorInfo",
+    "HostMessage",
     "InitMessage",
     "Outcome",
     "QueryRequest",
+    "ReadyMessage",
     "ReplyMessage",
     "RunMessage",
+    "RunnerInitMessage",
+    "SnapshotMessage",
+    "as_child_message",
     "decode",
-    "decode_off_loop",
     "encode",
     "write_message",
 ]
@@ -29,12 +34,30 @@ QueryKind = Literal["search_tools", "get_tool_docs", "list_servers"]
 
 
 class InitMessage(TypedDict):
+    """Host → zygote (or Pyodide runner): what to preload."""
+
     op: Literal["init"]
     allowed_imports: list[str]
-    memory_mb: int
+
+
+class RunnerInitMessage(InitMessage):
+    """Host → Pyodide runner: also the guest runtime's sources and the wheels to install."""
+
+    files: dict[str, str]
+    root: str
+    wheels: dict[str, str]
+
+
+class ReadyMessage(TypedDict):
+    """Worker → host: confined and waiting for its `run`."""
+
+    op: Literal["ready"]
+    pid: int
 
 
 class RunMessage(TypedDict):
+    """Host → worker: one snippet to run."""
+
     op: Literal["run"]
     code: str
     input: Any
@@ -42,6 +65,8 @@ class RunMessage(TypedDict):
     timeout_s: float
     max_output_chars: int
     seed: NotRequired[int]  # for `random`, from the host's entropy
+    session: NotRequired[bool]  # a dspy interpreter session: keep the namespace
+    variables: NotRequired[dict[str, Any]]  # a session's injected variables
 
 
 class ToolCallSpec(TypedDict):
@@ -94,7 +119,27 @@ class DoneMessage(TypedDict):
     submitted: NotRequired[bool]  # the result holds SUBMIT(**fields) (sessions only)
 
 
-_INLINE_BYTES = 1 << 20
+HostMessage = InitMessage | RunnerInitMessage | RunMessage | ReplyMessage
+"""What the host sends a worker."""
+
+
+class SnapshotMessage(TypedDict):
+    """Pyodide runner → host: its memory snapshot is written."""
+
+    op: Literal["snapshot"]
+
+
+ChildMessage = ReadyMessage | CallRequest | QueryRequest | DoneMessage | SnapshotMessage
+"""What a worker sends the host."""
+
+# The keys each message from a worker must have (the host trusts nothing it sends).
+_CHILD_KEYS: dict[str, tuple[str, ...]] = {
+    "ready": ("pid",),
+    "call": ("id", "calls"),
+    "query": ("id", "kind", "args"),
+    "done": ("ok", "result", "stdout", "logs", "error"),
+    "snapshot": (),  # a Pyodide runner made its memory snapshot
+}
 
 
 def encode(message: Any) -> bytes:
@@ -114,14 +159,15 @@ def decode(line: bytes) -> dict[str, Any]:
     return message
 
 
-async def decode_off_loop(line: bytes) -> dict[str, Any]:
-    """`decode`, in a thread when the line is large: a guest's 60 MB batch of calls must
-    not stall the event loop that serves every other run (host side only)."""
-    if len(line) < _INLINE_BYTES:
-        return decode(line)
-    import asyncio  # not at module level: the worker imports this module too
-
-    return await asyncio.to_thread(decode, line)
+def as_child_message(message: dict[str, Any]) -> ChildMessage:
+    """`message` as a worker's message, once its `op` and keys are checked (ValueError)."""
+    keys = _CHILD_KEYS.get(message["op"])
+    if keys is None:
+        raise ValueError(f"unknown message {message['op']!r}")
+    missing = [key for key in keys if key not in message]
+    if missing:
+        raise ValueError(f"{message['op']!r} message without {', '.join(missing)}")
+    return message  # type: ignore[return-value]  # checked above
 
 
 def write_message(stream: IO[bytes], message: Any) -> None:

@@ -28,17 +28,16 @@ import sys
 import tempfile
 from importlib import resources
 from pathlib import Path
-from typing import Any
 
 from ..errors import CodeModeError, WorkerCrashed
-from .protocol import decode_off_loop, encode
+from .channel import LINE_LIMIT, Channel
+from .protocol import ChildMessage, HostMessage, RunnerInitMessage
 
 __all__ = ["PYODIDE_VERSION", "PyodideLauncher", "pyodide_dir", "setup_pyodide"]
 
 logger = logging.getLogger(__name__)
 
 PYODIDE_VERSION = "0.29.4"
-_LINE_LIMIT = 64 * 1024 * 1024
 _START_TIMEOUT_S = 60.0
 _GUEST_FILES = ("__init__.py", "guest.py", "protocol.py", "worker.py", "pyodide_guest.py")
 
@@ -90,28 +89,19 @@ class PyodideRunner:
     """One Deno + Pyodide process serving one run; same interface as a local worker."""
 
     def __init__(self, proc: asyncio.subprocess.Process) -> None:
+        assert proc.stdin is not None and proc.stdout is not None
         self.proc = proc
         self.pid = proc.pid
         self.workdir = ""
         self._disposed = False
+        # Guest code can reach Deno's stdout: the channel checks every line.
+        self._channel = Channel(proc.stdout, proc.stdin, peer="runner")
 
-    async def send(self, message: Any) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(encode(message))
-        await self.proc.stdin.drain()
+    async def send(self, message: HostMessage) -> None:
+        await self._channel.send(message)
 
-    async def receive(self) -> dict[str, Any] | None:
-        assert self.proc.stdout is not None
-        try:
-            line = await self.proc.stdout.readline()
-        except (ValueError, asyncio.LimitOverrunError) as exc:
-            raise WorkerCrashed(f"runner sent an oversized message: {exc}") from None
-        if not line:
-            return None
-        try:
-            return await decode_off_loop(line)
-        except ValueError as exc:  # guest code can reach Deno's stdout: validate every line
-            raise WorkerCrashed(f"runner broke the protocol: {exc}") from None
+    async def receive(self) -> ChildMessage | None:
+        return await self._channel.receive()
 
     def exited(self) -> bool:
         return self.proc.returncode is not None
@@ -137,6 +127,8 @@ class PyodideRunner:
 
 class PyodideLauncher:
     """Starts warm Pyodide runners; plays the zygote's part for the worker pool."""
+
+    name = "pyodide"
 
     def __init__(
         self,
@@ -196,7 +188,7 @@ class PyodideLauncher:
             stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
             cwd=home, env={"PATH": os.defpath, "HOME": home, "NO_COLOR": "1",
                            "DENO_NO_UPDATE_CHECK": "1"},
-            start_new_session=True, limit=_LINE_LIMIT,
+            start_new_session=True, limit=LINE_LIMIT,
         )  # fmt: skip
         return PyodideRunner(proc)
 
@@ -225,7 +217,7 @@ class PyodideLauncher:
                 done = await maker.receive()
         finally:
             await maker.dispose()
-        if done is None or done.get("op") != "snapshot" or not partial.is_file():
+        if done is None or done["op"] != "snapshot" or not partial.is_file():
             partial.unlink(missing_ok=True)
             return None  # runners then load Pyodide from scratch: slower, same behaviour
         partial.replace(path)
@@ -247,7 +239,7 @@ class PyodideLauncher:
             wheels[wheel.name] = base64.b64encode(wheel.read_bytes()).decode()
         return wheels
 
-    def _init_message(self) -> dict[str, Any]:
+    def _init_message(self) -> RunnerInitMessage:
         return {"op": "init", "files": self._files, "root": self._root,
                 "allowed_imports": self._allowed_imports, "wheels": self._wheels}  # fmt: skip
 
@@ -258,7 +250,7 @@ class PyodideLauncher:
             await runner.send(self._init_message())
             async with asyncio.timeout(_START_TIMEOUT_S):
                 ready = await runner.receive()
-            if ready is None or ready.get("op") != "ready":
+            if ready is None or ready["op"] != "ready":
                 raise WorkerCrashed(f"Pyodide runner did not start (exit {runner.proc.returncode})")
             if self.layers.get("deno_memory_cap"):
                 _cap_process_memory(runner.proc.pid, memory_mb)

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from mcp_code_mode.sandbox.guest import (
     GUEST_MODULE,
     GUEST_ONLY_DUNDERS,
+    HOST_CALLS,
     PRIVATE_OK,
     Fatal,
     GuestRuntime,
@@ -41,7 +42,6 @@ __all__ = ["GUEST_FILENAME", "Exchange", "Run", "compile_guest", "execute"]
 
 GUEST_FILENAME = "<guest>"
 _RESULT = "_mcp_result_"
-_API_NAMES = frozenset({"call_tool", "call_tools", "search_tools", "get_tool_docs", "list_servers"})
 
 
 Exchange = Callable[[dict[str, Any]], dict[str, Any]]
@@ -176,7 +176,7 @@ def _is_api_call(node: ast.AST) -> bool:
         return False
     func = node.func
     if isinstance(func, ast.Name):
-        return func.id in _API_NAMES
+        return func.id in HOST_CALLS
     while isinstance(func, ast.Attribute):
         func = func.value
     return isinstance(func, ast.Name) and func.id == "tools"

@@ -1,12 +1,12 @@
-"""The `local` executor: policy-checked Python in a separate worker process.
+"""The executor: policy-checked Python in a worker process from a warm pool.
 
-Layers, in order: the AST policy (in the server, before anything runs); a worker
-process per run with a minimal environment, an empty temporary cwd, restricted
-builtins, an allowlist importer, RLIMIT_AS and SIGKILL on parent death; a soft
-timer in the worker and a hard `killpg` from the host at timeout + grace.
-Not stopped here (see the README's security model): what the allowed modules can
-reach at run time beyond the policy, and network or process creation where no
-OS layer blocks them.
+One executor for every sandbox: what a worker is comes from its `Launcher` (the zygote's
+forked processes for `local`, Deno + Pyodide runners for `pyodide`), which also names
+the executor and reports its isolation layers. Here: the AST policy (in the server,
+before anything runs), one fresh worker per run, the conversation that answers its tool
+calls, a soft timer in the worker and a hard kill from the host at timeout + grace.
+Not stopped here: whatever the launcher's layers do not stop (see the README's
+security model).
 """
 
 from __future__ import annotations
@@ -20,35 +20,33 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from ..errors import CodeModeError, ErrorType, WorkerCrashed
-from .base import ErrorDetail, ExecutionResult, ToolRouter
+from .base import ErrorDetail, ExecutionResult, Limits, ToolRouter
 from .policy import check_policy
 from .pool import Launcher, Worker, WorkerPool
-from .protocol import Outcome
+from .protocol import CallRequest, DoneMessage, Outcome, QueryRequest, RunMessage
 
-__all__ = ["KILL_GRACE_S", "LocalExecutor"]
+__all__ = ["KILL_GRACE_S", "Conversation", "SandboxExecutor", "check_code"]
 
 KILL_GRACE_S = 0.5  # the worker's own timer fires first; the host kills after this
 _LANES = 64  # calls of one batch started at a time (the router bounds those in flight)
 
 
-class LocalExecutor:
-    """Runs each snippet in a fresh worker process from a warm pool."""
+class SandboxExecutor:
+    """Runs each snippet in a fresh worker of `launcher`'s kind, from a warm pool."""
 
     def __init__(
-        self, *, allowed_imports: Sequence[str], memory_mb: int = 256, pool_size: int = 2,
-        max_output_chars: int = 100_000, max_chars: int = 8000, max_lines: int = 400,
-        launcher: Launcher | None = None, name: str = "local",
+        self, launcher: Launcher, *, allowed_imports: Sequence[str], limits: Limits,
+        pool_size: int = 2,
     ) -> None:  # fmt: skip
-        self.name = name
+        self.launcher = launcher
         self.allowed_imports = tuple(allowed_imports)
-        self.memory_mb = memory_mb
-        self.max_output_chars = max_output_chars
-        self.max_chars = max_chars
-        self.max_lines = max_lines
-        self.pool = WorkerPool(
-            size=pool_size, allowed_imports=self.allowed_imports, memory_mb=memory_mb,
-            launcher=launcher,
-        )  # fmt: skip
+        self.limits = limits
+        self.pool = WorkerPool(size=pool_size, launcher=launcher, memory_mb=limits.memory_mb)
+
+    @property
+    def name(self) -> str:
+        """`local` or `pyodide`: what MCP_EXECUTOR says."""
+        return self.launcher.name
 
     async def start(self) -> None:
         await self.pool.start()
@@ -57,18 +55,7 @@ class LocalExecutor:
         await self.pool.aclose()
 
     def layers(self) -> dict[str, bool]:
-        if self.name != "local":
-            return {"ast_policy": True, "restricted_builtins": True, **self.pool.launcher.layers}
-        return {
-            "worker_process": True,
-            "ast_policy": True,
-            "restricted_builtins": True,
-            "minimal_env": True,
-            "empty_tmp_cwd": True,
-            "rlimits": True,
-            "kill_on_timeout": True,
-            **self.pool.launcher.layers,
-        }
+        return {"ast_policy": True, "restricted_builtins": True, **self.launcher.layers}
 
     async def run(
         self, code: str, *, input: Any, timeout_s: float, index: dict[str, Any],
@@ -76,33 +63,13 @@ class LocalExecutor:
     ) -> ExecutionResult:  # fmt: skip
         """Check, then run `code` in a worker; failures of the guest come back as values."""
         started = time.perf_counter()
-        try:
-            violation = check_policy(
-                code, allowed_imports=self.allowed_imports, max_chars=self.max_chars,
-                max_lines=self.max_lines,
-            )  # fmt: skip
-        except (RecursionError, MemoryError):  # the parser's own limits, e.g. '1+' * 3999
-            return ExecutionResult.failure(
-                ErrorType.POLICY_VIOLATION,
-                "the code is nested too deeply to be checked (split long expressions "
-                "and deep nesting into statements)",
-                duration_ms=_ms_since(started),
-            )
-        except UnicodeEncodeError as exc:  # a lone surrogate in the source text
-            return ExecutionResult.failure(
-                ErrorType.POLICY_VIOLATION,
-                f"the code holds text that cannot be encoded as UTF-8 ({exc.reason} at "
-                f"character {exc.start}); write such characters as escapes, e.g. '\\ud800'",
-                duration_ms=_ms_since(started),
-            )
-        if violation is not None:
-            return ExecutionResult.failure(
-                ErrorType(violation.kind), violation.message, violation.line,
-                duration_ms=_ms_since(started),
-            )  # fmt: skip
-        message = {
+        refused = check_code(code, self.allowed_imports, self.limits)
+        if refused is not None:
+            refused.duration_ms = _ms_since(started)
+            return refused
+        message: RunMessage = {
             "op": "run", "code": code, "input": input, "index": index,
-            "timeout_s": timeout_s, "max_output_chars": self.max_output_chars,
+            "timeout_s": timeout_s, "max_output_chars": self.limits.max_output_chars,
             "seed": secrets.randbits(128),
         }  # fmt: skip
         produced: list[tuple[str, list[str]]] = []  # stdout and logs of a killed worker
@@ -125,9 +92,8 @@ class LocalExecutor:
         return result
 
     async def _attempt(
-        self, message: dict[str, Any], router: ToolRouter,
-        produced: list[tuple[str, list[str]]],
-    ) -> dict[str, Any]:  # fmt: skip
+        self, message: RunMessage, router: ToolRouter, produced: list[tuple[str, list[str]]]
+    ) -> DoneMessage:
         """Run on a pool worker; once more on a fresh one if the first died without a trace.
 
         A worker that ends without its `done` message leaves in `produced` the stdout and
@@ -140,7 +106,7 @@ class LocalExecutor:
         for attempt in (1, 2):
             # The retry forks afresh: idle workers may have died with the first one's cause.
             worker = await (self.pool.acquire() if attempt == 1 else self.pool.fork())
-            conversation = _Conversation(worker, router)
+            conversation = Conversation(worker, router)
             reported = False
             try:
                 done = await conversation.run(message)
@@ -159,7 +125,35 @@ class LocalExecutor:
         raise AssertionError("unreachable")
 
 
-class _Conversation:
+def check_code(code: str, allowed_imports: Sequence[str], limits: Limits) -> ExecutionResult | None:
+    """The policy's verdict as a failed result, or None when `code` may run.
+
+    The parser's own limits (`'1+' * 3999`) and text UTF-8 cannot encode are refusals
+    too, never exceptions (contract §7).
+    """
+    try:
+        violation = check_policy(
+            code, allowed_imports=allowed_imports, max_chars=limits.max_chars,
+            max_lines=limits.max_lines,
+        )  # fmt: skip
+    except (RecursionError, MemoryError):
+        return ExecutionResult.failure(
+            ErrorType.POLICY_VIOLATION,
+            "the code is nested too deeply to be checked (split long expressions "
+            "and deep nesting into statements)",
+        )
+    except UnicodeEncodeError as exc:  # a lone surrogate in the source text
+        return ExecutionResult.failure(
+            ErrorType.POLICY_VIOLATION,
+            f"the code holds text that cannot be encoded as UTF-8 ({exc.reason} at "
+            f"character {exc.start}); write such characters as escapes, e.g. '\\ud800'",
+        )
+    if violation is None:
+        return None
+    return ExecutionResult.failure(ErrorType(violation.kind), violation.message, violation.line)
+
+
+class Conversation:
     """Serves one run's requests until the worker reports `done`."""
 
     def __init__(self, worker: Worker, router: ToolRouter) -> None:
@@ -168,7 +162,7 @@ class _Conversation:
         self.requests = 0
         self._tasks: set[asyncio.Task[None]] = set()
 
-    async def run(self, message: dict[str, Any]) -> dict[str, Any]:
+    async def run(self, message: RunMessage) -> DoneMessage:
         try:
             await self.worker.send(message)
         except ConnectionError:  # it died while idle (e.g. with its zygote): nothing ran
@@ -181,26 +175,26 @@ class _Conversation:
                         "the worker process died before finishing the run "
                         "(killed by the OS: a crash, or its CPU-time or memory limit)"
                     )
-                op = request.get("op")
-                if op == "done":
+                if request["op"] == "done":
                     return request
-                if op in ("call", "query"):
+                if request["op"] in ("call", "query"):
                     self.requests += 1
                     task = asyncio.create_task(self._answer(request))
                     self._tasks.add(task)
                     task.add_done_callback(self._tasks.discard)
                 else:
-                    raise WorkerCrashed(f"worker sent an unknown message {op!r}")
+                    raise WorkerCrashed(f"worker sent {request['op']!r} in the middle of a run")
         finally:
             for task in list(self._tasks):
                 task.cancel()
 
-    async def _answer(self, request: dict[str, Any]) -> None:
+    async def _answer(self, request: CallRequest | QueryRequest) -> None:
         try:
             request_id = int(request["id"])
             if request["op"] == "call":
                 calls = [
-                    (str(c["server"]), str(c["tool"]), dict(c["args"])) for c in request["calls"]
+                    (str(c["server"]), str(c["tool"]), dict(c["args"]))
+                    for c in request["calls"]  # untrusted: every field is converted
                 ]
                 pending: list[Callable[[], Awaitable[Any]]] = [
                     functools.partial(self.router.call, *call) for call in calls
@@ -260,7 +254,7 @@ def _failed(exc: CodeModeError) -> Outcome:
     return {"ok": False, "error": getattr(exc, "message", None) or str(exc)}
 
 
-def _from_done(done: dict[str, Any]) -> ExecutionResult:
+def _from_done(done: DoneMessage) -> ExecutionResult:
     """The result a worker reported; a malformed report is the worker's failure, not ours."""
     try:
         error = ErrorDetail.model_validate(done["error"]) if done.get("error") else None

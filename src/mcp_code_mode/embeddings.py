@@ -1,0 +1,261 @@
+"""Sentence vectors for tool search: wordllama's static embeddings, offline, cached on disk.
+
+The model is the `wordllama` package's own files (a 32k-token, 256-dim embedding table and its
+tokenizer, inside the wheel): a text's vector is the mean of its tokens' rows, as wordllama's
+inference computes it, at unit length. Nothing is downloaded. The package is located but not
+imported (its `__init__` configures the root logger and pulls in pydantic and requests); the
+table is memory-mapped, so loading costs ~0.1 s (the tokenizer) and pages are read on use.
+
+`EmbeddingStore` keeps the vectors of groups of texts (one upstream's tools) in memory and as
+`.npy` files under the cache directory, keyed by the model and the texts: a restart, or a
+catalog rebuilt because another upstream's tools changed, embeds nothing again.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib.metadata
+import importlib.util
+import json
+import logging
+import os
+import struct
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy
+from numpy.typing import NDArray
+from tokenizers import Tokenizer
+
+__all__ = ["Embedder", "EmbeddingStore", "Vectors", "default_cache_dir", "load_embedder"]
+
+logger = logging.getLogger(__name__)
+
+Vectors = NDArray[numpy.float32]
+"""Rows of unit length (or zero, for a text without tokens), one per text."""
+
+_PACKAGE, _MODEL = "wordllama", "l2_supercat"
+_WEIGHTS = f"weights/{_MODEL}_256.safetensors"
+_TOKENIZER = f"tokenizers/{_MODEL}_tokenizer_config.json"
+_TENSOR = "embedding.weight"
+_MAX_TEXT_CHARS = 4000  # of one text: a hostile upstream's megabyte description costs no more
+_MEMORY_GROUPS = 4096  # vector groups kept in memory, across catalogs
+_DISK_FILES = 2000  # cached groups on disk; the oldest go first past this
+_FORMAT = 1  # bump when what is stored changes shape or meaning
+
+
+class Embedder:
+    """Text → unit vector: the mean of the text's token embeddings.
+
+    Args:
+        tokenizer: wordllama's tokenizer (no special tokens added).
+        table: the token embedding table, (vocabulary, dim).
+    """
+
+    def __init__(self, tokenizer: Tokenizer, table: NDArray[numpy.float16]) -> None:
+        self.tokenizer = tokenizer
+        self.table = table
+        self.dim = int(table.shape[1])
+
+    def embed_documents(self, documents: Sequence[Sequence[str]]) -> Vectors:
+        """One row per document: the mean of its texts' vectors (views of one thing, such as
+        a tool's name and its whole description), rounded to float16 precision so that a
+        vector read back from the disk cache ranks exactly as a fresh one."""
+        texts = [text for document in documents for text in document]
+        counts = numpy.array([len(document) for document in documents], dtype=numpy.intp)
+        out = numpy.zeros((len(documents), self.dim), dtype=numpy.float32)
+        if texts:
+            starts = numpy.concatenate(([0], numpy.cumsum(counts)[:-1]))
+            sums = numpy.add.reduceat(self.embed(texts), starts[counts > 0], axis=0)
+            out[counts > 0] = sums / counts[counts > 0, None]
+        return out.astype(numpy.float16).astype(numpy.float32)
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        """One row per text, in order."""
+        out = numpy.zeros((len(texts), self.dim), dtype=numpy.float32)
+        if not texts:
+            return out
+        # the tokenizer refuses lone surrogates: they become U+FFFD, as on the wire (§7)
+        clipped = [t[:_MAX_TEXT_CHARS].encode("utf-8", "replace").decode() for t in texts]
+        encodings = self.tokenizer.encode_batch(clipped, add_special_tokens=False)
+        last = self.table.shape[0] - 1
+        for row, encoding in enumerate(encodings):
+            ids = numpy.asarray(encoding.ids, dtype=numpy.int64)
+            if ids.size:
+                out[row] = self.table[numpy.clip(ids, 0, last)].mean(axis=0, dtype=numpy.float32)
+        norms = numpy.linalg.norm(out, axis=1, keepdims=True)
+        numpy.divide(out, norms, out=out, where=norms > 0)
+        return out
+
+
+def _package_dir() -> Path | None:
+    spec = importlib.util.find_spec(_PACKAGE)
+    locations = list(spec.submodule_search_locations or []) if spec else []
+    return Path(locations[0]) if locations else None
+
+
+def _memory_map(path: Path) -> NDArray[numpy.float16]:
+    """The float16 embedding table of a safetensors file, memory-mapped."""
+    with path.open("rb") as file:
+        (header_len,) = struct.unpack("<Q", file.read(8))
+        header = json.loads(file.read(header_len))
+    entry = header[_TENSOR]
+    if entry["dtype"] != "F16" or len(entry["shape"]) != 2:
+        raise ValueError(f"{path.name}: unexpected tensor {entry['dtype']} {entry['shape']}")
+    start = 8 + header_len + int(entry["data_offsets"][0])
+    rows, dim = (int(n) for n in entry["shape"])
+    return numpy.memmap(path, dtype=numpy.float16, mode="r", offset=start, shape=(rows, dim))
+
+
+@functools.cache
+def model_fingerprint() -> str | None:
+    """Names the model's files and version without loading them; None when they are missing."""
+    directory = _package_dir()
+    if directory is None or not (directory / _WEIGHTS).is_file():
+        return None
+    version = importlib.metadata.version(_PACKAGE)
+    size = (directory / _WEIGHTS).stat().st_size
+    return f"{_PACKAGE}-{version}-{_MODEL}-{size}-v{_FORMAT}"
+
+
+_LOAD_LOCK = threading.Lock()
+
+
+@functools.cache
+def _load() -> Embedder | None:
+    directory = _package_dir()
+    if directory is None:
+        logger.warning("tool search without embeddings: the %s package is not installed", _PACKAGE)
+        return None
+    try:
+        tokenizer = Tokenizer.from_file(str(directory / _TOKENIZER))
+        table = _memory_map(directory / _WEIGHTS)
+    except (OSError, ValueError, KeyError) as exc:  # a broken install degrades search, no more
+        logger.warning("tool search without embeddings: %s", exc)
+        return None
+    tokenizer.no_padding()
+    tokenizer.no_truncation()
+    return Embedder(tokenizer, table)
+
+
+def load_embedder() -> Embedder | None:
+    """The process's embedder, loaded once (thread-safe); None when the model is unavailable."""
+    with _LOAD_LOCK:
+        return _load()
+
+
+def default_cache_dir() -> Path:
+    """`<MCP_CODE_CACHE_DIR or XDG_CACHE_HOME or ~/.cache>/mcp-code-mode/embeddings`
+    (the sandbox's `cache_root` rule, repeated here: the catalog layer does not import it)."""
+    base = os.environ.get("MCP_CODE_CACHE_DIR") or os.environ.get("XDG_CACHE_HOME")
+    return Path(base or Path.home() / ".cache").expanduser() / "mcp-code-mode" / "embeddings"
+
+
+class EmbeddingStore:
+    """Vectors of groups of texts, in memory and on disk, keyed by the model and the texts.
+
+    Args:
+        directory: where `.npy` files go; None keeps vectors in memory only. A directory that
+            cannot be written to is the same as None (search still works, restarts re-embed).
+        embedder: what embeds a missing group; defaults to `load_embedder`, called only on a miss.
+    """
+
+    def __init__(
+        self,
+        directory: Path | None,
+        *,
+        embedder: Callable[[], Embedder | None] = load_embedder,
+    ) -> None:
+        self.directory = directory
+        self.embedder = embedder
+        self._memory: dict[str, Vectors] = {}
+        self._lock = threading.Lock()
+
+    @classmethod
+    @functools.cache
+    def default(cls) -> EmbeddingStore:
+        """The process-wide store under `default_cache_dir()`."""
+        return cls(default_cache_dir())
+
+    def vectors(self, groups: Sequence[Sequence[Sequence[str]]]) -> Vectors | None:
+        """The rows of every group's documents (`Embedder.embed_documents`), concatenated in
+        order; None without a model."""
+        fingerprint = model_fingerprint()
+        if fingerprint is None:
+            return None
+        parts: list[Vectors] = []
+        written = False
+        for texts in groups:  # one group: one upstream's tools
+            key = _key(fingerprint, texts)
+            found = self._cached(key, len(texts))
+            if found is None:
+                embedder = self.embedder()
+                if embedder is None:
+                    return None
+                found = embedder.embed_documents(texts)
+                written = self._keep(key, found) or written
+            parts.append(found)
+        if written:
+            self._prune()
+        return numpy.concatenate(parts) if parts else numpy.zeros((0, 1), dtype=numpy.float32)
+
+    def _cached(self, key: str, rows: int) -> Vectors | None:
+        with self._lock:
+            found = self._memory.get(key)
+        if found is not None or self.directory is None:
+            return found
+        try:
+            loaded = numpy.load(self.directory / f"{key}.npy", allow_pickle=False)
+        except (OSError, ValueError, EOFError):  # absent, unreadable, not an array: embed again
+            return None
+        if loaded.ndim != 2 or loaded.shape[0] != rows:
+            return None
+        vectors: Vectors = loaded.astype(numpy.float32)
+        self._remember(key, vectors)
+        return vectors
+
+    def _keep(self, key: str, vectors: Vectors) -> bool:
+        """Remember `vectors`, and write them to disk; True when they were written."""
+        self._remember(key, vectors)
+        if self.directory is None:
+            return False
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            partial = self.directory / f"{key}.{os.getpid()}.{threading.get_ident()}.tmp"
+            with partial.open("wb") as file:
+                numpy.save(file, vectors.astype(numpy.float16), allow_pickle=False)
+            partial.replace(self.directory / f"{key}.npy")  # atomic: readers see all or nothing
+        except OSError as exc:  # a read-only or full disk costs re-embedding, nothing else
+            logger.info("embedding cache not written: %s", exc)
+            return False
+        return True
+
+    def _remember(self, key: str, vectors: Vectors) -> None:
+        with self._lock:
+            if len(self._memory) >= _MEMORY_GROUPS:
+                self._memory.clear()
+            self._memory[key] = vectors
+
+    def _prune(self) -> None:
+        """Keep the newest `_DISK_FILES` files."""
+        assert self.directory is not None
+        try:
+            files = list(self.directory.glob("*.npy"))
+            if len(files) <= _DISK_FILES:
+                return
+            files.sort(key=lambda p: p.stat().st_mtime)
+            for stale in files[: len(files) - _DISK_FILES]:
+                stale.unlink(missing_ok=True)
+        except OSError as exc:  # another process pruning at the same time, or a gone directory
+            logger.info("embedding cache not pruned: %s", exc)
+
+
+def _key(fingerprint: str, documents: Sequence[Sequence[str]]) -> str:
+    digest = hashlib.sha256(fingerprint.encode())
+    for document in documents:
+        for text in document:
+            digest.update(b"\x1f" + text.encode("utf-8", "replace"))
+        digest.update(b"\x1e")
+    return digest.hexdigest()

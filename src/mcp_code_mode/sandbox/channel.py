@@ -1,0 +1,64 @@
+"""The host's end of the pipe to one worker: JSON lines out, checked messages in.
+
+One class for every kind of worker (a forked local worker on a Unix socket, a Deno runner
+on stdin/stdout): what arrives is untrusted (guest code may write raw lines), so every
+line is size-limited, parsed, and checked against the protocol's message types.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from ..errors import WorkerCrashed
+from .protocol import ChildMessage, HostMessage, as_child_message, decode, encode
+
+__all__ = ["LINE_LIMIT", "Channel"]
+
+LINE_LIMIT = 64 * 1024 * 1024
+"""The largest line accepted from a worker (give it as the StreamReader's `limit`)."""
+
+_INLINE_BYTES = 1 << 20  # larger lines are parsed in a thread, off the event loop
+
+
+class Channel:
+    """Sends `HostMessage`s and receives `ChildMessage`s over a pair of asyncio streams."""
+
+    def __init__(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, *, peer: str
+    ) -> None:
+        self._reader = reader
+        self._writer = writer
+        self._peer = peer  # "worker" or "runner", for messages
+
+    async def send(self, message: HostMessage) -> None:
+        """Write one message; raises ConnectionError when the worker is gone."""
+        self._writer.write(encode(message))
+        await self._writer.drain()
+
+    async def receive(self) -> ChildMessage | None:
+        """The next message, or None when the worker closed its end (exited).
+
+        Raises:
+            WorkerCrashed: an oversized line, or one that is not a protocol message.
+        """
+        try:
+            line = await self._reader.readline()
+        except (ValueError, asyncio.LimitOverrunError) as exc:
+            raise WorkerCrashed(f"{self._peer} sent an oversized message: {exc}") from None
+        except ConnectionError:
+            return None
+        if not line:
+            return None
+        try:
+            # A guest's 60 MB batch of calls must not stall the loop that serves other runs.
+            message = decode(line) if len(line) < _INLINE_BYTES else await _decode_in_thread(line)
+            return as_child_message(message)
+        except ValueError as exc:
+            raise WorkerCrashed(f"{self._peer} broke the protocol: {exc}") from None
+
+    def close(self) -> None:
+        self._writer.close()
+
+
+async def _decode_in_thread(line: bytes) -> dict[str, object]:
+    return await asyncio.to_thread(decode, line)
