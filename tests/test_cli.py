@@ -107,3 +107,32 @@ def test_run_without_an_lm_is_a_clear_error() -> None:
     assert not env_lm, "this test expects no DSPY_* variables in the environment"
     proc = cli("run", "do something")
     assert proc.returncode == 2 and "DSPY_LM" in proc.stderr and "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize(("answer", "posted"), [("y", True), ("n", False)])
+def test_exec_asks_on_a_terminal(tmp_path: Path, answer: str, posted: bool) -> None:
+    """With stdin a terminal, a call that needs approval is asked about there (contract §8)."""
+    board = str(ROOT / "tests" / "servers" / "approvals_upstream.py")
+    config = tmp_path / "mcp_servers.json"
+    config.write_text(json.dumps({"servers": {"board": server_entry(board)}}), encoding="utf-8")
+    code = (
+        "try:\n    tools.board.post_message(text='hello')\nexcept ToolError:\n    pass\n"
+        "tools.board.post_message.__name__\nlen(tools.board.read_posts())"
+    )
+    controller, terminal = os.openpty()
+    try:
+        proc = subprocess.Popen(
+            [str(SCRIPT), "exec", "--config", str(config), "--code", code],
+            stdin=terminal,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "MCP_CODE_POOL_SIZE": "1"},
+        )
+        os.close(terminal)
+        os.write(controller, f"{answer}\n".encode())
+        stdout, stderr = proc.communicate(timeout=90)
+    finally:
+        os.close(controller)
+    assert "Approve board.post_message for this run? [y/N]" in stderr + stdout
+    assert stdout.strip().splitlines()[-1] == ("1" if posted else "0"), stdout + stderr

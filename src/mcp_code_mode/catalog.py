@@ -8,7 +8,7 @@ and cached on disk by `embeddings.EmbeddingStore`; everything else here is pure.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
@@ -46,10 +46,19 @@ class ToolEntry:
     server_id: str
     tool_id: str
     schema: mcp_types.Tool
+    needs_approval: bool = False
 
     @property
     def source(self) -> ToolStubSource:
         return ToolStubSource(self.server, self.server_id, self.tool_id, self.schema)
+
+    @property
+    def note(self) -> str:
+        """What the model should know before calling: approval, or read-only (contract §8)."""
+        if self.needs_approval:
+            return "needs approval: a person is asked once per run (MCP_CODE_APPROVAL)"
+        hints = self.schema.annotations
+        return "read-only" if hints is not None and hints.read_only_hint is True else ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +100,7 @@ class Catalog:
         ranking: Ranking | None = None,
         embeddings: EmbeddingStore | None = None,
         background: bool = True,
+        needs_approval: Callable[[str, mcp_types.Tool], bool] | None = None,
     ) -> None:
         self.formatter = formatter or ToolSchemaFormatter()
         self.ranking = ranking or Ranking()
@@ -100,7 +110,14 @@ class Catalog:
         for server, server_tools in tools.items():
             ids = assign_identifiers(t.name for t in server_tools)
             self._by_server[server] = {
-                t.name: ToolEntry(server, t.name, self.server_ids[server], ids[t.name], t)
+                t.name: ToolEntry(
+                    server,
+                    t.name,
+                    self.server_ids[server],
+                    ids[t.name],
+                    t,
+                    needs_approval=bool(needs_approval and needs_approval(server, t)),
+                )
                 for t in server_tools
             }
         self.entries: tuple[ToolEntry, ...] = tuple(
@@ -190,7 +207,7 @@ class Catalog:
         top = max((s for s, _ in ranked), default=1.0)
         ordered = [(top + 1.0, e) for e in exact] + [(s, e) for s, e in ranked if e not in exact]
         return [
-            SearchHit(e.server, e.tool, self.signature(e), one_line(e.schema.description), s)
+            SearchHit(e.server, e.tool, self.signature(e), _described(e), s)
             for s, e in ordered[:limit]
         ]
 
@@ -206,12 +223,12 @@ class Catalog:
             entries = self._server(server)
             if tool not in entries:
                 tool = next((e.tool for e in entries.values() if e.tool_id == tool), tool)
-            return self.formatter.stub(self.get(server, tool).source)
+            return _stub(self.formatter, self.get(server, tool))
         entries = self._server(server)
         header = f"# tools.{self.server_ids[server]}  (server {server!r})"
         description = self.descriptions.get(server)
         parts = [header + (f"\n# {description}" if description else "")]
-        parts += [self.formatter.stub(e.source) for e in entries.values()]
+        parts += [_stub(self.formatter, e) for e in entries.values()]
         return "\n\n".join(parts)
 
     def _server(self, server: str) -> dict[str, ToolEntry]:
@@ -247,6 +264,18 @@ class Catalog:
             server=entry.server,
             server_description=self.descriptions.get(entry.server, ""),
         )
+
+
+def _described(entry: ToolEntry) -> str:
+    description = one_line(entry.schema.description)
+    if not entry.note:
+        return description
+    return f"[{entry.note}] {description}".rstrip()
+
+
+def _stub(formatter: ToolSchemaFormatter, entry: ToolEntry) -> str:
+    stub = formatter.stub(entry.source)
+    return f"# {entry.note}\n{stub}" if entry.note else stub
 
 
 def _shown(name: str) -> str:

@@ -10,6 +10,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from .approval import ApprovalRequest
 from .errors import CodeModeError
 from .executor_server import add_serve_arguments, serve
 from .gateway import Gateway
@@ -101,14 +102,31 @@ async def _exec(settings: Settings, args: argparse.Namespace) -> int:
             value = json.loads(args.input)
         except ValueError as exc:
             raise CodeModeError(f"--input is not valid JSON: {exc}") from None
+    # Calls that need approval (contract §8) are asked about on the terminal; without one,
+    # `exec` is a client that cannot ask.
+    approver = _ask_on_terminal if sys.stdin.isatty() else None
     async with Gateway.from_settings(settings, args.config) as gateway:
         _warn_down_servers(gateway)
-        result = await gateway.execute(code, input=value, timeout_s=args.timeout)
+        result = await gateway.execute(code, input=value, timeout_s=args.timeout, approver=approver)
     if args.json:
         print(json.dumps(result.to_json()))
     else:
         _print_result(result.to_json())
     return 0 if result.ok else 1
+
+
+async def _ask_on_terminal(request: ApprovalRequest) -> bool:
+    """`Approve notes.add_note for this run? [y/N]` on stderr, the answer from stdin."""
+    print(
+        f"{request.server}.{request.tool} needs approval; first call: "
+        f"{_printable(request.arguments)}",
+        file=sys.stderr,
+    )
+    # The question goes to stderr: stdout holds only the result.
+    print(f"Approve {request.server}.{request.tool} for this run? [y/N] ", end="", file=sys.stderr)
+    sys.stderr.flush()
+    answer = await asyncio.to_thread(sys.stdin.readline)
+    return answer.strip().lower() in ("y", "yes")
 
 
 def _print_result(data: dict[str, Any]) -> None:

@@ -18,6 +18,7 @@ from fastmcp.client.transports import (
     StdioTransport,
     StreamableHttpTransport,
 )
+from mcp import types as mcp_types
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from .errors import ConfigError
@@ -57,6 +58,7 @@ class ServerConfig(BaseModel):
     enabled: bool = True
     allow_tools: tuple[str, ...] = ()
     deny_tools: tuple[str, ...] = ()
+    approve_tools: tuple[str, ...] | None = None  # None: the key is absent (annotations decide)
 
     @model_validator(mode="before")
     @classmethod
@@ -94,6 +96,17 @@ class ServerConfig(BaseModel):
         if kind in ("http", "sse") and not self.url:
             raise _FieldProblem("url", f"a {kind} server needs a 'url'")
         return self
+
+    def needs_approval(self, tool: mcp_types.Tool) -> bool:
+        """Whether a call to `tool` needs a person's approval (contract §8).
+
+        The entry's `approve_tools` globs when it has the key; otherwise the tool's own
+        annotations: `destructiveHint: true` and not `readOnlyHint: true`.
+        """
+        if self.approve_tools is not None:
+            return any(fnmatch.fnmatchcase(tool.name, p) for p in self.approve_tools)
+        hints = tool.annotations
+        return bool(hints and hints.destructive_hint is True and hints.read_only_hint is not True)
 
     def exposes(self, tool: str) -> bool:
         """Whether `allow_tools` / `deny_tools` let this tool through."""

@@ -9,11 +9,12 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import Collection
+from collections.abc import Awaitable, Callable, Collection
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
 
+from .approval import Approver, RunApprovals
 from .catalog import Catalog
 from .config import GatewayConfig, load_config
 from .errors import (
@@ -109,18 +110,30 @@ class Gateway:
         if self._catalog is None or self._catalog_version != self.manager.tools_version:
             descriptions = {n: s.description for n, s in self.config.servers.items()}
             self._catalog_version = self.manager.tools_version
-            self._catalog = Catalog(self.manager.tools(), descriptions)
+            servers = self.config.servers
+            self._catalog = Catalog(
+                self.manager.tools(),
+                descriptions,
+                needs_approval=lambda server, tool: servers[server].needs_approval(tool),
+            )
         return self._catalog
 
     async def execute(
-        self, code: str, input: JSON = None, timeout_s: float | None = None
+        self,
+        code: str,
+        input: JSON = None,
+        timeout_s: float | None = None,
+        *,
+        approver: Approver | None = None,
     ) -> ExecutionResult:
         """Run guest code (contract §3 `execute_code`); always answers with a result object.
 
         The reply is made encodable and bounded here, once, for every executor (§7).
+        `approver` asks a person about calls that need approval (§8); without one the
+        client is one that cannot ask.
         """
         started = time.perf_counter()
-        router = _RunRouter(self)
+        router = _RunRouter(self, approver)
         try:
             result = await self.executor.run(
                 code,
@@ -191,6 +204,10 @@ class Gateway:
         return {"executor": self.executor.name, "layers": [k for k, on in layers.items() if on],
                 "inactive": [k for k, on in layers.items() if not on]}  # fmt: skip
 
+    def needs_approval(self, server: str, tool: str) -> bool:
+        """Whether calls to this tool need a person's approval (contract §8)."""
+        return self.catalog.get(server, tool).needs_approval
+
     async def call_tool(self, server: str, tool: str, args: dict[str, Any]) -> JSON:
         """Call one upstream tool by original names and unwrap its result."""
         reason = self.manager.unavailable_reason(server)
@@ -229,8 +246,14 @@ class _RunRouter:
     run (`close()` cancels what is still waiting or in flight).
     """
 
-    def __init__(self, gateway: Gateway) -> None:
+    def __init__(self, gateway: Gateway, approver: Approver | None = None) -> None:
         self._gateway = gateway
+        self._approvals = RunApprovals(
+            mode=gateway.settings.approval,
+            approver=approver,
+            timeout_s=gateway.settings.approval_timeout_s,
+            redact=gateway.config.redact,
+        )
         self._records: list[ToolCallRecord] = []
         self._limit = gateway.settings.max_tool_calls
         self._slots = asyncio.Semaphore(gateway.settings.max_concurrent_calls)
@@ -249,6 +272,8 @@ class _RunRouter:
             raise ToolCallFailed(server, tool, "the run has ended")
         record = ToolCallRecord(server=server, tool=tool, ms=0.0, ok=False)
         self._records.append(record)
+        if self._needs_approval(server, tool):
+            await self._approvals.check(server, tool, args)
         async with self._slots:
             started = time.perf_counter()
             task = asyncio.ensure_future(self._gateway.call_tool(server, tool, args))
@@ -260,6 +285,20 @@ class _RunRouter:
             finally:
                 self._tasks.discard(task)
                 record.ms = round((time.perf_counter() - started) * 1000, 1)
+
+    @property
+    def paused_s(self) -> float:
+        """Seconds the run waited for a person: not counted against its time limit."""
+        return self._approvals.paused_s
+
+    def on_pause(self, notify: Callable[[], Awaitable[None]]) -> None:
+        self._approvals.before_asking = notify
+
+    def _needs_approval(self, server: str, tool: str) -> bool:
+        try:
+            return self._gateway.needs_approval(server, tool)
+        except (UnknownToolError, KeyError):
+            return False  # the call itself reports the unknown name
 
     def close(self) -> None:
         """The run is over: cancel its calls still in flight; later calls fail."""

@@ -44,6 +44,12 @@ class Settings(BaseSettings):
         16, gt=0, validation_alias=_env("MCP_CODE_MAX_CONCURRENT_CALLS")
     )
     max_call_bytes: int = Field(1_000_000, gt=0, validation_alias=_env("MCP_CODE_MAX_CALL_BYTES"))
+    approval: Literal["auto", "required", "off"] = Field(
+        "auto", validation_alias=_env("MCP_CODE_APPROVAL")
+    )
+    approval_timeout_s: float = Field(
+        120.0, gt=0, validation_alias=_env("MCP_CODE_APPROVAL_TIMEOUT_S")
+    )
     max_output_chars: int = Field(100_000, gt=0, validation_alias=_env("MCP_CODE_MAX_OUTPUT_CHARS"))
     pool_size: int = Field(2, ge=0, validation_alias=_env("MCP_CODE_POOL_SIZE"))
     max_chars: int = Field(8000, gt=0, validation_alias=_env("MCP_CODE_MAX_CHARS"))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -117,6 +118,16 @@ class ToolRouter(Protocol):
 
     def records(self) -> list[ToolCallRecord]:
         """The calls made so far, in the order issued."""
+        ...
+
+    @property
+    def paused_s(self) -> float:
+        """Seconds spent waiting for a person (approvals): not counted against the run."""
+        ...
+
+    def on_pause(self, notify: Callable[[], Awaitable[None]]) -> None:
+        """Have `notify()` awaited before the run waits for a person (it stops the run's
+        clock in the worker); the executor calls this once per worker."""
         ...
 
 

@@ -23,7 +23,14 @@ from ..errors import CodeModeError, ErrorType, WorkerCrashed
 from .base import ErrorDetail, ExecutionResult, Limits, ToolRouter
 from .policy import check_policy
 from .pool import Launcher, Worker, WorkerPool
-from .protocol import CallRequest, DoneMessage, Outcome, QueryRequest, RunMessage
+from .protocol import (
+    CallRequest,
+    DoneMessage,
+    Outcome,
+    QueryRequest,
+    ReplyMessage,
+    RunMessage,
+)
 
 __all__ = ["KILL_GRACE_S", "Conversation", "SandboxExecutor", "check_code"]
 
@@ -74,8 +81,8 @@ class SandboxExecutor:
         }  # fmt: skip
         produced: list[tuple[str, list[str]]] = []  # stdout and logs of a killed worker
         try:
-            async with asyncio.timeout(timeout_s + KILL_GRACE_S):
-                done = await self._attempt(message, router, produced)
+            async with asyncio.timeout(timeout_s + KILL_GRACE_S) as clock:
+                done = await self._attempt(message, router, produced, _Hold(clock))
             result = _from_done(done)
         except TimeoutError:
             result = ExecutionResult.failure(
@@ -92,7 +99,11 @@ class SandboxExecutor:
         return result
 
     async def _attempt(
-        self, message: RunMessage, router: ToolRouter, produced: list[tuple[str, list[str]]]
+        self,
+        message: RunMessage,
+        router: ToolRouter,
+        produced: list[tuple[str, list[str]]],
+        hold: _Hold,
     ) -> DoneMessage:
         """Run on a pool worker; once more on a fresh one if the first died without a trace.
 
@@ -106,7 +117,7 @@ class SandboxExecutor:
         for attempt in (1, 2):
             # The retry forks afresh: idle workers may have died with the first one's cause.
             worker = await (self.pool.acquire() if attempt == 1 else self.pool.fork())
-            conversation = Conversation(worker, router)
+            conversation = Conversation(worker, router, hold=hold)
             reported = False
             try:
                 done = await conversation.run(message)
@@ -123,6 +134,26 @@ class SandboxExecutor:
                 finally:
                     self.pool.reap(worker)  # exit and cleanup need not delay the reply
         raise AssertionError("unreachable")
+
+
+class _Hold:
+    """Stops and restarts a run's host-side deadline while a person is asked (contract §8:
+    that time is not the run's)."""
+
+    def __init__(self, clock: asyncio.Timeout) -> None:
+        self._clock = clock
+        self._remaining: float | None = None
+
+    def stop(self) -> None:
+        deadline = self._clock.when()
+        if self._remaining is None and deadline is not None:
+            self._remaining = max(0.0, deadline - asyncio.get_running_loop().time())
+            self._clock.reschedule(None)
+
+    def resume(self) -> None:
+        if self._remaining is not None:
+            self._clock.reschedule(asyncio.get_running_loop().time() + self._remaining)
+            self._remaining = None
 
 
 def check_code(code: str, allowed_imports: Sequence[str], limits: Limits) -> ExecutionResult | None:
@@ -156,10 +187,18 @@ def check_code(code: str, allowed_imports: Sequence[str], limits: Limits) -> Exe
 class Conversation:
     """Serves one run's requests until the worker reports `done`."""
 
-    def __init__(self, worker: Worker, router: ToolRouter) -> None:
+    def __init__(
+        self,
+        worker: Worker,
+        router: ToolRouter,
+        *,
+        hold: _Hold | None = None,
+    ) -> None:
         self.worker = worker
         self.router = router
         self.requests = 0
+        self._hold = hold
+        router.on_pause(self._pause_worker)
         self._tasks: set[asyncio.Task[None]] = set()
 
     async def run(self, message: RunMessage) -> DoneMessage:
@@ -188,6 +227,13 @@ class Conversation:
             for task in list(self._tasks):
                 task.cancel()
 
+    async def _pause_worker(self) -> None:
+        """The run is about to wait for a person: both clocks stop until the reply."""
+        if self._hold is not None:
+            self._hold.stop()
+        with contextlib.suppress(ConnectionError, RuntimeError):
+            await self.worker.send({"op": "pause"})
+
     async def _answer(self, request: CallRequest | QueryRequest) -> None:
         try:
             request_id = int(request["id"])
@@ -208,6 +254,7 @@ class Conversation:
         except (KeyError, TypeError, ValueError):
             self.worker.kill()  # a malformed request: the conversation loop reports the crash
             return
+        paused_before = self.router.paused_s
         try:
             if request["op"] == "call":
                 self.router.admit(len(pending))
@@ -215,9 +262,15 @@ class Conversation:
             results = [_failed(exc)] * len(pending)
         else:
             results = await self._outcomes(pending)
+        reply: ReplyMessage = {"op": "reply", "id": request_id, "results": results}
+        paused = self.router.paused_s - paused_before
+        if paused > 0:  # a person was asked: the clocks run again from here
+            if self._hold is not None:
+                self._hold.resume()
+            reply["paused_s"] = paused
         # A worker that is gone cannot take the reply; the conversation loop reports it.
         with contextlib.suppress(ConnectionError, RuntimeError):
-            await self.worker.send({"op": "reply", "id": request_id, "results": results})
+            await self.worker.send(reply)
 
     async def _outcomes(self, pending: list[Callable[[], Awaitable[Any]]]) -> list[Outcome]:
         """Outcomes in order, at most `_LANES` started at a time (a batch may hold 10**5).

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from concurrent.futures import Future
 from typing import Any, TypeVar
 
@@ -37,6 +37,8 @@ T = TypeVar("T")
 class _NoTools:
     """The router of an interpreter without upstreams: every call fails clearly."""
 
+    paused_s = 0.0
+
     async def call(self, server: str, tool: str, args: dict[str, Any]) -> Any:
         raise ToolCallFailed(server, tool, "no MCP servers are connected to this interpreter")
 
@@ -44,6 +46,9 @@ class _NoTools:
         return []
 
     def admit(self, count: int) -> None:
+        return None
+
+    def on_pause(self, notify: Callable[[], Awaitable[None]]) -> None:
         return None
 
     def records(self) -> list[ToolCallRecord]:
@@ -66,6 +71,13 @@ class _ThreadSafeRouter:
 
     def admit(self, count: int) -> None:
         self._router.admit(count)  # reads a counter: safe from this thread
+
+    @property
+    def paused_s(self) -> float:
+        return self._router.paused_s
+
+    def on_pause(self, notify: Callable[[], Awaitable[None]]) -> None:
+        return None  # sessions answer no approvals: their router has no person to ask
 
     def records(self) -> list[ToolCallRecord]:
         return self._router.records()

@@ -18,6 +18,7 @@ __all__ = [
     "HostMessage",
     "InitMessage",
     "Outcome",
+    "PauseMessage",
     "QueryRequest",
     "ReadyMessage",
     "ReplyMessage",
@@ -101,6 +102,7 @@ class ReplyMessage(TypedDict):
     op: Literal["reply"]
     id: int
     results: list[Outcome]
+    paused_s: NotRequired[float]  # a person was asked meanwhile: not the run's time
 
 
 class ErrorInfo(TypedDict):
@@ -119,7 +121,13 @@ class DoneMessage(TypedDict):
     submitted: NotRequired[bool]  # the result holds SUBMIT(**fields) (sessions only)
 
 
-HostMessage = InitMessage | RunnerInitMessage | RunMessage | ReplyMessage
+class PauseMessage(TypedDict):
+    """Host → worker, while it waits for a reply: a person is being asked; stop the clock."""
+
+    op: Literal["pause"]
+
+
+HostMessage = InitMessage | RunnerInitMessage | RunMessage | ReplyMessage | PauseMessage
 """What the host sends a worker."""
 
 

@@ -74,8 +74,9 @@ def run_line(line: str) -> str:
     """Run one `run` message (a JSON line) and return the `done` message as a JSON line."""
     exchange = _bridge["exchange"]
 
-    def send(message: dict[str, Any]) -> dict[str, Any]:
-        reply: dict[str, Any] = json.loads(exchange(json.dumps(message)))
+    def send(message: dict[str, Any] | None) -> dict[str, Any]:
+        # An empty line sends nothing: it only reads the host's next message (after a pause).
+        reply: dict[str, Any] = json.loads(exchange("" if message is None else json.dumps(message)))
         return reply
 
     message = json.loads(line)

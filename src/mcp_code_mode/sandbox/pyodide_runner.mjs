@@ -92,7 +92,7 @@ function armTimer(ms) {
   if (ms > 0) watchdog.postMessage([interrupt, armed, ms]);
 }
 pyodide.registerJsModule("_mcp_host", {
-  exchange: (line) => { writeLine(line); return readLine(); },
+  exchange: (line) => { if (line) writeLine(line); return readLine(); },
   arm_timer: armTimer,
 });
 const guest = pyodide.runPython(`

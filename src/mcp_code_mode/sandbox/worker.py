@@ -16,6 +16,7 @@ import io
 import json
 import signal
 import sys
+import time
 import traceback
 from collections.abc import Callable
 from types import CodeType, FrameType
@@ -44,8 +45,9 @@ GUEST_FILENAME = "<guest>"
 _RESULT = "_mcp_result_"
 
 
-Exchange = Callable[[dict[str, Any]], dict[str, Any]]
-"""Sends one request to the host and returns the host's reply to it (blocking)."""
+Exchange = Callable[[dict[str, Any] | None], dict[str, Any]]
+"""Sends one request to the host (None: sends nothing) and returns the host's next message
+for it: its `reply`, or a `pause` (blocking)."""
 
 
 def _setitimer(seconds: float) -> None:
@@ -76,6 +78,7 @@ class Run:
         self.limit = max_output_chars
         self.tripped: Fatal | None = None
         self._next_id = 0
+        self.deadline: float | None = None  # monotonic, while the soft timer is armed
 
     def trip(self, error_type: str, message: str) -> Fatal:
         fatal = Fatal(error_type, message)
@@ -100,6 +103,15 @@ class Run:
         self._next_id += 1
         message["id"] = self._next_id
         reply = self._exchange(message)
+        stopped: float | None = None
+        while reply.get("op") == "pause":  # the host asks a person: that time is not the run's
+            if stopped is None and self.deadline is not None and soft_timer is not None:
+                stopped = max(0.001, self.deadline - time.monotonic())
+                soft_timer[1](0)
+            reply = self._exchange(None)
+        if stopped is not None and soft_timer is not None:
+            self.deadline = time.monotonic() + stopped
+            soft_timer[1](stopped)
         results: list[dict[str, Any]] = reply["results"]
         for outcome in results:
             if outcome.get("fatal"):
@@ -292,6 +304,7 @@ def execute(
     try:
         code = compile_guest(source)
         if timer is not None:
+            run.deadline = time.monotonic() + timeout_s
             timer[1](timeout_s)
         if code.co_flags & 0x80:  # CO_COROUTINE: the code uses top-level await
             import asyncio

@@ -95,14 +95,20 @@ def serve(
     confine(workdir=workdir, memory_mb=memory_mb, layers=layers)
     _warm_up(allowed_imports)
 
-    def exchange(message: dict[str, Any]) -> dict[str, Any]:
-        write_message(pipe_out, message)
+    request_id = [0]
+
+    def exchange(message: dict[str, Any] | None) -> dict[str, Any]:
+        if message is not None:
+            request_id[0] = message["id"]
+            write_message(pipe_out, message)
         while True:
             line = pipe_in.readline()
             if not line:  # the host is gone
                 os._exit(3)
             reply = decode(line)
-            if reply.get("op") == "reply" and reply.get("id") == message["id"]:
+            if reply.get("op") == "pause":
+                return reply
+            if reply.get("op") == "reply" and reply.get("id") == request_id[0]:
                 return reply
 
     namespace: dict[str, Any] | None = None

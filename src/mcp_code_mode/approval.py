@@ -1,0 +1,117 @@
+"""Approval of writes (contract §8): one question per run and tool, asked of a person.
+
+A run's `RunApprovals` asks its `Approver` (MCP elicitation, a terminal prompt) the first
+time the run calls a tool that needs approval; concurrent calls to that tool wait for the
+one answer, later calls reuse it; the answer is kept for the run only. The time spent
+waiting is not the run's: it is added to `paused_s`, which the executor gives back to the
+run's clocks. A declined, cancelled or unanswered question fails the call before the
+upstream is ever called.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from .encodable import clip, encodable_text
+from .errors import ToolCallFailed
+
+__all__ = ["ApprovalMode", "ApprovalRequest", "Approver", "RunApprovals"]
+
+ApprovalMode = Literal["auto", "required", "off"]
+
+_ARGS_CHARS = 400
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalRequest:
+    """What a person is asked: the server, the tool, the first call's arguments (clipped)."""
+
+    server: str
+    tool: str
+    arguments: str
+
+    @property
+    def message(self) -> str:
+        return (
+            f"Approve {self.server}.{self.tool} for this run? The code calls it with "
+            f"{self.arguments}. Approving covers the rest of this run's calls to "
+            f"{self.server}.{self.tool}."
+        )
+
+
+Approver = Callable[[ApprovalRequest], Awaitable[bool | None]]
+"""Asks a person; True approves, False declines, None: cannot ask (no such client)."""
+
+
+class RunApprovals:
+    """The approvals of one run."""
+
+    def __init__(
+        self,
+        *,
+        mode: ApprovalMode,
+        approver: Approver | None,
+        timeout_s: float,
+        redact: Callable[[str], str] = lambda text: text,
+    ) -> None:
+        self._mode = mode
+        self._approver = approver
+        self._timeout_s = timeout_s
+        self._redact = redact
+        self._answers: dict[tuple[str, str], asyncio.Future[str | None]] = {}
+        self.paused_s = 0.0  # spent waiting for a person: not counted against the run
+        # Awaited before a person is asked (the executor stops the worker's clock).
+        self.before_asking: Callable[[], Awaitable[None]] | None = None
+
+    async def check(self, server: str, tool: str, args: dict[str, Any]) -> None:
+        """Return when the call may go ahead.
+
+        Raises:
+            ToolCallFailed: the question was declined, cancelled or not answered in time,
+                or MCP_CODE_APPROVAL=required and nobody can be asked.
+        """
+        if self._mode == "off":
+            return
+        key = (server, tool)
+        answer = self._answers.get(key)
+        if answer is None:
+            answer = self._answers[key] = asyncio.ensure_future(self._ask(server, tool, args))
+        refusal = await asyncio.shield(answer)
+        if refusal is not None:
+            raise ToolCallFailed(
+                server,
+                tool,
+                f"the call needs approval and {refusal}; the upstream was not called "
+                "(MCP_CODE_APPROVAL decides when to ask)",
+            )
+
+    async def _ask(self, server: str, tool: str, args: dict[str, Any]) -> str | None:
+        """None when approved, else why not."""
+        request = ApprovalRequest(server, tool, self._preview(args))
+        started = time.monotonic()
+        if self._approver is not None and self.before_asking is not None:
+            await self.before_asking()
+        try:
+            async with asyncio.timeout(self._timeout_s):
+                answer = None if self._approver is None else await self._approver(request)
+        except TimeoutError:
+            return f"it was declined: nobody answered within {self._timeout_s:g}s"
+        finally:
+            self.paused_s += time.monotonic() - started
+        if answer is None:  # nobody can be asked
+            if self._mode == "auto":
+                return None
+            return "it was declined: the client cannot ask a person (MCP_CODE_APPROVAL=required)"
+        return None if answer else "it was declined"
+
+    def _preview(self, args: dict[str, Any]) -> str:
+        try:
+            text = json.dumps(args, ensure_ascii=False, default=repr)
+        except (TypeError, ValueError, RecursionError):
+            text = "(arguments that cannot be shown)"
+        return clip(encodable_text(self._redact(text)), _ARGS_CHARS)

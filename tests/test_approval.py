@@ -1,0 +1,199 @@
+"""Approval of writes (contract §8) through the gateway: the questions asked, the answers
+kept for the run, declined calls that never reach the upstream, and paused clocks."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+
+from mcp_code_mode.approval import ApprovalRequest
+from mcp_code_mode.gateway import Gateway
+
+from .conftest import require_pyodide
+from .support import ROOT, server_entry, start_gateway
+
+BOARD = str(ROOT / "tests" / "servers" / "approvals_upstream.py")
+
+
+class Person:
+    """An approver that answers as told and remembers what it was asked."""
+
+    def __init__(self, answer: bool | None = True, *, delay_s: float = 0.0) -> None:
+        self.answer = answer
+        self.delay_s = delay_s
+        self.asked: list[ApprovalRequest] = []
+
+    async def __call__(self, request: ApprovalRequest) -> bool | None:
+        self.asked.append(request)
+        if self.delay_s:
+            await asyncio.sleep(self.delay_s)
+        return self.answer
+
+
+async def _board(tmp_path: Path, **overrides: Any) -> Gateway:
+    config = tmp_path / "mcp_servers.json"
+    extra = overrides.pop("entry", {})
+    config.write_text(json.dumps({"servers": {"board": server_entry(BOARD, **extra)}}))
+    return await start_gateway(config, pool_size=1, **overrides)
+
+
+@pytest_asyncio.fixture
+async def board(tmp_path: Path) -> AsyncIterator[Gateway]:
+    gw = await _board(tmp_path)
+    try:
+        yield gw
+    finally:
+        await gw.aclose()
+
+
+async def posts(gateway: Gateway) -> list[str]:
+    out = (await gateway.execute("tools.board.read_posts()")).to_json()
+    assert out["ok"], out
+    return list(out["result"])
+
+
+async def test_one_question_covers_a_fifty_call_loop(board: Gateway) -> None:
+    person = Person(True)
+    code = "for i in range(50):\n    tools.board.post_message(text=f'hi {i}')\ntools.board.read_posts()"
+    out = (await board.execute(code, approver=person)).to_json()
+    assert out["ok"], out
+    assert len(out["result"]) == 50
+    assert len(person.asked) == 1
+    asked = person.asked[0]
+    assert (asked.server, asked.tool) == ("board", "post_message")
+    assert "hi 0" in asked.arguments and "rest of this run" in asked.message
+    # The answer is kept for that run only: the next run asks again.
+    await board.execute("tools.board.post_message(text='again')", approver=person)
+    assert len(person.asked) == 2
+
+
+async def test_a_declined_call_never_reaches_the_upstream(board: Gateway) -> None:
+    person = Person(False)
+    code = (
+        "try:\n    tools.board.post_message(text='secret plan')\nexcept ToolError as e:\n"
+        "    declined = str(e)\ndeclined"
+    )
+    out = (await board.execute(code, approver=person)).to_json()
+    assert out["ok"], out
+    assert "declined" in out["result"] and "MCP_CODE_APPROVAL" in out["result"]
+    assert out["tool_calls"] == [
+        {"server": "board", "tool": "post_message", "ms": out["tool_calls"][0]["ms"], "ok": False}
+    ]
+    assert await posts(board) == []
+    uncaught = (await board.execute("tools.board.delete_posts()", approver=person)).to_json()
+    assert uncaught["error"]["type"] == "TOOL_ERROR"
+
+
+async def test_reads_and_read_only_tools_are_not_asked_about(board: Gateway) -> None:
+    person = Person(False)
+    out = (
+        await board.execute(
+            "[tools.board.read_posts(), tools.board.contradictory(), tools.board.plain()]",
+            approver=person,
+        )
+    ).to_json()
+    assert out["ok"], out
+    assert person.asked == []
+
+
+async def test_concurrent_calls_wait_for_the_one_answer(board: Gateway) -> None:
+    person = Person(True, delay_s=0.3)
+    code = "r = call_tools([('board', 'post_message', {'text': str(i)}) for i in range(8)])\nr"
+    out = (await board.execute(code, approver=person)).to_json()
+    assert out["ok"], out
+    assert sorted(out["result"]) == list(range(1, 9))
+    assert len(person.asked) == 1
+
+
+@pytest.mark.parametrize("executor", ["local", "pyodide"])
+async def test_waiting_for_a_person_does_not_count_against_the_run(
+    tmp_path: Path, executor: str
+) -> None:
+    if executor == "pyodide":
+        require_pyodide()
+    gw = await _board(tmp_path, executor=executor)
+    try:
+        person = Person(True, delay_s=2.5)
+        code = (
+            "import asyncio\nawait asyncio.sleep(0.5)\ntools.board.post_message(text='x')\n"
+            "await asyncio.sleep(0.5)\n'done'"
+        )
+        started = time.perf_counter()
+        out = (await gw.execute(code, timeout_s=2.0, approver=person)).to_json()
+        assert out["ok"], out
+        assert out["result"] == "done"
+        assert time.perf_counter() - started > 3.0  # it did wait for the person
+        # ... and the run's own time still counts: a runaway after the answer times out.
+        runaway = "tools.board.post_message(text='y')\nwhile True:\n    pass"
+        out = (await gw.execute(runaway, timeout_s=1.0, approver=person)).to_json()
+        assert out["error"]["type"] == "TIMEOUT", out
+    finally:
+        await gw.aclose()
+
+
+@pytest.mark.parametrize(("mode", "reaches"), [("auto", True), ("required", False), ("off", True)])
+async def test_a_client_that_cannot_ask(tmp_path: Path, mode: str, reaches: bool) -> None:
+    gw = await _board(tmp_path, approval=mode)
+    try:
+        out = (await gw.execute("tools.board.post_message(text='x')")).to_json()
+        assert out["ok"] is reaches, out
+        if not reaches:
+            assert "MCP_CODE_APPROVAL=required" in out["error"]["message"]
+        assert (await posts(gw)) == (["x"] if reaches else [])
+    finally:
+        await gw.aclose()
+
+
+async def test_off_never_asks(tmp_path: Path) -> None:
+    gw = await _board(tmp_path, approval="off")
+    person = Person(False)
+    try:
+        out = (await gw.execute("tools.board.post_message(text='x')", approver=person)).to_json()
+        assert out["ok"], out
+        assert person.asked == []
+    finally:
+        await gw.aclose()
+
+
+async def test_an_unanswered_question_is_a_decline(tmp_path: Path) -> None:
+    gw = await _board(tmp_path, approval_timeout_s=0.5)
+    try:
+        never = Person(True, delay_s=30)
+        out = (await gw.execute("tools.board.post_message(text='x')", approver=never)).to_json()
+        assert out["error"]["type"] == "TOOL_ERROR"
+        assert "nobody answered within 0.5s" in out["error"]["message"]
+        assert await posts(gw) == []
+    finally:
+        await gw.aclose()
+
+
+async def test_approve_tools_globs_replace_the_annotations(tmp_path: Path) -> None:
+    gw = await _board(tmp_path, entry={"approve_tools": ["plain", "read_*"]})
+    person = Person(False)
+    try:
+        out = (
+            await gw.execute(
+                "try:\n    tools.board.read_posts()\nexcept ToolError:\n    pass\n"
+                "tools.board.post_message(text='no question')",
+                approver=person,
+            )
+        ).to_json()
+        assert out["ok"], out
+        assert [(a.server, a.tool) for a in person.asked] == [("board", "read_posts")]
+    finally:
+        await gw.aclose()
+
+
+async def test_search_and_docs_say_what_needs_approval(board: Gateway) -> None:
+    hits = {h["tool"]: h for h in board.search_tools("post message", 10)}
+    assert hits["post_message"]["description"].startswith("[needs approval")
+    assert hits["read_posts"]["description"].startswith("[read-only]")
+    assert board.get_tool_docs("board", "delete_posts").startswith("# needs approval")
+    assert "needs approval" not in board.get_tool_docs("board", "plain")
