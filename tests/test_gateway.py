@@ -101,10 +101,16 @@ async def test_uncaught_tool_error_ends_the_run(any_gateway: Gateway) -> None:
 
 async def test_timeout_keeps_what_the_run_produced(any_gateway: Gateway) -> None:
     code = "print('before')\nlog('step', 1)\ntools.testsrv.echo(text='x')\nwhile True:\n    n = 1"
-    out = await run(any_gateway, code, timeout_s=1.0)
-    assert not out["ok"] and out["result"] is None
-    # The run's own timer ended it (a host kill would say "and was killed" and keep nothing).
-    assert out["error"]["type"] == "TIMEOUT" and "killed" not in out["error"]["message"]
+    for _ in range(3):
+        out = await run(any_gateway, code, timeout_s=1.0)
+        assert not out["ok"] and out["result"] is None
+        assert out["error"]["type"] == "TIMEOUT"
+        # A starved machine can delay the run's own timer past the host's kill (which says
+        # "and was killed"; a killed Deno runner keeps no output): that says nothing about
+        # the timer, so try again. The run's own timer must end it at least once.
+        if "killed" not in out["error"]["message"]:
+            break
+    assert "killed" not in out["error"]["message"], out
     assert out["error"]["line"] in (4, 5)
     assert out["stdout"] == "before\n" and out["logs"] == ["step 1"]
     assert [(c["tool"], c["ok"]) for c in out["tool_calls"]] == [("echo", True)]
@@ -126,7 +132,9 @@ async def test_call_tools_is_concurrent_and_ordered(any_gateway: Gateway) -> Non
     assert out["ok"], out["error"]
     assert out["result"] == [0.2] * 10
     assert len(out["tool_calls"]) == 10
-    assert elapsed < 1.5, f"10 x 0.2 s took {elapsed:.2f} s: calls were not concurrent"
+    # One after another they take at least 2.0 s, whatever the machine; concurrent ones
+    # take 0.2 s plus overhead (1.8 s was seen at load 8 on 2 cores).
+    assert elapsed < 2.0, f"10 x 0.2 s took {elapsed:.2f} s: calls were not concurrent"
 
 
 async def test_call_tools_failed_slot_is_a_tool_error(any_gateway: Gateway) -> None:
