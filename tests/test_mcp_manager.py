@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import time
+from pathlib import Path
 
 import pytest
 
@@ -118,3 +120,23 @@ async def test_tool_error_and_unknown_server_map_to_tool_call_failed(
             await manager.call_tool("t", "fail", {"message": "kaput"})
         with pytest.raises(ToolCallFailed, match="not configured"):
             await manager.call_tool("nope", "x", {})
+
+
+async def test_a_burst_of_calls_to_a_dead_upstream_shares_one_attempt(
+    write_config: ConfigWriter, tmp_path: Path
+) -> None:
+    """Calls arriving while an upstream is down join one connection attempt (§7: bounded)."""
+    starts = tmp_path / "starts"
+    script = f"open({str(starts)!r}, 'a').write('x\\n'); import time; time.sleep(0.5)"
+    path = write_config({"dead": {"command": "python", "args": ["-c", script], "timeout_s": 5}})
+    async with MCPServerManager(load_config(path), default_timeout_s=5) as manager:
+        assert manager.state("dead") == "error"
+        before = len(starts.read_text().splitlines())
+        outcomes = await asyncio.gather(
+            *(manager.call_tool("dead", "anything") for _ in range(20)), return_exceptions=True
+        )
+        assert all(isinstance(o, ToolCallFailed) for o in outcomes)
+        assert all("-c" in str(o) for o in outcomes)  # the command is named
+        spawned = len(starts.read_text().splitlines()) - before
+    # One attempt shared by the burst (perhaps the background retry's), not one per call.
+    assert spawned <= 3, spawned

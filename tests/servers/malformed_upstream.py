@@ -1,0 +1,144 @@
+"""A hand-written stdio JSON-RPC upstream whose replies break the MCP result shapes on request.
+
+No MCP library: it reads one JSON-RPC message a line and writes what each tool is meant to
+send, so the client sees exactly these bytes. With `--modern` it answers `server/discover`
+(protocol 2026-07-28, where every result carries `resultType`); without it, it answers
+`server/discover` with "method not found", so the client falls back to `initialize`.
+
+Tools: `echo` (a correct reply), `boot` (this process's pid), `content_not_list`
+(`content` is a string), `text_not_string` (a text block whose `text` is a number),
+`no_result_type` (a correct 2025 result, so on a 2026-07-28 connection it lacks
+`resultType`), `garbage_first` (a line that is not JSON, then a correct reply).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any
+
+MODERN = "--modern" in sys.argv
+MODERN_VERSION = "2026-07-28"
+LEGACY_VERSION = "2025-11-25"
+_NO_ARGS = {"type": "object", "properties": {}}
+TOOLS = [
+    {
+        "name": "echo",
+        "description": "Return the text unchanged.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {"text": {"type": "string"}},
+            "required": ["text"],
+        },
+    },
+    {"name": "boot", "description": "This process's pid.", "inputSchema": _NO_ARGS},
+    {
+        "name": "content_not_list",
+        "description": "Replies with content that is a string.",
+        "inputSchema": _NO_ARGS,
+    },
+    {
+        "name": "text_not_string",
+        "description": "Replies with a text block whose text is a number.",
+        "inputSchema": _NO_ARGS,
+    },
+    {
+        "name": "no_result_type",
+        "description": "Replies without resultType.",
+        "inputSchema": _NO_ARGS,
+    },
+    {
+        "name": "garbage_first",
+        "description": "Writes a line that is not JSON, then a correct reply.",
+        "inputSchema": _NO_ARGS,
+    },
+]
+
+
+def send(message: dict[str, Any]) -> None:
+    sys.stdout.write(json.dumps(message) + "\n")
+    sys.stdout.flush()
+
+
+def modern(result: dict[str, Any]) -> dict[str, Any]:
+    """A result as a 2026-07-28 server sends it (2025 results carry no such fields)."""
+    return {**result, "resultType": "complete"} if MODERN else result
+
+
+def text(value: str) -> dict[str, Any]:
+    return modern({"content": [{"type": "text", "text": value}], "isError": False})
+
+
+def call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    if name == "echo":
+        return text(str(arguments.get("text", "")))
+    if name == "boot":
+        return text(json.dumps({"pid": os.getpid()}))
+    if name == "content_not_list":
+        return modern({"content": "this should be a list", "isError": False})
+    if name == "text_not_string":
+        return modern({"content": [{"type": "text", "text": 42}], "isError": False})
+    if name == "no_result_type":
+        return {"content": [{"type": "text", "text": "no resultType"}], "isError": False}
+    if name == "garbage_first":
+        sys.stdout.write("this line is not JSON-RPC\n")
+        return text("after garbage")
+    return modern({"content": [{"type": "text", "text": f"unknown tool {name}"}], "isError": True})
+
+
+def answer(request: dict[str, Any]) -> dict[str, Any] | None:
+    method, params = request.get("method"), request.get("params") or {}
+    if method == "server/discover":
+        if not MODERN:
+            return {"error": {"code": -32601, "message": "Method not found"}}
+        return {
+            "result": {
+                "supportedVersions": [MODERN_VERSION],
+                "capabilities": {"tools": {"listChanged": False}},
+                "ttlMs": 0,
+                "cacheScope": "private",
+                "resultType": "complete",
+                "_meta": {
+                    "io.modelcontextprotocol/serverInfo": {"name": "malformed", "version": "1"}
+                },
+            }
+        }
+    if method == "initialize":
+        return {
+            "result": {
+                "protocolVersion": LEGACY_VERSION,
+                "capabilities": {"tools": {"listChanged": False}},
+                "serverInfo": {"name": "malformed", "version": "1"},
+            }
+        }
+    if method == "ping":
+        return {"result": modern({})}
+    if method == "tools/list":
+        return {
+            "result": modern(
+                {"tools": TOOLS, "ttlMs": 0, "cacheScope": "private"}
+                if MODERN
+                else {"tools": TOOLS}
+            )
+        }
+    if method == "tools/call":
+        return {"result": call(str(params.get("name")), params.get("arguments") or {})}
+    return {"error": {"code": -32601, "message": f"Method not found: {method}"}}
+
+
+def main() -> None:
+    for line in sys.stdin:
+        try:
+            request = json.loads(line)
+        except ValueError:
+            continue
+        if "id" not in request or "method" not in request:
+            continue  # a notification or a response: nothing to answer
+        reply = answer(request)
+        if reply is not None:
+            send({"jsonrpc": "2.0", "id": request["id"], **reply})
+
+
+if __name__ == "__main__":
+    main()
