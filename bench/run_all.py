@@ -16,10 +16,10 @@ from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
 from typing import Any
 
-from bench import flood, footprint, latency, memory, search_quality, workflows
+from bench import flood, footprint, latency, memory, reconnect, search_quality, workflows
 from bench.common import ROOT, Section, machine
 
-SECTIONS = ("footprint", "workflows", "latency", "search", "memory", "flood")
+SECTIONS = ("footprint", "workflows", "latency", "search", "memory", "flood", "reconnect")
 HEADLINES = (
     ("footprint", "Context footprint (tools/list + instructions)"),
     ("workflows", "Workflow token savings"),
@@ -27,6 +27,7 @@ HEADLINES = (
     ("search", "Search"),
     ("memory", "Memory"),
     ("flood", "Under a flood"),
+    ("reconnect", "Upstream back"),
 )
 
 
@@ -40,6 +41,7 @@ def plan(quick: bool, figures: Path) -> dict[str, Callable[[], Coroutine[Any, An
             "search": lambda: search_quality.run([50, 300], 1, figures),
             "memory": lambda: memory.run(10),
             "flood": lambda: flood.run(2.0),
+            "reconnect": lambda: reconnect.run(2),
         }
     return {
         "footprint": lambda: footprint.run([5, 50, 500, 1000], figures),
@@ -48,6 +50,7 @@ def plan(quick: bool, figures: Path) -> dict[str, Callable[[], Coroutine[Any, An
         "search": lambda: search_quality.run([100, 300, 1000], 5, figures),
         "memory": lambda: memory.run(500),
         "flood": lambda: flood.run(6.0),
+        "reconnect": lambda: reconnect.run(5),
     }
 
 

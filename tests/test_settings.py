@@ -23,6 +23,8 @@ SETTING_NAMES = (
     "MCP_CODE_MAX_TOOL_CALLS", "MCP_CODE_MAX_OUTPUT_CHARS", "MCP_CODE_POOL_SIZE",
     "MCP_CODE_STARTUP_TIMEOUT_S", "MCP_CODE_MAX_CONCURRENT_CALLS", "MCP_CODE_MAX_CALL_BYTES",
     "MCP_CODE_CACHE_DIR", "MCP_CODE_APPROVAL", "MCP_CODE_APPROVAL_TIMEOUT_S", "MCP_CODE_MAX_CHARS", "MCP_CODE_MAX_LINES", "MCP_CODE_ALLOWED_IMPORTS", "MCP_SERVERS_CONFIG",
+    "MCP_CODE_HTTP_TOKEN", "MCP_CODE_HTTP_ALLOWED_HOSTS", "MCP_CODE_HTTP_ALLOWED_ORIGINS",
+    "MCP_CODE_HTTP_STATELESS",
     "DSPY_LM", "DSPY_API_BASE", "DSPY_MAX_STEPS", "DSPY_TEMPERATURE", "DSPY_MAX_TOKENS",
 )  # fmt: skip
 
@@ -47,6 +49,10 @@ DEFAULTS = {
     "wheelhouse": None,
     "cache_dir": None,
     "servers_config": "mcp_servers.json",
+    "http_token": None,
+    "http_allowed_hosts": "",
+    "http_allowed_origins": "",
+    "http_stateless": False,
     "dspy_lm": None,
     "dspy_api_base": None,
     "dspy_max_steps": 8,

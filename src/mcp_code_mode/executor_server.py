@@ -14,10 +14,9 @@ import json
 import logging
 import signal
 import sys
-from collections.abc import Callable, Coroutine, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
 from typing import TYPE_CHECKING, Any
 
-import uvicorn
 from fastmcp import Context, FastMCP
 from fastmcp.exceptions import ToolError
 from fastmcp.tools.base import ToolResult
@@ -28,6 +27,7 @@ from . import __version__
 from .encodable import make_encodable
 from .errors import CodeModeError
 from .gateway import Gateway
+from .http_serving import check_exposure, serve_http
 from .settings import Settings
 from .tool_formatter import one_line
 
@@ -186,35 +186,33 @@ async def serve(
 ) -> None:
     """Start the gateway, then serve MCP until the client goes away or a signal stops us.
 
-    SIGINT and SIGTERM end serving quietly: the gateway then closes its upstreams and
-    workers outside any cancellation, so Ctrl-C prints no traceback.
+    Over stdio, SIGINT and SIGTERM end serving quietly: the gateway then closes its
+    upstreams and workers outside any cancellation, so Ctrl-C prints no traceback. Over
+    HTTP, `http_serving.serve_http` adds the probes, the token and Host/Origin checks and
+    the drain (contract §9).
     """
+    if transport == "http":
+        check_exposure(settings, host)  # before anything slow starts
     lm = None
     if settings.dspy_lm:
         from .agent import make_lm  # imports dspy: only when an LM is configured
 
         lm = make_lm(settings)
-    async with Gateway.from_settings(settings, config_path) as gateway:
-        server = build_server(gateway, lm=lm)
-        _report_start(gateway)
-        if transport == "stdio":
+    gateway = Gateway.from_settings(settings, config_path)
+    if transport == "stdio":
+        async with gateway:
+            server = build_server(gateway, lm=lm)
+            _report_start(gateway)
             await _until_signal(server.run_stdio_async(show_banner=False))
-            return
-        app = server.http_app(transport="http")
-        config = uvicorn.Config(
-            app,
-            host=host,
-            port=port,
-            lifespan="on",
-            log_level="warning",
-            timeout_graceful_shutdown=2,
-        )
-        http = _Uvicorn(config)
+        return
 
-        def finish() -> None:  # finish open requests, then return (no cancellation)
-            http.should_exit = True
+    @contextlib.asynccontextmanager
+    async def started() -> AsyncIterator[FastMCP]:
+        async with gateway:
+            _report_start(gateway)
+            yield build_server(gateway, lm=lm)
 
-        await _until_signal(http.serve(), graceful=finish)
+    await serve_http(settings, started, host=host, port=port)
 
 
 def _report_start(gateway: Gateway) -> None:
@@ -230,22 +228,8 @@ def _report_start(gateway: Gateway) -> None:
             print(f"mcp-code-mode: server {row['name']!r}: {row['error']}", file=sys.stderr)
 
 
-class _Uvicorn(uvicorn.Server):
-    """uvicorn without its own signal handlers: `_until_signal` owns SIGINT and SIGTERM."""
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        yield
-
-
-async def _until_signal(
-    serving: Coroutine[Any, Any, None], *, graceful: Callable[[], None] | None = None
-) -> None:
-    """Run `serving` until it returns or SIGINT/SIGTERM arrives.
-
-    On a signal, `graceful()` asks it to finish (a second signal cancels it); without
-    `graceful` it is cancelled at once.
-    """
+async def _until_signal(serving: Coroutine[Any, Any, None]) -> None:
+    """Run `serving` until it returns or SIGINT/SIGTERM arrives, which cancels it."""
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     handled = []
@@ -259,11 +243,6 @@ async def _until_signal(
     waiter = asyncio.ensure_future(stop.wait())
     try:
         await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
-        if graceful is not None and not task.done():
-            graceful()
-            stop.clear()
-            waiter = asyncio.ensure_future(stop.wait())
-            await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
     finally:
         waiter.cancel()
         task.cancel()
@@ -276,8 +255,9 @@ async def _until_signal(
 def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", help="mcp_servers.json path (default: MCP_SERVERS_CONFIG)")
     parser.add_argument("--transport", choices=["stdio", "http"], default="stdio")
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=8765)
+    loopback_only = "http: address to bind; any but loopback needs MCP_CODE_HTTP_TOKEN"
+    parser.add_argument("--host", default="127.0.0.1", help=loopback_only)
+    parser.add_argument("--port", type=int, default=8765, help="http: port (0: any free one)")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import AliasChoices, Field, ValidationError, field_validator
+from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from .errors import ConfigError
@@ -58,6 +58,11 @@ class Settings(BaseSettings):
     wheelhouse: str | None = Field(None, validation_alias=_env("MCP_CODE_WHEELHOUSE"))
     cache_dir: str | None = Field(None, validation_alias=_env("MCP_CODE_CACHE_DIR"))
     servers_config: str = Field("mcp_servers.json", validation_alias=_env("MCP_SERVERS_CONFIG"))
+    # Serving over HTTP (contract §9); the lists are comma-separated, empty = loopback names only.
+    http_token: SecretStr | None = Field(None, validation_alias=_env("MCP_CODE_HTTP_TOKEN"))
+    http_allowed_hosts: str = Field("", validation_alias=_env("MCP_CODE_HTTP_ALLOWED_HOSTS"))
+    http_allowed_origins: str = Field("", validation_alias=_env("MCP_CODE_HTTP_ALLOWED_ORIGINS"))
+    http_stateless: bool = Field(False, validation_alias=_env("MCP_CODE_HTTP_STATELESS"))
     dspy_lm: str | None = Field(None, validation_alias=_env("DSPY_LM"))
     dspy_api_base: str | None = Field(None, validation_alias=_env("DSPY_API_BASE"))
     dspy_max_steps: int = Field(8, gt=0, validation_alias=_env("DSPY_MAX_STEPS"))
@@ -76,7 +81,9 @@ class Settings(BaseSettings):
             message = "invalid setting (environment or .env): " + "; ".join(problems)
             raise ConfigError(message) from None
 
-    @field_validator("dspy_lm", "dspy_api_base", "wheelhouse", "cache_dir", mode="before")
+    @field_validator(
+        "dspy_lm", "dspy_api_base", "wheelhouse", "cache_dir", "http_token", mode="before"
+    )
     @classmethod
     def _blank_is_unset(cls, value: object) -> object:
         return None if value == "" else value

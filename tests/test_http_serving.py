@@ -1,0 +1,445 @@
+"""Serving over HTTP (contract §9), through real processes: `mcp-code-mode serve --transport
+http` instances, real upstreams, and HAProxy (Debian package `haproxy`) in front of two.
+
+The HAProxy test renders deploy/haproxy.cfg with the test's ports, so it checks the shipped
+settings (health checks on /readyz, retries of what a draining instance refused).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from fastmcp import Client
+
+from mcp_code_mode.errors import ConfigError
+from mcp_code_mode.http_serving import check_exposure
+
+from .support import NOTES_SERVER, QUIET, ROOT, live_processes, make_settings, server_entry
+
+TOKEN = "team-token-7f3a9c"
+SLEEP_3S = "import asyncio\nawait asyncio.sleep(3)\n'done'"
+MCP_HEADERS = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
+
+
+@pytest.mark.parametrize(
+    ("host", "token", "refused"),
+    [
+        ("127.0.0.1", None, False),
+        ("::1", None, False),
+        ("localhost", None, False),
+        ("127.0.0.2", None, False),
+        ("0.0.0.0", None, True),
+        ("::", None, True),
+        ("10.1.2.3", None, True),
+        ("gateway.example.com", None, True),
+        ("0.0.0.0", TOKEN, False),
+    ],
+)
+def test_non_loopback_host_needs_a_token(host: str, token: str | None, refused: bool) -> None:
+    settings = make_settings(http_token=token)
+    if refused:
+        with pytest.raises(ConfigError, match="MCP_CODE_HTTP_TOKEN"):
+            check_exposure(settings, host)
+    else:
+        check_exposure(settings, host)
+
+
+def test_the_token_never_shows_in_settings() -> None:
+    settings = make_settings(http_token=TOKEN)
+    assert TOKEN not in repr(settings) and TOKEN not in str(settings.model_dump())
+
+
+@pytest.mark.slow
+def test_serve_refuses_an_exposed_host_without_a_token(tmp_path: Path) -> None:
+    started = time.monotonic()
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mcp_code_mode.cli",
+            "serve",
+            "--transport",
+            "http",
+            "--host",
+            "0.0.0.0",
+            "--port",
+            "0",
+            "--config",
+            str(_config(tmp_path)),
+        ],
+        cwd=tmp_path,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 2
+    assert "MCP_CODE_HTTP_TOKEN" in proc.stderr
+    assert "serving" not in proc.stderr  # refused before binding or starting anything
+    assert time.monotonic() - started < 30
+
+
+# ---------------------------------------------------------------- one instance
+
+
+@dataclass
+class Instance:
+    proc: subprocess.Popen[bytes]
+    port: int
+    log: Path
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def url(self) -> str:
+        return f"{self.base}/mcp"
+
+
+def _config(tmp_path: Path, upstream: str = NOTES_SERVER) -> Path:
+    path = tmp_path / "mcp_servers.json"
+    path.write_text(json.dumps({"servers": {"notes": server_entry(upstream)}}), encoding="utf-8")
+    return path
+
+
+def _env(**settings: str) -> dict[str, str]:
+    return {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        **QUIET,
+        "MCP_CODE_POOL_SIZE": "1",
+        **settings,
+    }
+
+
+@asynccontextmanager
+async def serving(config: Path, log: Path, **settings: str) -> AsyncIterator[Instance]:
+    """One `mcp-code-mode serve --transport http --port 0`; stopped (SIGKILL) if still running."""
+    with log.open("wb") as sink:
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "mcp_code_mode.cli",
+                "serve",
+                "--transport",
+                "http",
+                "--port",
+                "0",
+                "--config",
+                str(config),
+            ],
+            cwd=config.parent,
+            env=_env(**settings),
+            stdout=sink,
+            stderr=sink,
+        )
+    try:
+        yield Instance(proc, await _bound_port(proc, log), log)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait(timeout=10)
+
+
+async def _bound_port(proc: subprocess.Popen[bytes], log: Path) -> int:
+    for _ in range(600):
+        found = re.search(r"serving http://[^ ]+:(\d+)/mcp", log.read_text(errors="replace"))
+        if found:
+            return int(found.group(1))
+        assert proc.poll() is None, log.read_text(errors="replace")
+        await asyncio.sleep(0.05)
+    raise AssertionError("the instance did not bind within 30 s")
+
+
+async def wait_ready(instance: Instance, timeout_s: float = 60) -> None:
+    deadline = time.monotonic() + timeout_s
+    async with httpx.AsyncClient() as http:
+        while time.monotonic() < deadline:
+            if (await http.get(f"{instance.base}/readyz")).status_code == 200:
+                return
+            assert instance.proc.poll() is None, instance.log.read_text(errors="replace")
+            await asyncio.sleep(0.1)
+    raise AssertionError("the instance did not get ready")
+
+
+def _call(code: str, request_id: int = 1) -> dict[str, Any]:
+    arguments = {"name": "execute_code", "arguments": {"code": code}}
+    return {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": arguments}
+
+
+def _initialize() -> dict[str, Any]:
+    params = {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "test", "version": "1"},
+    }
+    return {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params}
+
+
+@pytest.mark.slow
+async def test_probes_token_and_host_origin_checks(tmp_path: Path) -> None:
+    slow_upstream = tmp_path / "slow_notes.py"  # starts 2 s late: /readyz must say so
+    slow_upstream.write_text(
+        f"import runpy, time\ntime.sleep(2)\nrunpy.run_path({NOTES_SERVER!r}, run_name='__main__')\n"
+    )
+    config = _config(tmp_path, str(slow_upstream))
+    settings = {"MCP_CODE_HTTP_TOKEN": TOKEN, "MCP_CODE_HTTP_ALLOWED_HOSTS": "mcp.example.com"}
+    async with serving(config, tmp_path / "serve.log", **settings) as instance:
+        async with httpx.AsyncClient(timeout=30) as http:
+            health = await http.get(f"{instance.base}/healthz")
+            ready = await http.get(f"{instance.base}/readyz")
+            assert (health.status_code, health.text) == (200, "ok")
+            assert (ready.status_code, ready.text) == (503, "starting")
+            # A call made while the gateway starts waits for it rather than failing.
+            async with Client(instance.url, auth=TOKEN, timeout=30) as client:
+                early = await client.call_tool(
+                    "execute_code", {"code": "len(tools.notes.list_notes())"}
+                )
+            assert early.structured_content is not None and early.structured_content["ok"]
+            ready = await http.get(f"{instance.base}/readyz")
+            assert (ready.status_code, ready.text) == (200, "ready")
+
+            body = _initialize()
+            missing = await http.post(instance.url, json=body, headers=MCP_HEADERS)
+            wrong = await http.post(
+                instance.url, json=body, headers={**MCP_HEADERS, "authorization": "Bearer nope"}
+            )
+            assert (missing.status_code, wrong.status_code) == (401, 401)
+            assert TOKEN not in missing.text + wrong.text
+
+            good = {**MCP_HEADERS, "authorization": f"Bearer {TOKEN}"}
+            foreign_host = await http.post(
+                instance.url, json=body, headers={**good, "host": "evil.example.com"}
+            )
+            foreign_origin = await http.post(
+                instance.url, json=body, headers={**good, "origin": "http://evil.example.com"}
+            )
+            assert foreign_host.status_code == 421
+            assert foreign_origin.status_code == 403
+            listed = await http.post(
+                instance.url, json=body, headers={**good, "host": "mcp.example.com"}
+            )
+            assert listed.status_code == 200 and "mcp-code-mode" in listed.text
+        probes = health.text + ready.text
+        assert TOKEN not in probes and "notes" not in probes and "example" not in probes
+
+
+@pytest.mark.slow
+async def test_sigterm_lets_a_running_call_finish(tmp_path: Path) -> None:
+    async with serving(_config(tmp_path), tmp_path / "serve.log") as instance:
+        await wait_ready(instance)
+        async with Client(instance.url, timeout=30) as client, httpx.AsyncClient() as http:
+            await client.list_tools()
+            run = asyncio.create_task(client.call_tool("execute_code", {"code": SLEEP_3S}))
+            await asyncio.sleep(1.0)
+            helpers = _descendants(instance.proc.pid)
+            instance.proc.send_signal(signal.SIGTERM)
+            await asyncio.sleep(0.3)
+            ready = await http.get(f"{instance.base}/readyz")
+            health = await http.get(f"{instance.base}/healthz")
+            refused = await http.post(instance.url, json=_call("1+1"), headers=MCP_HEADERS)
+            result = await run
+        assert result.structured_content is not None
+        assert result.structured_content["result"] == "done"
+        assert (ready.status_code, ready.text) == (503, "draining")
+        assert health.status_code == 200
+        assert refused.status_code == 503
+        assert await asyncio.to_thread(instance.proc.wait, 15) == 0
+    assert helpers, "the gateway had no upstream or worker processes"
+    _assert_gone(helpers)
+
+
+@pytest.mark.slow
+async def test_sigterm_while_starting_stops_at_once(tmp_path: Path) -> None:
+    slow_upstream = tmp_path / "slow_notes.py"
+    slow_upstream.write_text(
+        f"import runpy, time\ntime.sleep(5)\nrunpy.run_path({NOTES_SERVER!r}, run_name='__main__')\n"
+    )
+    async with serving(_config(tmp_path, str(slow_upstream)), tmp_path / "serve.log") as instance:
+        await asyncio.sleep(0.5)
+        helpers = _descendants(instance.proc.pid)
+        started = time.monotonic()
+        instance.proc.send_signal(signal.SIGTERM)
+        assert await asyncio.to_thread(instance.proc.wait, 15) == 0
+        assert time.monotonic() - started < 4  # not after the upstream's 5 s start
+    _assert_gone(helpers)
+
+
+def _descendants(pid: int) -> set[int]:
+    table = live_processes()
+    found, frontier = set(), {pid}
+    while frontier:
+        frontier = {p for p, (parent, _, _) in table.items() if parent in frontier} - found
+        found |= frontier
+    return found
+
+
+def _assert_gone(pids: set[int]) -> None:
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        alive = pids & set(live_processes())
+        if not alive:
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"still running after the drain: {sorted(alive)}")
+
+
+# ---------------------------------------------------------------- behind HAProxy
+
+
+def haproxy_binary() -> str:
+    """HAProxy's path; installs the Debian package when missing and possible, else skips."""
+    search = os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin", "/sbin"])
+    found = shutil.which("haproxy", path=search)
+    if found:
+        return found
+    if os.geteuid() != 0 or not shutil.which("apt-get"):
+        pytest.skip("HAProxy is not installed and cannot be here (root and apt-get are needed)")
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    install = ["apt-get", "install", "-y", "-q", "haproxy"]
+    proc = subprocess.run(install, env=env, capture_output=True, text=True, timeout=600)
+    if proc.returncode != 0:  # an old package list: update it once and retry
+        subprocess.run(["apt-get", "update", "-q"], env=env, capture_output=True, timeout=600)
+        proc = subprocess.run(install, env=env, capture_output=True, text=True, timeout=600)
+    found = shutil.which("haproxy", path=search)
+    if found is None:
+        pytest.skip(f"could not install HAProxy (apt-get install haproxy): {proc.stderr[-300:]}")
+    return found
+
+
+def render_haproxy(port: int, backends: dict[str, int], stats_socket: Path) -> str:
+    """deploy/haproxy.cfg with the test's ports, run as this user, with a stats socket."""
+    lines: list[str] = []
+    for line in (ROOT / "deploy" / "haproxy.cfg").read_text().splitlines():
+        word = line.split()[0] if line.split() else ""
+        if word in ("user", "group", "chroot"):
+            continue
+        if word == "server":  # the shipped servers give way to ours, in the same place
+            if not any(kept.lstrip().startswith("server ") for kept in lines):
+                lines += [f"    server {name} 127.0.0.1:{p}" for name, p in backends.items()]
+            continue
+        lines.append(f"    bind 127.0.0.1:{port}" if word == "bind" else line)
+        if line.strip() == "global":
+            lines.append(f"    stats socket {stats_socket} mode 600 level admin")
+    return "\n".join(lines) + "\n"
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextmanager
+def haproxy(binary: str, config: Path, log: Path) -> Iterator[subprocess.Popen[bytes]]:
+    with log.open("wb") as sink:
+        proc = subprocess.Popen([binary, "-db", "-f", str(config)], stdout=sink, stderr=sink)
+    try:
+        yield proc
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def stats(stats_socket: Path) -> dict[str, dict[str, str]]:
+    """HAProxy's `show stat` rows of the backend's servers, by server name."""
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.connect(str(stats_socket))
+        sock.sendall(b"show stat\n")
+        data = b""
+        while chunk := sock.recv(65536):
+            data += chunk
+    header, *rows = data.decode().strip().splitlines()
+    names = header.lstrip("# ").split(",")
+    table = [dict(zip(names, row.split(","), strict=False)) for row in rows]
+    return {r["svname"]: r for r in table if r["svname"] not in ("FRONTEND", "BACKEND")}
+
+
+async def _wait_all_up(stats_socket: Path, names: set[str]) -> None:
+    for _ in range(300):
+        if stats_socket.exists():
+            rows = stats(stats_socket)
+            if all(rows.get(n, {}).get("status") == "UP" for n in names):
+                return
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"HAProxy did not see every instance up: {stats(stats_socket)}")
+
+
+async def _own_result(url: str, k: int) -> tuple[int, Any]:
+    code = "[input['k'], input['k'] * input['k'], len(tools.notes.list_notes()) > 0]"
+    async with Client(url, timeout=60) as client:
+        result = await client.call_tool("execute_code", {"code": code, "input": {"k": k}})
+    return k, (result.structured_content or {}).get("result")
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)  # may install HAProxy first
+async def test_haproxy_in_front_of_two_stateless_instances(tmp_path: Path) -> None:
+    binary = haproxy_binary()
+    config = _config(tmp_path)
+    stateless = {"MCP_CODE_HTTP_STATELESS": "true", "MCP_CODE_POOL_SIZE": "2"}
+    async with (
+        serving(config, tmp_path / "mcp1.log", **stateless) as one,
+        serving(config, tmp_path / "mcp2.log", **stateless) as two,
+    ):
+        instances = {"mcp1": one, "mcp2": two}
+        lb_port, stats_socket = _free_port(), tmp_path / "haproxy.sock"
+        rendered = tmp_path / "haproxy.cfg"
+        rendered.write_text(
+            render_haproxy(lb_port, {n: i.port for n, i in instances.items()}, stats_socket)
+        )
+        with haproxy(binary, rendered, tmp_path / "haproxy.log") as balancer:
+            await _wait_all_up(stats_socket, set(instances))
+            url = f"http://127.0.0.1:{lb_port}/mcp"
+
+            # Clients through the balancer get their own results; both instances serve.
+            results = await asyncio.gather(*(_own_result(url, k) for k in range(16)))
+            assert all(value == [k, k * k, True] for k, value in results), results
+            log = (tmp_path / "haproxy.log").read_text(errors="replace")
+            served = set(re.findall(r"mcp_code_mode/(mcp\d)", log))
+            assert served == {"mcp1", "mcp2"}, log[-2000:]
+
+            # SIGTERM to the instance running a 3 s call: the call still returns, and
+            # calls made meanwhile are answered (by the other one, or resent to it).
+            async with Client(url, timeout=30) as client:
+                await client.list_tools()
+                run = asyncio.create_task(client.call_tool("execute_code", {"code": SLEEP_3S}))
+                busy = await _instance_running_a_call(stats_socket)
+                await asyncio.sleep(0.8)
+                instances[busy].proc.send_signal(signal.SIGTERM)
+                during = await asyncio.gather(*(_own_result(url, k) for k in range(100, 106)))
+                result = await run
+            assert result.structured_content is not None
+            assert result.structured_content["result"] == "done"
+            assert all(value == [k, k * k, True] for k, value in during), during
+            assert await asyncio.to_thread(instances[busy].proc.wait, 15) == 0
+            other = next(i for n, i in instances.items() if n != busy)
+            assert other.proc.poll() is None
+            assert balancer.poll() is None
+
+
+async def _instance_running_a_call(stats_socket: Path) -> str:
+    """The backend server with a session in flight (HAProxy's `scur`)."""
+    for _ in range(100):
+        busy = [name for name, row in stats(stats_socket).items() if int(row["scur"] or 0) > 0]
+        if len(busy) == 1:
+            return busy[0]
+        await asyncio.sleep(0.02)
+    raise AssertionError("no single instance was running the call")
