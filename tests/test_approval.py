@@ -12,8 +12,11 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
+from fastmcp import Client
+from mcp.types import ElicitResult
 
 from mcp_code_mode.approval import ApprovalRequest
+from mcp_code_mode.executor_server import build_server
 from mcp_code_mode.gateway import Gateway
 
 from .conftest import require_pyodide
@@ -197,3 +200,89 @@ async def test_search_and_docs_say_what_needs_approval(board: Gateway) -> None:
     assert hits["read_posts"]["description"].startswith("[read-only]")
     assert board.get_tool_docs("board", "delete_posts").startswith("# needs approval")
     assert "needs approval" not in board.get_tool_docs("board", "plain")
+
+
+# -- through a real MCP client with an elicitation handler --------------------------------
+
+
+class Handler:
+    """A client's elicitation handler: answers with `action`, after `delay_s`."""
+
+    def __init__(self, action: str, *, delay_s: float = 0.0) -> None:
+        self.action = action
+        self.delay_s = delay_s
+        self.messages: list[str] = []
+
+    async def __call__(self, message: str, response_type: Any, params: Any, context: Any) -> Any:
+        self.messages.append(message)
+        if self.delay_s:
+            await asyncio.sleep(self.delay_s)
+        if self.action == "accept":
+            return {"approve": True}
+        return ElicitResult(action=self.action)
+
+
+async def call(gateway: Gateway, handler: Handler | None, code: str) -> dict[str, Any]:
+    server = build_server(gateway)
+    client = Client(server, elicitation_handler=handler) if handler else Client(server)
+    async with client:
+        result = await client.call_tool("execute_code", {"code": code}, raise_on_error=False)
+    assert isinstance(result.structured_content, dict), result
+    return result.structured_content
+
+
+LOOP = (
+    "for i in range(50):\n    tools.board.post_message(text=str(i))\nlen(tools.board.read_posts())"
+)
+
+
+async def test_a_client_that_accepts_is_asked_once_for_a_loop(board: Gateway) -> None:
+    handler = Handler("accept")
+    out = await call(board, handler, LOOP)
+    assert out["ok"] and out["result"] == 50, out
+    assert len(handler.messages) == 1
+    assert "board.post_message" in handler.messages[0] and '"0"' in handler.messages[0]
+
+
+@pytest.mark.parametrize("action", ["decline", "cancel"])
+async def test_a_client_that_declines_or_cancels(board: Gateway, action: str) -> None:
+    handler = Handler(action)
+    code = (
+        "try:\n    tools.board.post_message(text='x')\nexcept ToolError as e:\n    r = str(e)\n"
+        "[r, len(tools.board.read_posts())]"
+    )
+    out = await call(board, handler, code)
+    assert out["ok"], out
+    assert "declined" in out["result"][0] and out["result"][1] == 0
+    assert len(handler.messages) == 1
+
+
+async def test_a_client_that_never_answers(tmp_path: Path) -> None:
+    gw = await _board(tmp_path, approval_timeout_s=1.0)
+    try:
+        out = await call(gw, Handler("accept", delay_s=3.0), "tools.board.post_message(text='x')")
+        assert out["error"]["type"] == "TOOL_ERROR", out
+        assert "nobody answered" in out["error"]["message"]
+        assert await posts(gw) == []
+    finally:
+        await gw.aclose()
+
+
+async def test_concurrent_calls_in_call_tools_share_the_clients_answer(board: Gateway) -> None:
+    handler = Handler("accept")
+    code = "call_tools([('board', 'post_message', {'text': str(i)}) for i in range(6)])"
+    out = await call(board, handler, code)
+    assert out["ok"] and sorted(out["result"]) == [1, 2, 3, 4, 5, 6], out
+    assert len(handler.messages) == 1
+
+
+@pytest.mark.parametrize(("mode", "posted"), [("auto", 1), ("required", 0)])
+async def test_a_client_without_elicitation(tmp_path: Path, mode: str, posted: int) -> None:
+    gw = await _board(tmp_path, approval=mode)
+    try:
+        code = "try:\n    tools.board.post_message(text='x')\nexcept ToolError:\n    pass\n1"
+        out = await call(gw, None, code)
+        assert out["ok"], out
+        assert len(await posts(gw)) == posted
+    finally:
+        await gw.aclose()

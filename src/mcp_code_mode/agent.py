@@ -10,6 +10,7 @@ any DSPy optimizer.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import os
 import re
@@ -22,6 +23,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no cost-map fet
 import dspy
 from dotenv import load_dotenv
 
+from .approval import Approver
 from .errors import CodeModeError
 from .gateway import Gateway
 from .sandbox.base import ExecutionResult
@@ -230,19 +232,28 @@ def tool_context_for(
     )  # fmt: skip
 
 
-def agent_for(gateway: Gateway, task: str) -> CodeExecutionAgent:
-    """An agent whose code runs through `gateway.execute`, with the stubs for `task`."""
+def agent_for(
+    gateway: Gateway, task: str, *, approver: Approver | None = None
+) -> CodeExecutionAgent:
+    """An agent whose code runs through `gateway.execute`, with the stubs for `task`;
+    `approver` asks a person about calls that need approval (contract §8)."""
     return CodeExecutionAgent(
-        gateway.execute, tool_context=tool_context_for(gateway, task),
+        functools.partial(gateway.execute, approver=approver),
+        tool_context=tool_context_for(gateway, task),
         max_steps=gateway.settings.dspy_max_steps,
-    )  # fmt: skip
+    )
 
 
 async def run_task(
-    gateway: Gateway, lm: dspy.LM, task: str, on_step: StepCallback | None = None
+    gateway: Gateway,
+    lm: dspy.LM,
+    task: str,
+    on_step: StepCallback | None = None,
+    *,
+    approver: Approver | None = None,
 ) -> dict[str, Any]:
     """Run the agent on one task; the contract §3 `run_task` object."""
-    agent = agent_for(gateway, task)
+    agent = agent_for(gateway, task, approver=approver)
     with dspy.context(lm=lm):
         prediction = await agent.acall(task=task, on_step=on_step)
     return {

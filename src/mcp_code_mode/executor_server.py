@@ -19,15 +19,19 @@ from typing import TYPE_CHECKING, Any
 
 from fastmcp import Context, FastMCP
 from fastmcp.exceptions import ToolError
+from fastmcp.exceptions import ValidationError as ArgumentsInvalid
 from fastmcp.tools.base import ToolResult
 from fastmcp.tools.function_tool import FunctionTool
 from mcp import types as mcp_types
+from pydantic import ValidationError
 
 from . import __version__
+from .elicitation import Elicitation, handshake_approver
 from .encodable import make_encodable
-from .errors import CodeModeError
+from .errors import CodeModeError, ErrorType
 from .gateway import Gateway
 from .http_serving import check_exposure, serve_http
+from .sandbox.base import ExecutionResult
 from .settings import Settings
 from .tool_formatter import one_line
 
@@ -54,6 +58,27 @@ class _LeanTool(FunctionTool):
         tool = super().to_mcp_tool(**overrides)
         schema = _lean_schema(tool.input_schema)
         return tool.model_copy(update={"title": None, "meta": None, "input_schema": schema})
+
+    async def run(self, arguments: dict[str, Any]) -> ToolResult:
+        """Arguments of the wrong type get a plain message naming the argument; for
+        `execute_code`, as a §3 result object (contract §7), not pydantic's text."""
+        try:
+            return await super().run(arguments)
+        except ArgumentsInvalid as exc:
+            cause = exc.__cause__
+            problems = (
+                "; ".join(
+                    f"{'.'.join(map(str, e['loc'])) or 'arguments'}: {e['msg']}"
+                    for e in cause.errors()
+                )
+                if isinstance(cause, ValidationError)
+                else str(exc)
+            )
+            message = f"invalid arguments for {self.name}: {problems}"
+            if self.name == "execute_code":
+                failure = ExecutionResult.failure(ErrorType.EXECUTOR_ERROR, message)
+                return _json_result(failure.to_json(), is_error=True)
+            raise ToolError(message) from None
 
 
 def _lean_schema(schema: dict[str, Any]) -> dict[str, Any]:
@@ -113,12 +138,19 @@ def build_server(gateway: Gateway, *, lm: Any = None) -> FastMCP:
     """
     server = FastMCP("mcp-code-mode", instructions=instructions(gateway), version=__version__)
 
+    asking = Elicitation(gateway)
+
     async def execute_code(
         code: str,
         input: Any = None,
         timeout_s: float | None = None,
-    ) -> ToolResult:
-        result = await gateway.execute(code, input=input, timeout_s=timeout_s)
+        ctx: Context | None = None,
+    ) -> ToolResult | mcp_types.InputRequiredResult:
+        # Calls that need approval are asked about through the client (contract §8); a
+        # 2026-07-28 client gets the question as `input_required` and calls again.
+        result = await asking.execute(ctx, code, input, timeout_s)
+        if isinstance(result, mcp_types.InputRequiredResult):
+            return result
         return _json_result(result.to_json(), is_error=not result.ok)
 
     async def search_tools(query: str, limit: int = 5) -> ToolResult:
@@ -144,8 +176,12 @@ def build_server(gateway: Gateway, *, lm: Any = None) -> FastMCP:
                 state = "ok" if step.ok else (step.error or {}).get("type", "error")
                 await ctx.report_progress(number, total, f"step {number}: {state}")
 
+            # The agent's runs ask through the client too, when it can ask while a tool runs.
+            approver = handshake_approver(ctx)
             try:
-                return _json_result(await agent.run_task(gateway, lm, task, progress))
+                return _json_result(
+                    await agent.run_task(gateway, lm, task, progress, approver=approver)
+                )
             except Exception as exc:  # LM/provider failures reach the client as a clear tool error
                 raise ToolError(f"run_task failed: {type(exc).__name__}: {exc}") from None
 

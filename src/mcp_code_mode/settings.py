@@ -96,6 +96,6 @@ class Settings(BaseSettings):
 
     def clamp_timeout(self, requested_s: float | None) -> float:
         """The run timeout for a client's request, capped at `max_timeout_s`."""
-        if requested_s is None or requested_s <= 0:
+        if requested_s is None or not requested_s > 0:  # None, 0, negative, NaN
             return min(self.timeout_s, self.max_timeout_s)
         return min(requested_s, self.max_timeout_s)

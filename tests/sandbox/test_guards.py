@@ -4,11 +4,17 @@ the allowlist or a library object's private state; ordinary idioms run."""
 
 from __future__ import annotations
 
+import json
+import time
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+import pytest_asyncio
 
 from mcp_code_mode.gateway import Gateway
+
+from ..support import TEST_SERVER, server_entry, start_gateway
 
 
 async def run(gateway: Gateway, code: str) -> dict[str, Any]:
@@ -60,6 +66,34 @@ async def run(gateway: Gateway, code: str) -> dict[str, Any]:
             "import json\nsetattr(json.JSONEncoder, '__module__', '__main__')",
             "RUNTIME_ERROR",
             id="adopt-a-library-class",
+        ),
+        # Found by an outside review: a class pattern reads attributes with the real getattr.
+        pytest.param(
+            "import json\nmatch json.dumps:\n    case object(__globals__=g):\n        pass\n'ESCAPED'",
+            "POLICY_VIOLATION",
+            id="match-class-pattern",
+        ),
+        # ... `x.attr += y` reads x.attr, and hands it to y.__radd__.
+        pytest.param(
+            "import json\ngot = []\nclass L:\n    def __radd__(self, o):\n        got.append(o)\n"
+            "        return o\ntype(json.dumps).__dict__ += L()\n'ESCAPED'",
+            "RUNTIME_ERROR",
+            id="augmented-assignment-read",
+        ),
+        # ... a class body naming a module that does not exist makes dataclasses exec its
+        # generated code with the real builtins, and field names are pasted into it.
+        pytest.param(
+            "import dataclasses\nclass X:\n    __module__ = 'nowhere'\n"
+            "    __annotations__ = {'a,self.f(__import__)': int}\n"
+            "dataclasses.dataclass(X)\n'ESCAPED'",
+            "POLICY_VIOLATION",
+            id="class-body-module",
+        ),
+        pytest.param(
+            "import dataclasses\nX = type('X', (), {'__module__': 'nowhere', "
+            "'__annotations__': {'a,self.f(__import__)': int}})\ndataclasses.dataclass(X)\n'ESCAPED'",
+            "RUNTIME_ERROR",
+            id="type-call-module",
         ),
     ],
 )
@@ -125,9 +159,47 @@ async def test_an_uncaught_refused_import_is_a_policy_violation_with_its_line(
             "class A:\n    pass\nclass B(A):\n    pass\n[c.__name__ for c in B.__mro__]",
             ["B", "A", "object"],
         ),
+        (
+            "class A:\n    def __init__(self):\n        self._n = 1\n    def inc(self):\n"
+            "        self._n += 2\n        return self._n\nA().inc()",
+            3,
+        ),
+        (
+            "from dataclasses import dataclass\n@dataclass\nclass P:\n    x: int\n"
+            "match P(3):\n    case P(x=v):\n        r = v\nr",
+            3,
+        ),
     ],
 )
 async def test_ordinary_idioms_run(any_gateway: Gateway, code: str, expected: object) -> None:
     out = await run(any_gateway, code)
     assert out["ok"], out
     assert out["result"] == expected
+
+
+@pytest_asyncio.fixture(scope="module")
+async def os_allowed(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Gateway]:
+    """`os` allowed: guest code can write raw lines on the worker's channel (fd 3)."""
+    config = tmp_path_factory.mktemp("guards") / "mcp_servers.json"
+    config.write_text(json.dumps({"servers": {"t": server_entry(TEST_SERVER)}}))
+    gw = await start_gateway(config, pool_size=1, extra_imports="os")
+    try:
+        yield gw
+    finally:
+        await gw.aclose()
+
+
+async def test_a_worker_that_floods_its_channel_is_stopped(os_allowed: Gateway) -> None:
+    """A guest that escaped could write many requests without waiting for the replies; the
+    server does not take up that work: the worker is discarded at the second request."""
+    flood = (
+        'import os\nline = b\'{"op":"query","id":1,"kind":"list_servers","args":{}}\\n\'\n'
+        "for fd in range(3, 8):\n    try:\n        os.write(fd, line * 20000)\n    except OSError:\n"
+        "        pass\n'sent'"
+    )
+    started = time.perf_counter()
+    out = await run(os_allowed, flood)
+    assert time.perf_counter() - started < 10
+    assert out["error"]["type"] == "EXECUTOR_ERROR", out
+    assert "before its previous one was answered" in out["error"]["message"]
+    assert (await run(os_allowed, "1+1"))["result"] == 2

@@ -217,6 +217,13 @@ class Conversation:
                 if request["op"] == "done":
                     return request
                 if request["op"] in ("call", "query"):
+                    if any(not task.done() for task in self._tasks):
+                        # Guest calls are synchronous: a worker waits for each reply. One
+                        # that sends more has escaped its guest code; it may not make the
+                        # server do unbounded work.
+                        raise WorkerCrashed(
+                            "the worker sent a request before its previous one was answered"
+                        )
                     self.requests += 1
                     task = asyncio.create_task(self._answer(request))
                     self._tasks.add(task)

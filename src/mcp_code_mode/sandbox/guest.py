@@ -251,6 +251,39 @@ def _guarded_format(obj: Any, name: str) -> Callable[..., str]:
     return call
 
 
+def _guarded_dataclass(dataclass: Callable[..., Any]) -> Callable[..., Any]:
+    """`dataclasses.dataclass` for guest classes: it compiles source text from the field
+    names, with the globals of `sys.modules[cls.__module__]` (the real builtins when that
+    module does not exist), so the names must be identifiers and the class the guest's."""
+
+    def check(cls: Any) -> None:
+        if not isinstance(cls, type):
+            return
+        if getattr(cls, "__module__", None) != GUEST_MODULE:
+            raise TypeError("dataclass() takes classes defined by this code only")
+        import inspect  # the guest never gets this module; the guard only reads annotations
+
+        names = inspect.get_annotations(cls)
+        bad = [n for n in names if not (isinstance(n, str) and n.isidentifier())]
+        if bad:
+            raise TypeError(f"dataclass field names must be identifiers, not {bad[0]!r}")
+
+    def guarded(cls: Any = None, /, **options: Any) -> Any:
+        if cls is None:
+
+            def wrap(inner: Any) -> Any:
+                check(inner)
+                return dataclass(inner, **options)
+
+            return wrap
+        check(cls)
+        return dataclass(cls, **options)
+
+    guarded.__name__ = guarded.__qualname__ = "dataclass"
+    guarded.__doc__ = dataclass.__doc__
+    return guarded
+
+
 def _outside_brackets(field: str) -> str:
     """The parts of a field name outside `[...]`: `0[a.b].c` -> `0.c` (items may hold dots)."""
     out, depth = [], 0
@@ -308,6 +341,8 @@ def _module_view_class(module: Any, allowed: frozenset[str], private: bool) -> t
         if _is_blocked(name) or (not private and _is_private(name)):
             raise AttributeError(f"access to attribute {name!r} is not allowed")
         value = getattr(module, name)
+        if module.__name__ == "dataclasses" and name == "dataclass":
+            return _guarded_dataclass(value)
         if isinstance(value, type(builtins)):
             root = value.__name__.partition(".")[0]
             if root not in allowed and value.__name__ not in LAZY_HELPERS:

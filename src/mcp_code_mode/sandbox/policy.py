@@ -56,6 +56,7 @@ _DUNDER_HINTS = {
     "__reduce__": "use copy.copy() / copy.deepcopy()",
     "__reduce_ex__": "use copy.copy() / copy.deepcopy()",
 }
+_UNASSIGNABLE = frozenset({"__module__", "__annotations__", "__qualname__", "__dict__"})
 _IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
 
 
@@ -183,6 +184,17 @@ def _check_node(
             return f"use of {node.id!r} is not allowed"
         if node.id in REFUSED_DUNDERS:
             return f"dunder name {node.id!r} is not allowed"
+        if node.id in _UNASSIGNABLE and not isinstance(node.ctx, ast.Load):
+            # In a class body these decide whose class it is and what dataclasses compiles.
+            return f"assigning {node.id!r} is not allowed"
+    elif isinstance(node, ast.MatchClass):
+        # `case C(attr=x)` reads `attr` with the real getattr: no run-time check sees it.
+        for attr in node.kwd_attrs:
+            if attr.startswith("_") or attr in BLOCKED_ATTRIBUTES:
+                return (
+                    f"a class pattern may not read {attr!r}; match public attributes, "
+                    "or read it with getattr() in the case body"
+                )
     elif isinstance(node, ast.Attribute):
         if node in tool_names:
             return _dunder_message(node.attr)

@@ -186,6 +186,7 @@ class PyodideLauncher:
             "--no-remote", "--unstable-detect-cjs", f"--allow-read={readable}", *writable,
             f"--v8-flags=--wasm-max-mem-pages={pages}", runner_js, str(self._dir), *args,
             stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.DEVNULL,  # guest code that reached Deno may write there
             cwd=home, env={"PATH": os.defpath, "HOME": home, "NO_COLOR": "1",
                            "DENO_NO_UPDATE_CHECK": "1"},
             start_new_session=True, limit=LINE_LIMIT,

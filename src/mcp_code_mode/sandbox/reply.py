@@ -34,6 +34,7 @@ _NAME_CHARS = 64  # of a server or tool name in tool_calls, as JSON text
 _SHORT_NAME_CHARS = 16  # when even that does not fit
 _ERROR_CHARS = 800  # of the error message, as JSON text
 _OTHERS = "(others)"
+_MAX_LINE = 1_000_000  # no guest code has more lines (MCP_CODE_MAX_LINES is far below)
 
 
 def bound_reply(result: ExecutionResult, max_output_chars: int) -> ExecutionResult:
@@ -50,7 +51,10 @@ def bound_reply(result: ExecutionResult, max_output_chars: int) -> ExecutionResu
         _cut(result, max_output_chars)
     if result.error is not None:
         message = _clip_json(encodable_text(result.error.message), _ERROR_CHARS)
-        result.error = result.error.model_copy(update={"message": message})
+        line = result.error.line
+        if line is not None and not 0 < line < _MAX_LINE:  # a broken worker's number
+            line = None
+        result.error = result.error.model_copy(update={"message": message, "line": line})
     if _size(result.to_json()) > max_output_chars + REPLY_OVERHEAD_CHARS:
         result.tool_calls = [
             call.model_copy(
@@ -61,6 +65,9 @@ def bound_reply(result: ExecutionResult, max_output_chars: int) -> ExecutionResu
             )
             for call in result.tool_calls
         ]
+    excess = _size(result.to_json()) - max_output_chars - REPLY_OVERHEAD_CHARS
+    if excess > 0:  # what is left over the bound comes out of stdout and logs
+        _cut(result, max(0, max_output_chars - excess))
     return result
 
 

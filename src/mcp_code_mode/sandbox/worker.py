@@ -155,17 +155,22 @@ class _Rewrite(ast.NodeTransformer):
         self.generic_visit(node)
         return node.value if _is_api_call(node.value) else node
 
+    def visit_AugAssign(self, node: ast.AugAssign) -> ast.AST:
+        """`obj._x += v` reads `obj._x` too: `obj._x = _mcp_getattr_(obj, "_x") + v`."""
+        self.generic_visit(node)
+        target = node.target
+        if not (isinstance(target, ast.Attribute) and _is_checked(target)):
+            return node
+        read = ast.Attribute(value=target.value, attr=target.attr, ctx=ast.Load())
+        checked = self.visit_Attribute(read)
+        assert isinstance(checked, ast.expr)
+        value = ast.BinOp(left=checked, op=node.op, right=node.value)
+        return ast.copy_location(ast.Assign(targets=[target], value=value), node)
+
     def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
         self.generic_visit(node)
         name = node.attr
-        dunder = name.startswith("__") and name.endswith("__")
-        if (
-            not isinstance(node.ctx, ast.Load)
-            or not name.startswith("_")
-            or (dunder and name not in GUEST_ONLY_DUNDERS)
-            or name in PRIVATE_OK
-            or _is_tools_chain(node)
-        ):
+        if not isinstance(node.ctx, ast.Load) or not _is_checked(node):
             return node
         call = ast.Call(
             func=ast.Name(id="_mcp_getattr_", ctx=ast.Load()),
@@ -173,6 +178,18 @@ class _Rewrite(ast.NodeTransformer):
             keywords=[],
         )
         return ast.copy_location(call, node)
+
+
+def _is_checked(node: ast.Attribute) -> bool:
+    """Whether reading this attribute goes through the run-time check."""
+    name = node.attr
+    dunder = name.startswith("__") and name.endswith("__")
+    return (
+        name.startswith("_")
+        and not (dunder and name not in GUEST_ONLY_DUNDERS)
+        and name not in PRIVATE_OK
+        and not _is_tools_chain(node)
+    )
 
 
 def _is_tools_chain(node: ast.Attribute) -> bool:

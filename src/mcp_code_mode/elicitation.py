@@ -1,0 +1,154 @@
+"""Approval questions asked of the person behind an MCP client (contract §8).
+
+How a client is asked depends on what it negotiated:
+- A client without the elicitation capability cannot be asked (`MCP_CODE_APPROVAL=auto`
+  then allows the call, `required` declines it).
+- Before MCP 2026-07-28 the server sends `elicitation/create` while the tool runs
+  (`ctx.elicit`).
+- From 2026-07-28 on there is no server-initiated request (SEP-2322): `execute_code`
+  answers `input_required` with the question, the run waits, and the client calls again
+  with the answer and the request state. `Elicitation` keeps the waiting runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+from typing import Any
+
+from fastmcp import Context
+from fastmcp.server.elicitation import AcceptedElicitation
+from mcp import types as mcp_types
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from .approval import ApprovalRequest, Approver
+from .gateway import Gateway
+from .sandbox.base import ExecutionResult
+
+__all__ = ["Elicitation", "handshake_approver"]
+
+_QUESTION_KEY = "approval"
+_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "approve": {"type": "boolean", "title": "Approve", "description": "Allow these calls"}
+    },
+    "required": ["approve"],
+}
+
+
+class Elicitation:
+    """Runs `execute_code` with an approver that asks the calling client's person."""
+
+    def __init__(self, gateway: Gateway) -> None:
+        self._gateway = gateway
+        self._waiting: dict[str, _WaitingRun] = {}
+
+    async def execute(
+        self, ctx: Context | None, code: str, input: Any, timeout_s: float | None
+    ) -> ExecutionResult | mcp_types.InputRequiredResult:
+        """The run's result, or (2026-07-28 clients) a question to answer first."""
+        era = _era(ctx)
+        if era != "modern" or ctx is None:
+            approver = handshake_approver(ctx)
+            return await self._gateway.execute(
+                code, input=input, timeout_s=timeout_s, approver=approver
+            )
+        state = ctx.request_state
+        run = self._waiting.pop(state, None) if state else None
+        if run is None:
+            run = _WaitingRun(self._gateway, code, input, timeout_s)
+        else:
+            run.answer(_approved(ctx.input_responses))
+        event = await run.next_event()
+        if isinstance(event, ExecutionResult):
+            return event
+        self._forget_finished()
+        token = secrets.token_urlsafe(18)
+        self._waiting[token] = run
+        question = mcp_types.ElicitRequest(
+            method="elicitation/create",
+            params=mcp_types.ElicitRequestFormParams(
+                message=event.message, requested_schema=_SCHEMA
+            ),
+        )
+        return mcp_types.InputRequiredResult(
+            input_requests={_QUESTION_KEY: question}, request_state=token
+        )
+
+    def _forget_finished(self) -> None:
+        """Runs whose client never came back end by themselves (the question times out)."""
+        for token in [t for t, run in self._waiting.items() if run.finished]:
+            del self._waiting[token]
+
+
+class _WaitingRun:
+    """A run whose approver hands its questions to `next_event()` and waits for `answer()`."""
+
+    def __init__(self, gateway: Gateway, code: str, input: Any, timeout_s: float | None) -> None:
+        self._questions: asyncio.Queue[ApprovalRequest] = asyncio.Queue()
+        self._answer: asyncio.Future[bool] | None = None
+        self._task = asyncio.ensure_future(
+            gateway.execute(code, input=input, timeout_s=timeout_s, approver=self._ask)
+        )
+
+    @property
+    def finished(self) -> bool:
+        return self._task.done()
+
+    async def _ask(self, request: ApprovalRequest) -> bool:
+        self._answer = asyncio.get_running_loop().create_future()
+        await self._questions.put(request)
+        return await self._answer
+
+    def answer(self, approved: bool) -> None:
+        if self._answer is not None and not self._answer.done():
+            self._answer.set_result(approved)
+
+    async def next_event(self) -> ExecutionResult | ApprovalRequest:
+        """The run's result, or the next question it asks."""
+        question = asyncio.ensure_future(self._questions.get())
+        try:
+            await asyncio.wait({self._task, question}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            if not question.done():
+                question.cancel()
+        if question.done() and not question.cancelled():
+            return question.result()
+        return self._task.result()
+
+
+def _era(ctx: Context | None) -> str | None:
+    """'modern' (2026-07-28: input_required), 'handshake' (elicitation/create), or None
+    when the client declared no elicitation capability."""
+    if ctx is None:
+        return None
+    try:
+        params = ctx.session.client_params
+        context = ctx.request_context
+    except (RuntimeError, AttributeError, ValueError):  # no MCP request behind this call
+        return None
+    if params is None or params.capabilities.elicitation is None or context is None:
+        return None
+    return "modern" if context.protocol_version in MODERN_PROTOCOL_VERSIONS else "handshake"
+
+
+def handshake_approver(ctx: Context | None) -> Approver | None:
+    """An approver that asks with `elicitation/create` while the tool runs, for clients
+    before MCP 2026-07-28 that can be asked; None for every other client."""
+    if ctx is None or _era(ctx) != "handshake":
+        return None
+
+    async def ask(request: ApprovalRequest) -> bool:
+        answer = await ctx.elicit(request.message, bool, response_title="Approve")
+        return isinstance(answer, AcceptedElicitation) and answer.data is True
+
+    return ask
+
+
+def _approved(responses: Any) -> bool:
+    """Whether the client's answer to our question accepts it (decline, cancel: no)."""
+    result = (responses or {}).get(_QUESTION_KEY)
+    if not isinstance(result, mcp_types.ElicitResult) or result.action != "accept":
+        return False
+    return bool((result.content or {}).get("approve") is True)
