@@ -16,10 +16,28 @@ from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
 from typing import Any
 
-from bench import flood, footprint, latency, memory, reconnect, search_quality, workflows
+from bench import (
+    flood,
+    footprint,
+    http_scale,
+    latency,
+    memory,
+    reconnect,
+    search_quality,
+    workflows,
+)
 from bench.common import ROOT, Section, machine
 
-SECTIONS = ("footprint", "workflows", "latency", "search", "memory", "flood", "reconnect")
+SECTIONS = (
+    "footprint",
+    "workflows",
+    "latency",
+    "search",
+    "memory",
+    "flood",
+    "reconnect",
+    "http_scale",
+)
 HEADLINES = (
     ("footprint", "Context footprint (tools/list + instructions)"),
     ("workflows", "Workflow token savings"),
@@ -28,6 +46,7 @@ HEADLINES = (
     ("memory", "Memory"),
     ("flood", "Under a flood"),
     ("reconnect", "Upstream back"),
+    ("http_scale", "Scaling out over HTTP"),
 )
 
 
@@ -42,6 +61,7 @@ def plan(quick: bool, figures: Path) -> dict[str, Callable[[], Coroutine[Any, An
             "memory": lambda: memory.run(10),
             "flood": lambda: flood.run(2.0),
             "reconnect": lambda: reconnect.run(2),
+            "http_scale": lambda: http_scale.run(1.0, figures, counts=(1,)),
         }
     return {
         "footprint": lambda: footprint.run([5, 50, 500, 1000], figures),
@@ -51,6 +71,7 @@ def plan(quick: bool, figures: Path) -> dict[str, Callable[[], Coroutine[Any, An
         "memory": lambda: memory.run(500),
         "flood": lambda: flood.run(6.0),
         "reconnect": lambda: reconnect.run(5),
+        "http_scale": lambda: http_scale.run(8.0, figures),
     }
 
 

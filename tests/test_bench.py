@@ -36,6 +36,8 @@ def test_quick_benchmark_run_writes_the_report(tmp_path: Path) -> None:
         "## Search quality and speed",
         "## Memory",
         "## Flood",
+        "## Reconnect",
+        "## Scaling out over HTTP",
     ):
         assert title in report
     assert "while one client floods call_tools" in report
