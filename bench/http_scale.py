@@ -281,7 +281,7 @@ def _plot(path: Path, measures: list[Measure]) -> Path:
     import matplotlib.pyplot as plt
 
     layouts = list(dict.fromkeys(m.layout for m in measures))
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4.2))
     width = 0.38
     for offset, workload in zip((-width / 2, width / 2), WORKLOADS, strict=True):
         rows = {m.layout: m for m in measures if m.workload == workload}
@@ -290,12 +290,15 @@ def _plot(path: Path, measures: list[Measure]) -> Path:
         axes[1].bar(
             xs, [p95(rows[lay].latencies_ms) for lay in layouts], width, label=workload.strip("`")
         )
-    axes[0].set_title(f"Throughput, {CLIENTS} clients (calls/s)")
-    axes[1].set_title("p95 latency (ms)")
+    axes[0].set_title(f"Throughput, {CLIENTS} clients (calls/s, higher is better)")
+    axes[1].set_title("p95 latency (ms, lower is better)")
     for ax in axes:
         ax.set_xticks(range(len(layouts)), layouts, fontsize=8)
-        ax.legend(fontsize=8)
-    fig.tight_layout()
+        ax.set_xlabel("gateway instances (2 cores shared by all of them)", fontsize=8)
+    # One legend under both panels: inside, it covered the tallest bar.
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=2, fontsize=8)
+    fig.tight_layout(rect=(0, 0.08, 1, 1))
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=120)
     plt.close(fig)
