@@ -3,8 +3,8 @@
 A run's `RunApprovals` asks its `Approver` (MCP elicitation, a terminal prompt) the first
 time the run calls a tool that needs approval; concurrent calls to that tool wait for the
 one answer, later calls reuse it; the answer is kept for the run only. The time spent
-waiting is not the run's: it is added to `paused_s`, which the executor gives back to the
-run's clocks. A declined, cancelled or unanswered question fails the call before the
+waiting is not the run's: it is added to `paused_s`, and the executor stops the
+run's clocks meanwhile. A declined, cancelled or unanswered question fails the call before the
 upstream is ever called.
 """
 

@@ -270,11 +270,10 @@ class Conversation:
         else:
             results = await self._outcomes(pending)
         reply: ReplyMessage = {"op": "reply", "id": request_id, "results": results}
-        paused = self.router.paused_s - paused_before
-        if paused > 0:  # a person was asked: the clocks run again from here
-            if self._hold is not None:
-                self._hold.resume()
-            reply["paused_s"] = paused
+        # A person was asked (the worker stopped its clock at `pause` and restarts it at
+        # this reply): the host's deadline runs again from here too.
+        if self.router.paused_s > paused_before and self._hold is not None:
+            self._hold.resume()
         # A worker that is gone cannot take the reply; the conversation loop reports it.
         with contextlib.suppress(ConnectionError, RuntimeError):
             await self.worker.send(reply)

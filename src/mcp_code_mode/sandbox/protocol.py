@@ -102,7 +102,6 @@ class ReplyMessage(TypedDict):
     op: Literal["reply"]
     id: int
     results: list[Outcome]
-    paused_s: NotRequired[float]  # a person was asked meanwhile: not the run's time
 
 
 class ErrorInfo(TypedDict):
