@@ -97,9 +97,35 @@ def test_down_server_is_a_warning_not_a_failure(tmp_path: Path) -> None:
     config.write_text(json.dumps({"servers": {
         "t": server_entry(TEST_SERVER), "gone": {"command": "/nonexistent/cmd"},
     }}))  # fmt: skip
-    proc = cli("exec", "--code", "tools.t.echo(text='fine')", cwd=tmp_path)
+    code = "try:\n    tools.gone.anything()\nexcept ToolError:\n    pass\ntools.t.echo(text='fine')"
+    proc = cli("exec", "--code", code, cwd=tmp_path)
     assert proc.returncode == 0 and proc.stdout.strip() == "fine"
-    assert "warning: server 'gone'" in proc.stderr
+    assert "warning: server 'gone'" in proc.stderr and "/nonexistent/cmd" in proc.stderr
+
+
+def test_exec_starts_only_the_servers_its_code_uses(tmp_path: Path) -> None:
+    """`exec` reads which upstreams the code names; the others never start (issue 19)."""
+
+    def marking(name: str) -> dict[str, object]:
+        # A stdio "server" that only leaves a mark that it was started.
+        touch = f"import pathlib; pathlib.Path({name!r}).touch()"
+        return {"command": "python", "args": ["-c", touch], "timeout_s": 5}
+
+    config = tmp_path / "mcp_servers.json"
+    config.write_text(json.dumps({"servers": {
+        "t": server_entry(TEST_SERVER), "a": marking("a.started"), "b": marking("b.started"),
+    }}))  # fmt: skip
+    plain = cli("exec", "--code", "1+1", cwd=tmp_path)
+    assert plain.returncode == 0 and plain.stdout.strip() == "2"
+    assert plain.stderr.count("warning") == 0
+    named = cli("exec", "--code", "tools.t.echo(text='x')", cwd=tmp_path)
+    assert named.returncode == 0 and named.stdout.strip() == "x"
+    assert not (tmp_path / "a.started").exists() and not (tmp_path / "b.started").exists()
+    # A server named only at run time starts on its call; so does every one when the code
+    # reaches servers dynamically.
+    dynamic = cli("exec", "--code", "call_tool('a' + '', 'x', {})", cwd=tmp_path)
+    assert dynamic.returncode == 1 and "ToolError" not in dynamic.stdout
+    assert (tmp_path / "a.started").exists() and (tmp_path / "b.started").exists()
 
 
 def test_run_without_an_lm_is_a_clear_error() -> None:

@@ -57,7 +57,7 @@ class HttpUpstream:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 90  # a loaded machine starts Python slowly
         while time.monotonic() < deadline:
             assert self.proc.poll() is None, f"the upstream exited with {self.proc.returncode}"
             try:
@@ -68,7 +68,7 @@ class HttpUpstream:
             writer.close()
             await writer.wait_closed()
             return
-        raise AssertionError("the HTTP upstream did not start listening within 30 s")
+        raise AssertionError("the HTTP upstream did not start listening within 90 s")
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:

@@ -13,8 +13,8 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
+import mcp_types
 import numpy
-from mcp import types as mcp_types
 
 from .embeddings import EmbeddingStore
 from .errors import UnknownToolError

@@ -8,13 +8,15 @@ import json
 import logging
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .approval import ApprovalRequest
 from .errors import CodeModeError
-from .executor_server import add_serve_arguments, serve
-from .gateway import Gateway
+from .serve_options import add_serve_arguments
 from .settings import Settings
+
+if TYPE_CHECKING:
+    from .approval import ApprovalRequest
+    from .gateway import Gateway
 
 __all__ = ["main"]
 
@@ -62,6 +64,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         settings = Settings.load()
         if args.command == "serve":
+            from .executor_server import serve  # the MCP server's stack: only to serve
+
             asyncio.run(serve(settings, config_path=args.config, transport=args.transport,
                               host=args.host, port=args.port))  # fmt: skip
             return 0
@@ -95,6 +99,9 @@ def _read_source(args: argparse.Namespace) -> str:
 
 
 async def _exec(settings: Settings, args: argparse.Namespace) -> int:
+    from .config import load_config
+    from .gateway import Gateway
+
     code = _read_source(args)
     value: Any = None
     if args.input is not None:
@@ -105,9 +112,12 @@ async def _exec(settings: Settings, args: argparse.Namespace) -> int:
     # Calls that need approval (contract §8) are asked about on the terminal; without one,
     # `exec` is a client that cannot ask.
     approver = _ask_on_terminal if sys.stdin.isatty() else None
-    async with Gateway.from_settings(settings, args.config) as gateway:
-        _warn_down_servers(gateway)
+
+    # Only the upstreams the code uses start (see `reach`), each when first needed.
+    config = load_config(args.config or settings.servers_config)
+    async with Gateway(settings, config, connect="on_demand") as gateway:
         result = await gateway.execute(code, input=value, timeout_s=args.timeout, approver=approver)
+        _warn_down_servers(gateway)
     if args.json:
         print(json.dumps(result.to_json()))
     else:
@@ -155,6 +165,8 @@ def _printable(text: str) -> str:
 
 
 async def _tools(settings: Settings, args: argparse.Namespace) -> int:
+    from .gateway import Gateway
+
     async with Gateway.from_settings(settings, args.config) as gateway:
         _warn_down_servers(gateway)
         catalog = gateway.catalog
@@ -180,6 +192,7 @@ async def _tools(settings: Settings, args: argparse.Namespace) -> int:
 
 async def _run(settings: Settings, args: argparse.Namespace) -> int:
     from . import agent  # imports dspy: only for `run`
+    from .gateway import Gateway
 
     lm = agent.make_lm(settings)
 
@@ -213,8 +226,9 @@ async def _run(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def _warn_down_servers(gateway: Gateway) -> None:
+    """A warning on stderr for each upstream that tried to connect and failed."""
     for row in gateway.list_servers():
-        if row["status"] == "error":
+        if row["status"] == "error" and gateway.manager.state(row["name"]) != "connecting":
             print(f"warning: server {row['name']!r}: {row['error']}", file=sys.stderr)
 
 

@@ -9,19 +9,16 @@ import re
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal, TextIO
+from typing import TYPE_CHECKING, Any, Literal, TextIO
 
+import mcp_types
 from dotenv import dotenv_values
-from fastmcp.client.transports import (
-    ClientTransport,
-    SSETransport,
-    StdioTransport,
-    StreamableHttpTransport,
-)
-from mcp import types as mcp_types
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from .errors import ConfigError
+
+if TYPE_CHECKING:
+    from fastmcp.client.transports import ClientTransport
 
 __all__ = ["GatewayConfig", "ServerConfig", "load_config"]
 
@@ -119,6 +116,10 @@ class ServerConfig(BaseModel):
 
         `stderr` (a real file) takes a stdio server's stderr instead of the terminal.
         """
+        # fastmcp's client stack is imported when a connection is made, not with the config:
+        # a run that reaches no upstream never pays for it.
+        from fastmcp.client.transports import SSETransport, StdioTransport, StreamableHttpTransport
+
         if self.transport == "stdio":
             assert self.command is not None  # checked by the validator
             return StdioTransport(

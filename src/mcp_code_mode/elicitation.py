@@ -16,9 +16,9 @@ import asyncio
 import secrets
 from typing import Any
 
+import mcp_types
 from fastmcp import Context
 from fastmcp.server.elicitation import AcceptedElicitation
-from mcp import types as mcp_types
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from .approval import ApprovalRequest, Approver

@@ -17,28 +17,30 @@ import sys
 from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
 from typing import TYPE_CHECKING, Any
 
+import mcp_types
 from fastmcp import Context, FastMCP
 from fastmcp.exceptions import ToolError
 from fastmcp.exceptions import ValidationError as ArgumentsInvalid
 from fastmcp.tools.base import ToolResult
 from fastmcp.tools.function_tool import FunctionTool
-from mcp import types as mcp_types
 from pydantic import ValidationError
 
 from . import __version__
+from .config import load_config
 from .elicitation import Elicitation, handshake_approver
 from .encodable import make_encodable
 from .errors import CodeModeError, ErrorType
 from .gateway import Gateway
 from .http_serving import check_exposure, serve_http
 from .sandbox.base import ExecutionResult
+from .serve_options import add_serve_arguments
 from .settings import Settings
 from .tool_formatter import one_line
 
 if TYPE_CHECKING:
     from . import agent
 
-__all__ = ["build_server", "main", "serve"]
+__all__ = ["add_serve_arguments", "build_server", "main", "serve"]
 
 logger = logging.getLogger(__name__)
 
@@ -153,13 +155,17 @@ def build_server(gateway: Gateway, *, lm: Any = None) -> FastMCP:
             return result
         return _json_result(result.to_json(), is_error=not result.ok)
 
+    # Discovery answers about every upstream: it waits for those still connecting.
     async def search_tools(query: str, limit: int = 5) -> ToolResult:
+        await gateway.settle()
         return _json_result(_or_tool_error(lambda: gateway.search_tools(query, limit)))
 
     async def get_tool_docs(server: str, tool: str | None = None) -> ToolResult:
+        await gateway.settle([server])
         return _json_result(_or_tool_error(lambda: gateway.get_tool_docs(server, tool)))
 
     async def list_servers() -> ToolResult:
+        await gateway.settle()
         return _json_result(gateway.list_servers())
 
     _add(server, execute_code, _EXECUTE_CODE_DOC + "\n" + _servers_line(gateway))
@@ -234,34 +240,46 @@ async def serve(
         from .agent import make_lm  # imports dspy: only when an LM is configured
 
         lm = make_lm(settings)
-    gateway = Gateway.from_settings(settings, config_path)
+    # Serving starts once the sandbox is warm; the upstreams connect meanwhile (the
+    # catalog comes from the tool cache until they answer, and what needs one waits for it).
+    config = load_config(config_path or settings.servers_config)
+    gateway = Gateway(settings, config, connect="background")
     if transport == "stdio":
-        async with gateway:
+        async with gateway, _reporting_start(gateway):
             server = build_server(gateway, lm=lm)
-            _report_start(gateway)
             await _until_signal(server.run_stdio_async(show_banner=False))
         return
 
     @contextlib.asynccontextmanager
     async def started() -> AsyncIterator[FastMCP]:
-        async with gateway:
-            _report_start(gateway)
+        async with gateway, _reporting_start(gateway):
             yield build_server(gateway, lm=lm)
 
     await serve_http(settings, started, host=host, port=port)
 
 
-def _report_start(gateway: Gateway) -> None:
-    """One line on stderr: tools and sandbox layers; then one line per server that is down."""
+@contextlib.asynccontextmanager
+async def _reporting_start(gateway: Gateway) -> AsyncIterator[None]:
+    """Lines on stderr: the sandbox layers now; once the upstreams have tried to connect,
+    the tool count and one line per server that is down."""
     info = gateway.sandbox_info()
-    print(
-        f"mcp-code-mode: {len(gateway.catalog.entries)} upstream tools; "
-        f"sandbox {info['executor']}: {', '.join(info['layers'])}",
-        file=sys.stderr,
-    )
-    for row in gateway.list_servers():
-        if row["status"] == "error":
-            print(f"mcp-code-mode: server {row['name']!r}: {row['error']}", file=sys.stderr)
+    layers = ", ".join(info["layers"])
+    print(f"mcp-code-mode: sandbox {info['executor']}: {layers}", file=sys.stderr)
+
+    async def report_upstreams() -> None:
+        await gateway.settle()
+        print(f"mcp-code-mode: {len(gateway.catalog.entries)} upstream tools", file=sys.stderr)
+        for row in gateway.list_servers():
+            if row["status"] == "error":
+                print(f"mcp-code-mode: server {row['name']!r}: {row['error']}", file=sys.stderr)
+
+    task = asyncio.create_task(report_upstreams())
+    try:
+        yield
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
 
 
 async def _until_signal(serving: Coroutine[Any, Any, None]) -> None:
@@ -286,14 +304,6 @@ async def _until_signal(serving: Coroutine[Any, Any, None]) -> None:
             await task
         for signum in handled:
             loop.remove_signal_handler(signum)
-
-
-def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--config", help="mcp_servers.json path (default: MCP_SERVERS_CONFIG)")
-    parser.add_argument("--transport", choices=["stdio", "http"], default="stdio")
-    loopback_only = "http: address to bind; any but loopback needs MCP_CODE_HTTP_TOKEN"
-    parser.add_argument("--host", default="127.0.0.1", help=loopback_only)
-    parser.add_argument("--port", type=int, default=8765, help="http: port (0: any free one)")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -6,6 +6,7 @@ The MCP server, the CLI and the agent are thin adapters over a `Gateway`.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import time
@@ -14,9 +15,12 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
 
+import mcp_types
+from pydantic import ValidationError
+
 from .approval import Approver, RunApprovals
 from .catalog import Catalog
-from .config import GatewayConfig, load_config
+from .config import GatewayConfig, ServerConfig, load_config
 from .errors import (
     CodeModeError,
     ErrorType,
@@ -24,14 +28,16 @@ from .errors import (
     ToolCallLimitExceeded,
     UnknownToolError,
 )
-from .mcp_manager import MCPServerManager
+from .mcp_manager import Connect, MCPServerManager
 from .naming import to_identifier
+from .reach import servers_reached
 from .sandbox.base import ExecutionResult, Executor, Limits, ToolCallRecord
 from .sandbox.executor import SandboxExecutor
 from .sandbox.pool import Launcher, Zygote
 from .sandbox.pyodide import PyodideLauncher
 from .sandbox.reply import bound_reply
-from .settings import Settings
+from .settings import Settings, cache_root
+from .tool_cache import ToolCache
 from .tool_results import JSON, unwrap_result
 
 if TYPE_CHECKING:
@@ -51,15 +57,41 @@ class Gateway:
     """
 
     def __init__(
-        self, settings: Settings, config: GatewayConfig, *, executor: Executor | None = None
+        self,
+        settings: Settings,
+        config: GatewayConfig,
+        *,
+        executor: Executor | None = None,
+        connect: Connect = "wait",
+        tool_cache: ToolCache | None = None,
     ) -> None:
+        """
+        Args:
+            connect: when the upstreams connect. `"wait"`: all before `start()` returns.
+                `"background"`: `start()` returns once the sandbox is warm, the catalog
+                served from the tool cache meanwhile; anything that needs an upstream
+                waits for it alone. `"on_demand"`: each upstream starts when code (or a
+                discovery call) first needs it.
+            tool_cache: where tool lists are remembered between runs (default: under the
+                cache directory). Only `"background"` and `"on_demand"` read it.
+        """
         self.settings = settings
         self.config = config
+        self.tool_cache = tool_cache or ToolCache(cache_root(settings.cache_dir) / "tools")
+        known: dict[str, list[mcp_types.Tool]] = {}
+        if connect != "wait":
+            for name, server in config.enabled.items():
+                cached = _cached_tools(self.tool_cache, name, server)
+                if cached is not None:
+                    known[name] = cached
         self.manager = MCPServerManager(
             config,
             default_timeout_s=settings.timeout_s,
             startup_timeout_s=settings.startup_timeout_s,
+            known_tools=known,
+            on_tools_listed=self._remember_tools,
         )
+        self.connect: Connect = connect
         self.executor: Executor = executor or _make_executor(settings)
         self._catalog: Catalog | None = None
         self._catalog_version = -1
@@ -80,10 +112,10 @@ class Gateway:
         await self.aclose()
 
     async def start(self) -> None:
-        """Connect the upstreams and warm the executor, concurrently; all or nothing."""
+        """Start the upstreams (as `connect` says) and warm the executor; all or nothing."""
         try:
             async with asyncio.TaskGroup() as group:  # one failure cancels the other start
-                group.create_task(self.manager.start())
+                group.create_task(self.manager.start(connect=self.connect))
                 group.create_task(self.executor.start())
         except BaseExceptionGroup as failed:
             await self.aclose()
@@ -91,8 +123,21 @@ class Gateway:
         except BaseException:
             await self.aclose()
             raise
-        # The search index embeds tool texts in a thread: wait here, not in the first search.
-        await asyncio.wrap_future(self.catalog.ready())
+        if self.connect == "wait":
+            # The search index embeds tool texts in a thread: wait here, not in the first search.
+            await asyncio.wrap_future(self.catalog.ready())
+
+    async def settle(self, servers: Collection[str] | None = None) -> None:
+        """Wait until the named upstreams (default: all) have tried to connect, starting any
+        that have not, and the search index is built; what discovery answers from."""
+        await self.manager.settle(servers)
+        if servers is None:
+            await asyncio.wrap_future(self.catalog.ready())
+
+    def _remember_tools(self, server: str, tools: list[mcp_types.Tool]) -> None:
+        config = self.config.servers[server]
+        dumped = [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in tools]
+        self.tool_cache.store(server, config, dumped)
 
     async def aclose(self) -> None:
         """Stop the executor and every upstream, even when cancelled."""
@@ -135,6 +180,12 @@ class Gateway:
         started = time.perf_counter()
         router = _RunRouter(self, approver)
         try:
+            # The upstreams the code can reach (by name, or any when it is dynamic) have
+            # tried to connect: the guest's index has their own tool lists, not the cache's.
+            reached = servers_reached(code, self.config.enabled)
+            with contextlib.suppress(TimeoutError):  # a hung upstream fails the call, in the run
+                async with asyncio.timeout(self.settings.clamp_timeout(timeout_s)):
+                    await self.manager.settle(reached)
             result = await self.executor.run(
                 code,
                 input=_parse_input(input),
@@ -210,6 +261,7 @@ class Gateway:
 
     async def call_tool(self, server: str, tool: str, args: dict[str, Any]) -> JSON:
         """Call one upstream tool by original names and unwrap its result."""
+        await self.manager.settle([server])
         reason = self.manager.unavailable_reason(server)
         if reason is not None:
             raise ToolCallFailed(server, tool, reason)
@@ -308,6 +360,7 @@ class _RunRouter:
 
     async def query(self, kind: str, args: dict[str, Any]) -> JSON:
         gw = self._gateway
+        await gw.settle()  # discovery answers about every upstream
         if kind == "search_tools":
             limit = args.get("limit")
             if limit is not None and not isinstance(limit, int):
@@ -361,6 +414,17 @@ def _parse_input(value: JSON) -> JSON:
         except ValueError:
             return value
     return value
+
+
+def _cached_tools(cache: ToolCache, name: str, server: ServerConfig) -> list[mcp_types.Tool] | None:
+    """A server's remembered tools; None when there are none, or they are not valid tools."""
+    raw = cache.load(name, server)
+    if raw is None:
+        return None
+    try:
+        return [mcp_types.Tool.model_validate(t) for t in raw]
+    except ValidationError:
+        return None
 
 
 def _free_ident(name: str, index: dict[str, Any]) -> str:

@@ -1,9 +1,12 @@
 """MCPServerManager: one long-lived fastmcp `Client` per upstream server, and its healing.
 
-All upstreams connect concurrently at start, each bounded by its start-up timeout
-(the entry's `timeout_s`, else MCP_CODE_STARTUP_TIMEOUT_S); one that fails is reported
+Upstreams connect concurrently, each bounded by its start-up timeout (the entry's
+`timeout_s`, else MCP_CODE_STARTUP_TIMEOUT_S): all before `start()` returns, in the
+background, or each on first use (`start(connect=...)`). One that fails is reported
 (`status: "error"`, naming its command or URL and the last lines it wrote on stderr) and
-the rest keep working. fastmcp/MCP exceptions are mapped here, once, to `ToolCallFailed`.
+the rest keep working. Tool lists known from an earlier run (`known_tools`, the gateway's
+disk cache) serve the catalog until the upstream lists its own. fastmcp/MCP exceptions
+are mapped here, once, to `ToolCallFailed`.
 
 Each upstream is a small state machine (contract §6, "Upstreams heal"):
 
@@ -43,35 +46,29 @@ from __future__ import annotations
 import asyncio
 import logging
 import shlex
-import ssl
 import tempfile
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any, Literal, Self, TextIO, cast
+from typing import TYPE_CHECKING, Any, Literal, Self, TextIO, cast
 
-import anyio
-import httpx2
-from fastmcp import Client
-from fastmcp.client.messages import MessageHandler
-from fastmcp.client.transports import StdioTransport, StreamableHttpTransport
-from mcp import types as mcp_types
-from mcp.shared.exceptions import MCPError
-from mcp.types.version import MODERN_PROTOCOL_VERSIONS
-from pydantic import ValidationError
+import mcp_types
 
-from . import __version__
 from .config import GatewayConfig, ServerConfig
 from .encodable import encodable_text, make_encodable
 from .errors import ToolCallFailed
 from .tool_results import error_text
+
+if TYPE_CHECKING:
+    from .upstream_link import Link
 
 __all__ = ["MCPServerManager", "ServerStatus", "UpstreamState"]
 
 logger = logging.getLogger(__name__)
 
 Status = Literal["ok", "error", "disabled"]
+Connect = Literal["wait", "background", "on_demand"]
 UpstreamState = Literal["connecting", "ok", "lost", "reconnecting", "error"]
 
 # The state machine in the module docstring; `_move` refuses anything else.
@@ -104,7 +101,6 @@ class ServerStatus:
         }
 
 
-_CLIENT_INFO = mcp_types.Implementation(name="mcp-code-mode", version=__version__)
 _STDERR_TAIL_BYTES = 2000
 _STDERR_TAIL_LINES = 5
 # Background reconnect attempts wait this long after the n-th failure in a row (the last
@@ -112,24 +108,6 @@ _STDERR_TAIL_LINES = 5
 # down (a refused connection or a failed spawn is cheap). A call never waits for it.
 _RETRY_DELAYS_S = (0.1, 0.25, 0.5, 1.0, 2.0, 5.0)
 _PING_TIMEOUT_S = 10.0
-# What a dead transport raises (beside an MCP "connection closed" error): the process or
-# socket is gone. Anything else is a problem with one message, not with the connection.
-_TRANSPORT_ERRORS = (
-    OSError,
-    EOFError,
-    anyio.ClosedResourceError,
-    anyio.BrokenResourceError,
-    anyio.EndOfStream,
-    httpx2.TransportError,
-)
-
-
-@dataclass(slots=True, eq=False)
-class _Link:
-    """One connection attempt's client, and what its HTTP traffic revealed about it."""
-
-    client: Client[Any] = field(init=False)  # set right after the client is built
-    session_gone: bool = False  # an HTTP 404 answered a request that carried our session id
 
 
 @dataclass(slots=True, eq=False)
@@ -140,17 +118,18 @@ class _Upstream:
     startup_timeout_s: float
     state: UpstreamState = "connecting"
     reason: str | None = None  # why it is not `ok`
-    link: _Link | None = None
+    link: Link | None = None
     stderr: TextIO | None = None
     tools: list[mcp_types.Tool] = field(default_factory=list)
-    tools_known: bool = False  # a tools/list has answered once: its tools are in the catalog
+    tools_known: bool = False  # its tools are in the catalog (listed, or from `known_tools`)
+    tools_listed: bool = False  # a tools/list of this process has answered (not only the cache)
     failures: int = 0  # failed attempts and losses since it last answered; sets the backoff
     attempting: asyncio.Task[None] | None = None  # the one connection attempt in flight
     attempt_started: float = 0.0  # its time.monotonic()
     wake: asyncio.Event = field(default_factory=asyncio.Event)  # tells the supervisor: lost
     supervisor: asyncio.Task[None] | None = None
     refresh: asyncio.Task[None] | None = None
-    refresh_link: _Link | None = None  # the link `refresh` lists the tools of
+    refresh_link: Link | None = None  # the link `refresh` lists the tools of
     refresh_wanted: bool = False
     refresh_announced: bool = False  # by the upstream: calls wait for the refresh (see below)
 
@@ -172,9 +151,19 @@ class MCPServerManager:
         default_timeout_s: float = 30.0,
         startup_timeout_s: float = 60.0,
         health_interval_s: float = 10.0,
+        known_tools: Mapping[str, list[mcp_types.Tool]] | None = None,
+        on_tools_listed: Callable[[str, list[mcp_types.Tool]], None] | None = None,
     ) -> None:
+        """
+        Args:
+            known_tools: tool lists from an earlier run, by server (unfiltered); they
+                serve the catalog until each upstream lists its own.
+            on_tools_listed: called with an upstream's unfiltered tools whenever it lists
+                tools that differ from what was known (the gateway writes its cache).
+        """
         self.config = config
         self.health_interval_s = health_interval_s
+        self._on_tools_listed = on_tools_listed
         self._upstreams = {
             name: _Upstream(
                 name,
@@ -185,8 +174,14 @@ class MCPServerManager:
             for name, server in config.enabled.items()
         }
         self.tools_version = 0  # bumped whenever a tool list changes
+        self._known_raw: dict[str, list[mcp_types.Tool]] = {}
+        for name, tools in (known_tools or {}).items():
+            up = self._upstreams.get(name)
+            if up is not None:
+                self._known_raw[name] = list(tools)
+                up.tools = [t for t in tools if up.config.exposes(t.name)]
+                up.tools_known = True
         self._closing = False
-        self._ssl_context: ssl.SSLContext | None = None  # made once: 0.1-0.3 s each time
 
     async def __aenter__(self) -> Self:
         await self.start()
@@ -198,13 +193,46 @@ class MCPServerManager:
     ) -> None:  # fmt: skip
         await self.aclose()
 
-    async def start(self) -> None:
-        """Connect to every enabled upstream concurrently; failures are recorded, not raised."""
-        await asyncio.gather(*(self._attempt(up) for up in self._upstreams.values()))
+    async def start(self, *, connect: Connect = "wait") -> None:
+        """Start connecting to the enabled upstreams; failures are recorded, not raised.
+
+        `connect`: `"wait"` returns once every upstream has connected or failed;
+        `"background"` returns at once while they connect (see `settle`); `"on_demand"`
+        connects none: each connects when a call or `settle` first needs it (a
+        short-lived gateway, such as `mcp-code-mode exec`, starts only what its code uses).
+        """
+        if connect == "on_demand":
+            return
+        for up in self._upstreams.values():
+            self._begin_attempt(up)
+        if connect == "wait":
+            await self.settle()
         for up in self._upstreams.values():
             up.supervisor = asyncio.create_task(
                 self._supervise(up), name=f"mcp-code-mode upstream {up.name}"
             )
+
+    async def settle(self, servers: Iterable[str] | None = None) -> None:
+        """Wait until each named upstream (default: every one) has tried to connect once.
+
+        An upstream not started yet starts now. Unknown names are ignored.
+        """
+        names = self._upstreams if servers is None else servers
+        pending = []
+        for name in dict.fromkeys(names):
+            up = self._upstreams.get(name)
+            if up is not None and up.state == "connecting":
+                pending.append(asyncio.shield(self._begin_attempt(up)))
+        if pending:
+            await asyncio.gather(*pending)
+
+    def _begin_attempt(self, up: _Upstream) -> asyncio.Task[None]:
+        """The connection attempt in flight for `up`, started now if there is none."""
+        task = up.attempting
+        if task is None or task.done():
+            up.attempt_started = time.monotonic()
+            task = up.attempting = asyncio.create_task(self._attempt(up))
+        return task
 
     async def aclose(self) -> None:
         """Stop the supervisors and close every client (so every stdio upstream stops).
@@ -230,7 +258,11 @@ class MCPServerManager:
             up.link, up.stderr, up.supervisor, up.refresh, up.attempting = (None,) * 5
             up.refresh_link = None
         try:
-            await asyncio.gather(*(_close(link.client) for link in links), return_exceptions=True)
+            if links:  # else fastmcp was never imported: not now either
+                from . import upstream_link
+
+                closing = (upstream_link.close(link.client) for link in links)
+                await asyncio.gather(*closing, return_exceptions=True)
         finally:
             for file in files:
                 file.close()
@@ -265,6 +297,8 @@ class MCPServerManager:
                 rows.append(ServerStatus(name, server.description, "ok", len(up.tools), None))
             else:
                 reason = up.reason or f"upstream is {up.state}"
+                if up.state == "connecting" and up.attempting is None:
+                    reason = "not started yet: it starts when code first uses it"
                 if up.state == "reconnecting":
                     reason = f"reconnecting; {reason}"
                 rows.append(ServerStatus(name, server.description, "error", 0, reason))
@@ -304,10 +338,12 @@ class MCPServerManager:
         args = make_encodable(dict(arguments or {}))
         for attempt in range(2):
             link = await self._ready(up, tool)
+            from . import upstream_link  # imported by the connection `_ready` made
+
             try:
                 result = await link.client.call_tool_mcp(tool, args, timeout=up.timeout_s)
             except Exception as exc:  # mapped here, once
-                if attempt == 0 and _refused_for_session(link, exc):
+                if attempt == 0 and upstream_link.refused_for_session(link, exc):
                     self._lose(up, link, "the upstream no longer knows our session (HTTP 404)")
                     logger.info("upstream %s: session gone; resending %s once", up.name, tool)
                     continue
@@ -319,7 +355,7 @@ class MCPServerManager:
         up.failures = 0
         return result
 
-    async def _ready(self, up: _Upstream, tool: str) -> _Link:
+    async def _ready(self, up: _Upstream, tool: str) -> Link:
         """The upstream's live link, reconnecting first when it is down.
 
         Raises:
@@ -342,31 +378,22 @@ class MCPServerManager:
         """
         arrived = time.monotonic()
         while not self._closing:
-            task = up.attempting
-            if task is None or task.done():
-                up.attempt_started = time.monotonic()
-                task = up.attempting = asyncio.create_task(self._attempt(up))
+            task = self._begin_attempt(up)
             recent = up.attempt_started >= arrived
             await asyncio.shield(task)
             if up.is_ok() or recent:
                 return
 
-    def _call_failure(
-        self, up: _Upstream, link: _Link, tool: str, exc: Exception
-    ) -> ToolCallFailed:
-        transport_failed = _transport_failed(link, exc)
+    def _call_failure(self, up: _Upstream, link: Link, tool: str, exc: Exception) -> ToolCallFailed:
+        from . import upstream_link as ul
+
+        transport_failed = ul.transport_failed(link, exc)
         if transport_failed:
-            self._lose(up, link, f"connection lost: {_describe(exc)}")
-        if _timed_out(exc):
-            message = f"timed out after {up.timeout_s:g}s; the call was cancelled upstream"
-        elif transport_failed:
-            message = f"upstream failed: connection lost: {_describe(exc)}{self._context(up)}"
-        elif isinstance(exc, ValidationError):
-            message = f"the upstream sent a malformed reply: {_summarise(exc)}"
-        elif isinstance(exc, MCPError):
-            message = exc.message
+            self._lose(up, link, f"connection lost: {ul.describe(exc)}")
+        if transport_failed and not ul.timed_out(exc):
+            message = f"upstream failed: connection lost: {ul.describe(exc)}{self._context(up)}"
         else:
-            message = f"the call failed ({type(exc).__name__}: {_describe(exc)})"
+            message = ul.failure_message(exc, timeout_s=up.timeout_s)
         return self._failure(up, tool, message)
 
     def _failure(self, up: _Upstream, tool: str, message: str) -> ToolCallFailed:
@@ -387,12 +414,14 @@ class MCPServerManager:
         """Notice a link that died while nobody was calling (its client's session ended)."""
         link = up.link
         if up.state == "ok" and link is not None and not self._closing:
+            from . import upstream_link  # a link exists: it is imported
+
             if link.session_gone:
                 self._lose(up, link, "the upstream no longer knows our session (HTTP 404)")
-            elif _session_ended(link.client):
+            elif upstream_link.session_ended(link.client):
                 self._lose(up, link, "connection lost: the connection closed")
 
-    def _lose(self, up: _Upstream, link: _Link, reason: str) -> None:
+    def _lose(self, up: _Upstream, link: Link, reason: str) -> None:
         """`ok → lost` for this link (a stale link's news is old news)."""
         if up.link is not link or up.state != "ok" or self._closing:
             return
@@ -404,8 +433,10 @@ class MCPServerManager:
     async def _attempt(self, up: _Upstream) -> None:
         """One connection attempt: `connecting | lost | error → … → ok | error`.
 
-        Runs as `up.attempting` (see `_heal`), or in `start` before anything else can.
+        Runs as `up.attempting` (see `_begin_attempt`).
         """
+        from . import upstream_link as ul  # the first attempt imports fastmcp's client
+
         first = up.state == "connecting"
         if up.state == "ok":
             return
@@ -413,29 +444,30 @@ class MCPServerManager:
             self._move(up, "reconnecting")
         old, up.link = up.link, None
         if old is not None:  # a stdio upstream's old process must be gone first
-            await asyncio.shield(_close(old.client))
+            await asyncio.shield(ul.close(old.client))
         try:
             # A reconnect does not wait for the tool list: the call that is waiting goes
             # first and the list follows in the background (a freshly started server's first
-            # tools/list can take a while). A first connect needs it for the catalog.
-            link, tools = await self._connect(up, list_tools=not up.tools_known)
+            # tools/list can take a while). A first connect lists them: the catalog may hold
+            # only what the cache remembered.
+            link, tools = await self._connect(up, list_tools=not up.tools_listed)
         except BaseException as exc:  # any failure is this server's status, never raised
             up.failures += 1
             if not isinstance(exc, Exception):  # cancelled: only aclose does that
                 self._move(up, "error", f"the connection attempt was cancelled{self._context(up)}")
                 raise
-            reason = _describe(exc)
+            reason = ul.describe(exc)
             if isinstance(exc, TimeoutError):
                 reason = (
                     f"no answer within {up.startup_timeout_s:g}s "
                     "(raise the entry's timeout_s or MCP_CODE_STARTUP_TIMEOUT_S)"
                 )
-            verb = "failed to start" if first or not up.tools_known else "cannot reconnect"
+            verb = "failed to start" if first or not up.tools_listed else "cannot reconnect"
             self._move(up, "error", f"{verb}: {reason}{self._context(up)}")
             logger.debug("upstream %s: %s", up.name, up.reason)
             return
         if self._closing:  # aclose ran meanwhile: this client is nobody's to close
-            await asyncio.shield(_close(link.client))
+            await asyncio.shield(ul.close(link.client))
             return
         up.link = link
         self._move(up, "ok")
@@ -448,35 +480,35 @@ class MCPServerManager:
 
     async def _connect(
         self, up: _Upstream, *, list_tools: bool
-    ) -> tuple[_Link, list[mcp_types.Tool] | None]:
+    ) -> tuple[Link, list[mcp_types.Tool] | None]:
         """A new client for `up`, connected (and its tools listed); closed on failure."""
+        from . import upstream_link as ul
+
         if up.config.transport == "stdio" and up.stderr is None:
             up.stderr = _stderr_file()
         elif up.stderr is not None:  # a restart: only the new process's lines matter
             up.stderr.seek(0)
             up.stderr.truncate()
         # The hooks close over `link`, so a stale connection's news never touches its successor.
-        link = _Link()
-        transport = up.config.to_transport(stderr=up.stderr)
-        if isinstance(transport, StreamableHttpTransport):  # before it connects
-            transport.httpx_client_factory = self._http_client_factory(up, link)
-        client: Client[Any] = Client(
-            transport,
-            timeout=up.timeout_s,
-            init_timeout=up.startup_timeout_s,
-            client_info=_CLIENT_INFO,
-            message_handler=_Notifications(
-                lambda: self._want_refresh(up, link, announced=True), up.name
+        link = ul.Link()
+        client = ul.new_client(
+            up.config.to_transport(stderr=up.stderr),
+            link,
+            name=up.name,
+            timeout_s=up.timeout_s,
+            startup_timeout_s=up.startup_timeout_s,
+            on_tools_changed=lambda: self._want_refresh(up, link, announced=True),
+            on_session_gone=lambda: self._lose(
+                up, link, "the upstream no longer knows our session (HTTP 404)"
             ),
         )
-        link.client = client
         started = time.perf_counter()
         try:
             async with asyncio.timeout(up.startup_timeout_s):
                 await client.__aenter__()  # type: ignore[no-untyped-call]
                 tools = await client.list_tools() if list_tools else None
         except BaseException:
-            await asyncio.shield(_close(client))
+            await asyncio.shield(ul.close(client))
             raise
         elapsed_ms = (time.perf_counter() - started) * 1000
         listed = "" if tools is None else f"{len(tools)} tools "
@@ -487,7 +519,12 @@ class MCPServerManager:
         exposed = [t for t in tools if up.config.exposes(t.name)]
         if not up.tools_known or _dump(exposed) != _dump(up.tools):
             self.tools_version += 1
-        up.tools, up.tools_known = exposed, True
+        up.tools, up.tools_known, up.tools_listed = exposed, True, True
+        known = self._known_raw.get(up.name)
+        if known is None or _dump(known) != _dump(tools):
+            self._known_raw[up.name] = list(tools)
+            if self._on_tools_listed is not None:
+                self._on_tools_listed(up.name, list(tools))
 
     # ------------------------------------------------------------------ background work
 
@@ -511,6 +548,8 @@ class MCPServerManager:
         has no ping, and a sessionless server can only say its tools changed while it
         answers a call, so asking is how a change (or a restart) shows in the catalog.
         """
+        from . import upstream_link as ul  # a link exists: it is imported
+
         self._observe(up)
         link = up.link
         if up.state != "ok" or link is None:
@@ -518,21 +557,21 @@ class MCPServerManager:
         tools = None
         try:
             async with asyncio.timeout(min(up.timeout_s, _PING_TIMEOUT_S)):
-                if link.client.protocol_version in MODERN_PROTOCOL_VERSIONS:
+                if ul.is_modern(link.client):
                     tools = await link.client.list_tools()
                 else:
                     await link.client.ping()
         except Exception as exc:
-            if _transport_failed(link, exc):
-                self._lose(up, link, f"connection lost: {_describe(exc)}")
-            elif _timed_out(exc):
+            if ul.transport_failed(link, exc):
+                self._lose(up, link, f"connection lost: {ul.describe(exc)}")
+            elif ul.timed_out(exc):
                 logger.debug("upstream %s: health check timed out (busy?)", up.name)
             return  # an error reply is an answer too
         up.failures = 0
         if tools is not None and up.link is link:
             self._set_tools(up, tools)
 
-    def _want_refresh(self, up: _Upstream, link: _Link, *, announced: bool) -> None:
+    def _want_refresh(self, up: _Upstream, link: Link, *, announced: bool) -> None:
         """Refetch the tool list (once more if another change is announced meanwhile).
 
         `announced`: the upstream sent tools/list_changed, most likely while answering a
@@ -548,7 +587,7 @@ class MCPServerManager:
                 up.refresh.cancel()  # a refresh of a replaced link is moot
             up.refresh, up.refresh_link = asyncio.create_task(self._refresh(up, link)), link
 
-    async def _refresh(self, up: _Upstream, link: _Link) -> None:
+    async def _refresh(self, up: _Upstream, link: Link) -> None:
         while up.refresh_wanted and up.link is link:
             up.refresh_wanted = False
             try:
@@ -568,49 +607,6 @@ class MCPServerManager:
         if task is not None and not task.done() and up.refresh_announced:
             await asyncio.wait({task}, timeout=up.timeout_s)
 
-    def _http_client_factory(
-        self, up: _Upstream, link: _Link
-    ) -> Callable[..., httpx2.AsyncClient]:  # an mcp `McpHttpClientFactory`
-        """httpx clients for a streamable HTTP upstream: the SDK's default, with three changes.
-
-        - No read timeout. The SDK sets the HTTP read timeout to the MCP request timeout,
-          so a slow call's HTTP read can fail first, which kills the whole session (the
-          next call then fails at once; mcp 2.x under fastmcp 4.1.2). Every MCP request
-          has its own timeout, whose expiry cancels the call upstream and keeps the
-          session; an idle server-to-client stream is not an error.
-        - One TLS context for every client: httpx builds one per client otherwise, which
-          costs 0.1-0.3 s of every reconnect.
-        - A response hook that records an HTTP 404 for a request that carried our session
-          id: the upstream no longer knows the session. The SDK reports it only as an
-          error reply ("Session terminated", or the upstream's own JSON-RPC error body),
-          and fastmcp 4.1.2 does not start a new session, although the spec says a
-          client must.
-        """
-
-        async def on_response(response: httpx2.Response) -> None:
-            if response.status_code == 404 and response.request.headers.get("mcp-session-id"):
-                link.session_gone = True
-                self._lose(up, link, "the upstream no longer knows our session (HTTP 404)")
-
-        def factory(
-            headers: dict[str, str] | None = None,
-            timeout: httpx2.Timeout | None = None,
-            auth: httpx2.Auth | None = None,
-            follow_redirects: bool = True,  # fastmcp passes it; the SDK follows redirects itself
-        ) -> httpx2.AsyncClient:
-            del timeout, follow_redirects  # as mcp's `create_mcp_http_client`, but see above
-            if self._ssl_context is None:
-                self._ssl_context = httpx2.create_ssl_context()
-            return httpx2.AsyncClient(
-                headers=headers,
-                timeout=httpx2.Timeout(30.0, read=None),
-                auth=auth,
-                verify=self._ssl_context,
-                event_hooks={"response": [on_response]},
-            )
-
-        return factory
-
     @staticmethod
     def _context(up: _Upstream) -> str:
         """`; command: ...; stderr: ...` or `; url: ...`: what a person needs to fix it."""
@@ -619,52 +615,6 @@ class MCPServerManager:
             return f"; url: {server.url}"
         command = shlex.join([server.command or "", *server.args])
         return f"; command: {command}" + _tail(up.stderr)
-
-
-class _Notifications(MessageHandler):
-    """What an upstream tells us unasked: `tools/list_changed` asks for a refresh."""
-
-    def __init__(self, on_tools_changed: Callable[[], None], name: str) -> None:
-        self._on_tools_changed = on_tools_changed
-        self._name = name
-
-    async def on_tool_list_changed(self, message: mcp_types.ToolListChangedNotification) -> None:
-        self._on_tools_changed()
-
-    async def on_exception(self, message: Exception) -> None:
-        # e.g. a line on stdout that is not JSON-RPC; the call it spoiled times out alone.
-        logger.debug("upstream %s sent something unreadable: %s", self._name, message)
-
-
-def _session_ended(client: Client[Any]) -> bool:
-    """Whether the client's connection is gone, though nobody has called it since."""
-    if not client.is_connected():
-        return True
-    # When a stdio upstream's process exits, the fastmcp 4.1.2 client still says it is
-    # connected (its session only learns on the next request); fastmcp itself asks the
-    # transport's `_is_session_dead` (the SDK dispatcher has closed) before reusing one.
-    transport = client.transport
-    return isinstance(transport, StdioTransport) and transport._is_session_dead()
-
-
-def _transport_failed(link: _Link, exc: Exception) -> bool:
-    """Whether a failed request means the connection itself is gone."""
-    return (
-        isinstance(exc, _TRANSPORT_ERRORS)
-        or (isinstance(exc, MCPError) and exc.code == mcp_types.CONNECTION_CLOSED)
-        or _session_ended(link.client)
-    )
-
-
-def _refused_for_session(link: _Link, exc: Exception) -> bool:
-    """Whether a failed call was refused only because its HTTP session was gone (so unsent)."""
-    return link.session_gone and isinstance(exc, MCPError) and not _timed_out(exc)
-
-
-def _timed_out(exc: BaseException) -> bool:
-    return isinstance(exc, TimeoutError) or (
-        isinstance(exc, MCPError) and exc.code == mcp_types.REQUEST_TIMEOUT
-    )
 
 
 async def _wait(event: asyncio.Event, timeout_s: float) -> bool:
@@ -701,29 +651,3 @@ def _tail(stderr: TextIO | None) -> str:
         return ""
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     return f"; stderr: {' | '.join(lines[-_STDERR_TAIL_LINES:])}" if lines else ""
-
-
-async def _close(client: Client[Any]) -> None:
-    try:
-        await client.close()  # type: ignore[no-untyped-call]
-    except Exception as exc:  # teardown of a broken transport must not stop the others
-        logger.debug("error while closing upstream client: %s", exc)
-
-
-def _summarise(exc: ValidationError) -> str:
-    """The first problem pydantic found, without its URLs and input dumps."""
-    errors = exc.errors(include_url=False, include_input=False)
-    if not errors:
-        return str(exc).splitlines()[0]
-    first = errors[0]
-    where = ".".join(str(part) for part in first["loc"]) or "result"
-    more = f" (and {len(errors) - 1} more problems)" if len(errors) > 1 else ""
-    return f"{where}: {first['msg']}{more}"
-
-
-def _describe(exc: BaseException) -> str:
-    if isinstance(exc, ExceptionGroup) and exc.exceptions:
-        return _describe(exc.exceptions[0])
-    if isinstance(exc, MCPError):
-        return exc.message
-    return str(exc).strip() or type(exc).__name__

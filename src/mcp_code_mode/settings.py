@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Literal
 
 from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
@@ -9,13 +11,19 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from .errors import ConfigError
 
-__all__ = ["DEFAULT_ALLOWED_IMPORTS", "Settings"]
+__all__ = ["DEFAULT_ALLOWED_IMPORTS", "Settings", "cache_root"]
 
 DEFAULT_ALLOWED_IMPORTS: tuple[str, ...] = (
     "json", "math", "re", "datetime", "collections", "itertools", "functools", "statistics",
     "random", "string", "textwrap", "decimal", "fractions", "typing", "dataclasses", "enum",
     "uuid", "hashlib", "base64", "asyncio",
 )  # fmt: skip
+
+
+def cache_root(base: str | None = None) -> Path:
+    """`<base>/mcp-code-mode`; base: MCP_CODE_CACHE_DIR, else XDG_CACHE_HOME, else ~/.cache."""
+    base = base or os.environ.get("MCP_CODE_CACHE_DIR") or os.environ.get("XDG_CACHE_HOME")
+    return Path(base or Path.home() / ".cache").expanduser() / "mcp-code-mode"
 
 
 def _env(name: str) -> AliasChoices:

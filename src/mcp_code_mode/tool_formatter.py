@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+import mcp_types
 import tiktoken
-from mcp import types as mcp_types
 
 __all__ = ["ToolSchemaFormatter", "ToolStubSource", "count_tokens", "one_line"]
 

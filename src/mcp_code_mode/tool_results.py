@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any, TypeAlias
 
-from mcp import types as mcp_types
+import mcp_types
 
 __all__ = ["JSON", "error_text", "unwrap_result"]
 

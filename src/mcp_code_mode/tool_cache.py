@@ -1,0 +1,100 @@
+"""The upstreams' tool lists on disk, so the catalog is there before the upstreams are.
+
+One JSON file per upstream under `<cache dir>/mcp-code-mode/tools/`, named by a hash of what
+starts and identifies it (its name, transport, command, args, env, cwd, URL and headers):
+change any of those and the old entry is simply not found. Values of `env` and `headers`
+(API keys) are only hashed, never written. An entry is a hint, not the truth: the
+gateway serves it while the upstream connects and replaces it with what the upstream
+lists. A file that cannot be read or parsed is a miss; a cache that cannot be written is
+silently skipped (the gateway works the same, it only starts slower).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from .config import ServerConfig
+
+__all__ = ["ToolCache", "cache_key"]
+
+logger = logging.getLogger(__name__)
+
+_FORMAT = 1  # bump when the file layout changes: old files become misses
+_MAX_FILE_BYTES = 64 << 20  # a larger file is not ours (or not sane): a miss
+
+
+def cache_key(name: str, server: ServerConfig) -> str:
+    """The hash that names a server's entry: what starts it and where it is."""
+    identity = {
+        "format": _FORMAT,
+        "name": name,
+        "transport": server.transport,
+        "command": server.command,
+        "args": list(server.args),
+        "env": server.env,
+        "cwd": server.cwd,
+        "url": server.url,
+        "headers": server.headers,
+    }
+    text = json.dumps(identity, sort_keys=True, ensure_ascii=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+class ToolCache:
+    """Tool lists (raw `tools/list` entries, before allow/deny filtering) by server.
+
+    Args:
+        directory: where the files go; None keeps nothing (every load is a miss).
+    """
+
+    def __init__(self, directory: str | Path | None) -> None:
+        self.directory = None if directory is None else Path(directory)
+
+    def load(self, name: str, server: ServerConfig) -> list[dict[str, Any]] | None:
+        """The tools last stored for this server, or None."""
+        path = self._path(name, server)
+        if path is None:
+            return None
+        try:
+            if path.stat().st_size > _MAX_FILE_BYTES:
+                return None
+            data = json.loads(path.read_bytes())
+        except (OSError, ValueError, RecursionError):
+            return None
+        tools = data.get("tools") if isinstance(data, dict) else None
+        if not isinstance(tools, list) or not all(isinstance(t, dict) for t in tools):
+            return None
+        return tools
+
+    def store(self, name: str, server: ServerConfig, tools: Sequence[dict[str, Any]]) -> None:
+        """Write the server's tools atomically (readable by this user only); errors are skipped."""
+        path = self._path(name, server)
+        if path is None:
+            return
+        body = json.dumps({"server": name, "tools": list(tools)}, ensure_ascii=False)
+        try:
+            path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            fd, temp = tempfile.mkstemp(dir=path.parent, prefix=".tools-", suffix=".tmp")
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8", errors="replace") as f:
+                    f.write(body)
+                os.replace(temp, path)
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    os.unlink(temp)
+                raise
+        except OSError as exc:
+            logger.debug("tool cache: cannot write %s: %s", path, exc)
+
+    def _path(self, name: str, server: ServerConfig) -> Path | None:
+        if self.directory is None:
+            return None
+        return self.directory / f"{cache_key(name, server)}.json"

@@ -1,0 +1,207 @@
+"""Upstreams that start in the background or on demand, and the tool cache that serves the
+catalog meanwhile (issue 19), through real stdio upstreams and a real MCP client."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastmcp import Client
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mcp_code_mode.config import load_config
+from mcp_code_mode.executor_server import build_server
+from mcp_code_mode.gateway import Gateway
+from mcp_code_mode.reach import servers_reached
+from mcp_code_mode.tool_cache import ToolCache
+
+from .support import QUIET, SECRET, TEST_SERVER, make_settings, server_entry
+
+START_DELAY_S = 3.0
+
+
+def slow_entry(delay_s: float = START_DELAY_S) -> dict[str, Any]:
+    """The test upstream, started `delay_s` late (as a server with a slow start-up is)."""
+    boot = (
+        f"import runpy, sys, time; time.sleep({delay_s}); sys.argv = [{TEST_SERVER!r}]; "
+        f"runpy.run_path({TEST_SERVER!r}, run_name='__main__')"
+    )
+    return {"command": "python", "args": ["-c", boot], "env": dict(QUIET)}
+
+
+def write(tmp_path: Path, servers: dict[str, Any]) -> Path:
+    path = tmp_path / "mcp_servers.json"
+    path.write_text(json.dumps({"servers": servers}))
+    return path
+
+
+def gateway(tmp_path: Path, servers: dict[str, Any], connect: Any, **overrides: Any) -> Gateway:
+    config = load_config(write(tmp_path, servers))
+    cache = ToolCache(tmp_path / "cache")
+    return Gateway(make_settings(**overrides), config, connect=connect, tool_cache=cache)
+
+
+# ---------------------------------------------------------------- the cache itself
+
+
+def test_cache_round_trip_is_keyed_by_what_starts_the_server(tmp_path: Path) -> None:
+    servers = {"t": {**server_entry(TEST_SERVER), "env": {"API_KEY": SECRET}}}
+    config = load_config(write(tmp_path, servers))
+    cache = ToolCache(tmp_path / "c")
+    entry = config.servers["t"]
+    cache.store("t", entry, [{"name": "echo", "inputSchema": {"type": "object"}}])
+    assert cache.load("t", entry) == [{"name": "echo", "inputSchema": {"type": "object"}}]
+    # Another command, another env value, another name: another entry.
+    other = entry.model_copy(update={"env": {"API_KEY": "other"}})
+    assert cache.load("t", other) is None
+    assert cache.load("u", entry) is None
+    # The env value (a secret) is hashed, never written.
+    (written,) = (tmp_path / "c").iterdir()
+    assert SECRET not in written.read_text() and written.stat().st_mode & 0o077 == 0
+
+
+@pytest.mark.parametrize("body", [b"", b"{", b"[]", b'{"tools": 3}', b'{"tools": [1]}', b"\xff\xfe"])
+def test_a_damaged_cache_file_is_a_miss(tmp_path: Path, body: bytes) -> None:
+    config = load_config(write(tmp_path, {"t": server_entry(TEST_SERVER)}))
+    cache = ToolCache(tmp_path / "c")
+    cache.store("t", config.servers["t"], [{"name": "echo", "inputSchema": {}}])
+    (written,) = (tmp_path / "c").iterdir()
+    written.write_bytes(body)
+    assert cache.load("t", config.servers["t"]) is None
+
+
+def test_an_unwritable_cache_costs_only_speed(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    config = load_config(write(tmp_path, {"t": server_entry(TEST_SERVER)}))
+    cache = ToolCache(blocker / "tools")
+    cache.store("t", config.servers["t"], [{"name": "echo"}])  # no exception
+    assert cache.load("t", config.servers["t"]) is None
+
+
+# ---------------------------------------------------------------- background start
+
+
+async def test_background_start_serves_before_a_slow_upstream_answers(tmp_path: Path) -> None:
+    gw = gateway(tmp_path, {"slow": slow_entry()}, "background")
+    started = time.monotonic()
+    async with gw:
+        ready_s = time.monotonic() - started
+        assert ready_s < START_DELAY_S  # the sandbox is warm; the upstream is not yet
+        quick = await gw.execute("1+1")
+        assert quick.ok and quick.result == 2
+        assert time.monotonic() - started < START_DELAY_S
+        # Code that names the upstream waits for it alone, then sees its tools.
+        named = await gw.execute("tools.slow.echo(text='hi')")
+        assert named.ok, named.error
+        assert named.result == "hi" and time.monotonic() - started >= START_DELAY_S
+
+
+async def test_discovery_through_mcp_waits_for_upstreams_still_connecting(tmp_path: Path) -> None:
+    async with gateway(tmp_path, {"slow": slow_entry(1.0)}, "background") as gw:
+        async with Client(build_server(gw)) as client:
+            rows = json.loads((await client.call_tool_mcp("list_servers", {})).content[0].text)
+            assert [(r["name"], r["status"]) for r in rows] == [("slow", "ok")]
+            hits = await client.call_tool_mcp("search_tools", {"query": "echo text"})
+            assert any(h["tool"] == "echo" for h in json.loads(hits.content[0].text))
+
+
+async def test_the_cache_fills_then_serves_the_next_start(tmp_path: Path) -> None:
+    servers = {"slow": slow_entry()}
+    async with gateway(tmp_path, servers, "wait") as first:
+        names = {e.tool for e in first.catalog.entries}
+    assert "echo" in names and list((tmp_path / "cache").iterdir())
+    started = time.monotonic()
+    async with gateway(tmp_path, servers, "background") as second:
+        # Before the upstream answers, the catalog (and search) come from the cache.
+        assert {e.tool for e in second.catalog.entries} == names
+        assert second.search_tools("echo", 1)[0]["tool"] == "echo"
+        assert time.monotonic() - started < START_DELAY_S
+
+
+async def test_a_stale_cache_is_replaced_by_what_the_upstream_lists(tmp_path: Path) -> None:
+    servers = {"t": server_entry(TEST_SERVER)}
+    config = load_config(write(tmp_path, servers))
+    cache = ToolCache(tmp_path / "cache")
+    cache.store("t", config.servers["t"], [{"name": "retired_tool", "inputSchema": {}}])
+    async with gateway(tmp_path, servers, "background") as gw:
+        assert [e.tool for e in gw.catalog.entries] == ["retired_tool"]
+        await gw.settle()
+        tools = {e.tool for e in gw.catalog.entries}
+        assert "retired_tool" not in tools and "echo" in tools
+        # The code is checked against the live list: the retired tool is gone.
+        gone = await gw.execute("tools.t.retired_tool()")
+        assert not gone.ok and "retired_tool" in gone.error.message  # type: ignore[union-attr]
+    stored = cache.load("t", config.servers["t"])
+    assert stored is not None and "retired_tool" not in {t["name"] for t in stored}
+
+
+# ---------------------------------------------------------------- on demand
+
+
+async def test_on_demand_starts_only_what_the_code_reaches(tmp_path: Path) -> None:
+    servers = {"a": server_entry(TEST_SERVER), "b": server_entry(TEST_SERVER)}
+    async with gateway(tmp_path, servers, "on_demand") as gw:
+        assert (await gw.execute("1+1")).result == 2
+        assert gw.manager.state("a") == gw.manager.state("b") == "connecting"
+        assert (await gw.execute("tools.a.echo(text='x')")).result == "x"
+        assert gw.manager.state("a") == "ok" and gw.manager.state("b") == "connecting"
+        # A name the source does not spell out starts on its call.
+        late = await gw.execute("call_tool('b' * 1, 'echo', {'text': 'y'})")
+        assert late.ok and late.result == "y" and gw.manager.state("b") == "ok"
+
+
+async def test_on_demand_upstream_that_fails_to_start_fails_the_call_clearly(
+    tmp_path: Path,
+) -> None:
+    servers = {"gone": {"command": "/nonexistent/cmd"}, "t": server_entry(TEST_SERVER)}
+    async with gateway(tmp_path, servers, "on_demand") as gw:
+        result = await gw.execute(
+            "try:\n    tools.gone.x()\nexcept ToolError as e:\n    r = e.message\nr"
+        )
+        assert result.ok and "/nonexistent/cmd" in result.result
+        assert gw.manager.state("t") == "connecting"
+
+
+# ---------------------------------------------------------------- reading the code
+
+
+SERVERS = ["notes", "my-data", "time"]
+
+
+@pytest.mark.parametrize(
+    ("code", "reached"),
+    [
+        ("1+1", []),
+        ("tools.notes.get_note(note_id=1)", ["notes"]),
+        ("await tools.my_data.list_orders()", ["my-data"]),
+        ("call_tool('time', 'now', {})", ["time"]),
+        ("call_tools([('notes', 'a', {}), ('time', 'b', {})])", ["notes", "time"]),
+        ("call_tools([('notes', 'a', {})] * 3)", ["notes"]),
+        ("call_tool(name, 'x')", None),
+        ("getattr(tools, 'notes')", None),
+        ("t = tools\nt.notes.x()", None),
+        ("f = call_tool\nf('notes', 'x')", None),
+        ("call_tools(calls)", None),
+        ("def f(:", []),
+        ("tools.nonexistent.x()", []),
+    ],
+)
+def test_servers_reached(code: str, reached: list[str] | None) -> None:
+    assert servers_reached(code, SERVERS) == reached
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=400))
+def test_servers_reached_takes_any_text(code: str) -> None:
+    reached = servers_reached(code, SERVERS)
+    assert reached is None or set(reached) <= set(SERVERS)
+
+
+def test_servers_reached_on_deep_nesting_is_all_or_none() -> None:
+    assert servers_reached("(" * 5000 + ")" * 5000, SERVERS) in ([], None)
+    assert servers_reached("[" * 150 + "tools" + "]" * 150, SERVERS) in (None,)
