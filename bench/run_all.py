@@ -24,6 +24,7 @@ from bench import (
     memory,
     reconnect,
     search_quality,
+    speed,
     workflows,
 )
 from bench.common import ROOT, Section, machine
@@ -37,6 +38,7 @@ SECTIONS = (
     "flood",
     "reconnect",
     "http_scale",
+    "speed",
 )
 HEADLINES = (
     ("footprint", "Context footprint (tools/list + instructions)"),
@@ -47,6 +49,7 @@ HEADLINES = (
     ("flood", "Under a flood"),
     ("reconnect", "Upstream back"),
     ("http_scale", "Scaling out over HTTP"),
+    ("speed", "Speed against bare exec and CodeMode"),
 )
 
 
@@ -62,6 +65,7 @@ def plan(quick: bool, figures: Path) -> dict[str, Callable[[], Coroutine[Any, An
             "flood": lambda: flood.run(2.0),
             "reconnect": lambda: reconnect.run(2),
             "http_scale": lambda: http_scale.run(1.0, figures, counts=(1,)),
+            "speed": lambda: speed.run(speed.Sizes.quick()),
         }
     return {
         "footprint": lambda: footprint.run([5, 50, 500, 1000], figures),
@@ -72,6 +76,7 @@ def plan(quick: bool, figures: Path) -> dict[str, Callable[[], Coroutine[Any, An
         "flood": lambda: flood.run(6.0),
         "reconnect": lambda: reconnect.run(5),
         "http_scale": lambda: http_scale.run(8.0, figures),
+        "speed": lambda: speed.run(speed.Sizes()),
     }
 
 

@@ -38,12 +38,15 @@ def test_quick_benchmark_run_writes_the_report(tmp_path: Path) -> None:
         "## Flood",
         "## Reconnect",
         "## Scaling out over HTTP",
+        "## Speed against same-run baselines",
     ):
         assert title in report
     assert "while one client floods call_tools" in report
     assert "| 50 realistic tools |" in report
     assert "big refunds" in report and "call_tools fan-out: 10 calls" in report
     assert "recall@5" in report and "per warm worker" in report
+    assert "bare `exec` fastmcp server" in report and "fastmcp CodeMode" in report
+    assert '`mcp-code-mode exec --code "1+1"`' in report and "| 40 tools | 3 |" in report
     for figure in ("footprint", "workflows", "latency", "search"):
         png = tmp_path / "figures" / f"{figure}.png"
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -53,12 +56,12 @@ def test_quick_benchmark_run_writes_the_report(tmp_path: Path) -> None:
 @pytest.mark.timeout(150)
 def test_bench_rejects_an_unknown_section(tmp_path: Path) -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "bench", "--only", "speed", "--out", str(tmp_path)],
+        [sys.executable, "-m", "bench", "--only", "sped", "--out", str(tmp_path)],
         cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
         capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip
     assert proc.returncode == 2
-    assert "unknown section(s) speed" in proc.stderr
+    assert "unknown section(s) sped" in proc.stderr
     assert not (tmp_path / "BENCHMARKS.md").exists()
 
 
