@@ -64,7 +64,9 @@ def test_cache_round_trip_is_keyed_by_what_starts_the_server(tmp_path: Path) -> 
     assert SECRET not in written.read_text() and written.stat().st_mode & 0o077 == 0
 
 
-@pytest.mark.parametrize("body", [b"", b"{", b"[]", b'{"tools": 3}', b'{"tools": [1]}', b"\xff\xfe"])
+@pytest.mark.parametrize(
+    "body", [b"", b"{", b"[]", b'{"tools": 3}', b'{"tools": [1]}', b"\xff\xfe"]
+)
 def test_a_damaged_cache_file_is_a_miss(tmp_path: Path, body: bytes) -> None:
     config = load_config(write(tmp_path, {"t": server_entry(TEST_SERVER)}))
     cache = ToolCache(tmp_path / "c")
@@ -102,12 +104,12 @@ async def test_background_start_serves_before_a_slow_upstream_answers(tmp_path: 
 
 
 async def test_discovery_through_mcp_waits_for_upstreams_still_connecting(tmp_path: Path) -> None:
-    async with gateway(tmp_path, {"slow": slow_entry(1.0)}, "background") as gw:
-        async with Client(build_server(gw)) as client:
-            rows = json.loads((await client.call_tool_mcp("list_servers", {})).content[0].text)
-            assert [(r["name"], r["status"]) for r in rows] == [("slow", "ok")]
-            hits = await client.call_tool_mcp("search_tools", {"query": "echo text"})
-            assert any(h["tool"] == "echo" for h in json.loads(hits.content[0].text))
+    gw = gateway(tmp_path, {"slow": slow_entry(1.0)}, "background")
+    async with gw, Client(build_server(gw)) as client:
+        rows = json.loads((await client.call_tool_mcp("list_servers", {})).content[0].text)
+        assert [(r["name"], r["status"]) for r in rows] == [("slow", "ok")]
+        hits = await client.call_tool_mcp("search_tools", {"query": "echo text"})
+        assert any(h["tool"] == "echo" for h in json.loads(hits.content[0].text))
 
 
 async def test_the_cache_fills_then_serves_the_next_start(tmp_path: Path) -> None:
@@ -205,3 +207,15 @@ def test_servers_reached_takes_any_text(code: str) -> None:
 def test_servers_reached_on_deep_nesting_is_all_or_none() -> None:
     assert servers_reached("(" * 5000 + ")" * 5000, SERVERS) in ([], None)
     assert servers_reached("[" * 150 + "tools" + "]" * 150, SERVERS) in (None,)
+
+
+def test_the_cache_keeps_only_the_most_recent_entries(tmp_path: Path) -> None:
+    from mcp_code_mode import tool_cache
+
+    config = load_config(write(tmp_path, {"t": server_entry(TEST_SERVER)}))
+    cache = ToolCache(tmp_path / "c")
+    entry = config.servers["t"]
+    for n in range(tool_cache._KEPT_FILES + 5):
+        cache.store(f"s{n}", entry, [{"name": "echo"}])
+    assert len(list((tmp_path / "c").glob("*.json"))) == tool_cache._KEPT_FILES
+    assert cache.load(f"s{tool_cache._KEPT_FILES + 4}", entry) == [{"name": "echo"}]

@@ -88,7 +88,8 @@ class Catalog:
         descriptions: the servers' descriptions from the config.
         ranking: how search weighs words and meaning.
         embeddings: where tool vectors are cached (default: the process's store under the
-            cache directory); built in a background thread unless `background` is False.
+            cache directory). With `background` (the default) the search index is built on
+            first use (or `ready()`), its embeddings in a thread; without, here and now.
     """
 
     def __init__(
@@ -123,18 +124,32 @@ class Catalog:
         self.entries: tuple[ToolEntry, ...] = tuple(
             e for entries in self._by_server.values() for e in entries.values()
         )
-        groups = [[self._text(e) for e in entries.values()] for entries in self._by_server.values()]
-        semantic = None
-        if self.ranking.semantic_weight > 0 and self.entries:
-            store = embeddings or EmbeddingStore.default()
-            semantic = SemanticRanker.build(groups, store, background=background)
-        lexical = LexicalRanker([t for group in groups for t in group], self.ranking)
-        self._semantic = semantic
-        self._ranker: Ranker = FusedRanker(lexical, semantic, weight=self.ranking.semantic_weight)
+        self._embeddings = embeddings
+        self._background = background
+        self._semantic: SemanticRanker | None = None
+        self._built_ranker: Ranker | None = None
+        if not background:
+            self._ranker  # noqa: B018  # built now, embeddings included
+
+    @property
+    def _ranker(self) -> Ranker:
+        """The search index, built on first use: a run that only calls tools never needs it
+        (its lexical part takes a moment at a thousand tools, its embeddings a thread)."""
+        if self._built_ranker is None:
+            groups = [[self._text(e) for e in group.values()] for group in self._by_server.values()]
+            if self.ranking.semantic_weight > 0 and self.entries:
+                store = self._embeddings or EmbeddingStore.default()
+                self._semantic = SemanticRanker.build(groups, store, background=self._background)
+            lexical = LexicalRanker([t for group in groups for t in group], self.ranking)
+            weight = self.ranking.semantic_weight
+            self._built_ranker = FusedRanker(lexical, self._semantic, weight=weight)
+        return self._built_ranker
 
     def ready(self) -> Future[Any]:
         """Done once search has every index it will use (the embeddings build in a thread);
-        `await asyncio.wrap_future(catalog.ready())` keeps the first search off the loop."""
+        `await asyncio.wrap_future(catalog.ready())` keeps the first search off the loop.
+        Builds the index if nothing has yet."""
+        self._ranker  # noqa: B018  # built now, its embeddings in the background
         if self._semantic is None:
             done: Future[Any] = Future()
             done.set_result(None)

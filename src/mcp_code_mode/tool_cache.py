@@ -29,6 +29,7 @@ logger = logging.getLogger(__name__)
 
 _FORMAT = 1  # bump when the file layout changes: old files become misses
 _MAX_FILE_BYTES = 64 << 20  # a larger file is not ours (or not sane): a miss
+_KEPT_FILES = 256  # the most recently written; configs come and go (tests, temp dirs)
 
 
 def cache_key(name: str, server: ServerConfig) -> str:
@@ -93,8 +94,21 @@ class ToolCache:
                 raise
         except OSError as exc:
             logger.debug("tool cache: cannot write %s: %s", path, exc)
+            return
+        _prune(path.parent)
 
     def _path(self, name: str, server: ServerConfig) -> Path | None:
         if self.directory is None:
             return None
         return self.directory / f"{cache_key(name, server)}.json"
+
+
+def _prune(directory: Path) -> None:
+    """Remove all but the `_KEPT_FILES` most recently written entries."""
+    try:
+        files = sorted(directory.glob("*.json"), key=lambda f: f.stat().st_mtime, reverse=True)
+    except OSError:  # one vanished meanwhile (another process pruned): next time
+        return
+    for stale in files[_KEPT_FILES:]:
+        with contextlib.suppress(OSError):
+            stale.unlink()
