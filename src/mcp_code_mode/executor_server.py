@@ -253,6 +253,9 @@ async def serve(
     @contextlib.asynccontextmanager
     async def started() -> AsyncIterator[FastMCP]:
         async with gateway, _reporting_start(gateway):
+            # Behind a balancer, ready (`/readyz`) means warm: every upstream has answered
+            # or failed. Over stdio the client's own handshake overlaps their start.
+            await gateway.settle()
             yield build_server(gateway, lm=lm)
 
     await serve_http(settings, started, host=host, port=port)
