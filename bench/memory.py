@@ -123,10 +123,15 @@ async def run(runs: int) -> Section:
         if not pids:
             continue
         mems = [source["parts"][p] for p in pids]
-        label = {"zygote": "zygote (forks the workers)", "worker": "per warm worker (mean)",
-                 "pyodide runner": "per warm Pyodide runner (deno, mean)"}[kind]  # fmt: skip
-        add(f"{label}, {len(pids)} running", {"rss": _mean([m["rss"] for m in mems]),
-                                               "pss": _mean([m["pss"] for m in mems])})  # fmt: skip
+        label = {
+            "zygote": "zygote (forks the workers)",
+            "worker": "per warm worker (mean)",
+            "pyodide runner": "per warm Pyodide runner (deno, mean)",
+        }[kind]
+        add(
+            f"{label}, {len(pids)} running",
+            {"rss": _mean([m["rss"] for m in mems]), "pss": _mean([m["pss"] for m in mems])},
+        )
     growth = (warm["after"]["rss"] - warm["server"]["rss"]) / warm["server"]["rss"]
     workers = [warm["parts"][p] for p, k in warm["tree"].items() if k == "worker"]
     if not workers:

@@ -72,9 +72,13 @@ class Sizes:
     @classmethod
     def quick(cls) -> Sizes:
         return cls(
-            runs=10, catalog_runs=10, catalog_sizes=(13, 40), process_runs=1, pyodide_runs=3,
+            runs=10,
+            catalog_runs=10,
+            catalog_sizes=(13, 40),
+            process_runs=1,
+            pyodide_runs=3,
             cpu_runs=5,
-        )  # fmt: skip
+        )
 
 
 @dataclass(frozen=True)
@@ -156,43 +160,81 @@ def _stdio_table(s: dict[str, list[float]]) -> tuple[Table, list[bool]]:
     table = Table(
         ["server", "p50 ms", "p95 ms", "p50 / bare", "p95 / bare", "target", "met"], align="lrrrrll"
     )
-    table.rows.append(["bare `exec` fastmcp server", p50(bare), p95_cell(bare), "—", "—",
-                       "(baseline)", "—"])  # fmt: skip
-    table.rows.append(["fastmcp CodeMode (Monty) over the notes server", p50(codemode),
-                       p95_cell(codemode), ratio(p50(codemode), p50(bare)),
-                       ratio(p95(codemode), p95(bare)), "(comparison)", "—"])  # fmt: skip
+    table.rows.append(
+        ["bare `exec` fastmcp server", p50(bare), p95_cell(bare), "—", "—", "(baseline)", "—"]
+    )
+    table.rows.append(
+        [
+            "fastmcp CodeMode (Monty) over the notes server",
+            p50(codemode),
+            p95_cell(codemode),
+            ratio(p50(codemode), p50(bare)),
+            ratio(p95(codemode), p95(bare)),
+            "(comparison)",
+            "—",
+        ]
+    )
     checks = [
         p50(ours) <= 2.0 * p50(bare),
         p50(ours) < p50(codemode),
         p95(ours) <= 2.5 * p95(bare),
     ]
-    table.rows.append([
-        "mcp-code-mode `executor_server`, demo config", p50(ours), p95_cell(ours),
-        ratio(p50(ours), p50(bare)), ratio(p95(ours), p95(bare)),
-        "p50 ≤ 2.0x bare; p50 < CodeMode; p95 ≤ 2.5x bare",
-        "; ".join(_verdict(ok) for ok in checks),
-    ])  # fmt: skip
+    table.rows.append(
+        [
+            "mcp-code-mode `executor_server`, demo config",
+            p50(ours),
+            p95_cell(ours),
+            ratio(p50(ours), p50(bare)),
+            ratio(p95(ours), p95(bare)),
+            "p50 ≤ 2.0x bare; p50 < CodeMode; p95 ≤ 2.5x bare",
+            "; ".join(_verdict(ok) for ok in checks),
+        ]
+    )
     return table, checks
 
 
 def _upstream_table(s: dict[str, list[float]]) -> tuple[Table, list[bool]]:
     direct = p50(s["direct note"])
-    header = ["through", "`1+1` p50 ms", "with one get-note call p50 ms", "delta ms",
-              "delta − direct call ms", "baseline", "target", "met"]  # fmt: skip
+    header = [
+        "through",
+        "`1+1` p50 ms",
+        "with one get-note call p50 ms",
+        "delta ms",
+        "delta − direct call ms",
+        "baseline",
+        "target",
+        "met",
+    ]
     table = Table(header, align="lrrrrlll")
-    table.rows.append(["direct fastmcp stdio client → notes server", "—", direct, "—", "—",
-                       "(reference: the upstream round trip)", "—", "—"])  # fmt: skip
+    table.rows.append(
+        [
+            "direct fastmcp stdio client → notes server",
+            "—",
+            direct,
+            "—",
+            "—",
+            "(reference: the upstream round trip)",
+            "—",
+            "—",
+        ]
+    )
     rows = [("fastmcp CodeMode", "codemode"), ("mcp-code-mode", "ours")]
     deltas = {key: p50(s[f"{key} note"]) - p50(s[key]) for _, key in rows}
     for label, key in rows:
         mine = key == "ours"
         baseline = f"CodeMode delta {deltas['codemode']:+.2f} ms" if mine else "(comparison)"
-        table.rows.append([
-            label, p50(s[key]), p50(s[f"{key} note"]), f"{deltas[key]:+.2f}",
-            f"{deltas[key] - direct:+.2f}", baseline,
-            "delta − direct ≤ +0.5 ms" if mine else "—",
-            _verdict(deltas[key] - direct <= 0.5) if mine else "—",
-        ])  # fmt: skip
+        table.rows.append(
+            [
+                label,
+                p50(s[key]),
+                p50(s[f"{key} note"]),
+                f"{deltas[key]:+.2f}",
+                f"{deltas[key] - direct:+.2f}",
+                baseline,
+                "delta − direct ≤ +0.5 ms" if mine else "—",
+                _verdict(deltas[key] - direct <= 0.5) if mine else "—",
+            ]
+        )
     return table, [deltas["ours"] - direct <= 0.5]
 
 
@@ -216,17 +258,35 @@ async def _catalog_samples(size: int, runs: int, directory: Path) -> tuple[int, 
 
 
 def _catalog_table(rows: list[tuple[int, int, list[float]]]) -> tuple[Table, list[bool]]:
-    table = Table(["catalog", "upstream servers", "p50 ms", "p95 ms", "p50 / smallest",
-                   "target", "met", "runs"], align="lrrrrllr")  # fmt: skip
+    table = Table(
+        [
+            "catalog",
+            "upstream servers",
+            "p50 ms",
+            "p95 ms",
+            "p50 / smallest",
+            "target",
+            "met",
+            "runs",
+        ],
+        align="lrrrrllr",
+    )
     base = p50(rows[0][2])
     checks = [p50(samples) <= 1.1 * base for _, _, samples in rows[1:]]
     for i, (size, servers, samples) in enumerate(rows):
         first = i == 0
-        table.rows.append([
-            f"{size:,} tools", servers, p50(samples), p95_cell(samples),
-            "—" if first else ratio(p50(samples), base), "(baseline)" if first else "≤ 1.10x",
-            "—" if first else _verdict(checks[i - 1]), len(samples),
-        ])  # fmt: skip
+        table.rows.append(
+            [
+                f"{size:,} tools",
+                servers,
+                p50(samples),
+                p95_cell(samples),
+                "—" if first else ratio(p50(samples), base),
+                "(baseline)" if first else "≤ 1.10x",
+                "—" if first else _verdict(checks[i - 1]),
+                len(samples),
+            ]
+        )
     return table, checks
 
 
@@ -244,9 +304,12 @@ async def _command(argv: Sequence[str]) -> tuple[float, float]:
     cpu = _cpu_s(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     proc = await asyncio.create_subprocess_exec(
-        *argv, cwd=ROOT, env=_env(), stdout=asyncio.subprocess.DEVNULL,
+        *argv,
+        cwd=ROOT,
+        env=_env(),
+        stdout=asyncio.subprocess.DEVNULL,
         stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
+    )
     _, err = await proc.communicate()
     wall = time.perf_counter() - started
     if proc.returncode:
@@ -274,9 +337,15 @@ async def _process_samples(runs: int, directory: Path, log: Path) -> dict[str, l
     commands = {
         "import": [sys.executable, "-c", "import fastmcp"],
         "exec 1+1": [*_cli(), "exec", "--config", str(DEMO_CONFIG), "--code", "1+1"],
-        "exec notes": [*_cli(), "exec", "--config", str(DEMO_CONFIG), "--code",
-                       "tools.notes.list_notes()"],
-    }  # fmt: skip
+        "exec notes": [
+            *_cli(),
+            "exec",
+            "--config",
+            str(DEMO_CONFIG),
+            "--code",
+            "tools.notes.list_notes()",
+        ],
+    }
     ours = [*OUR_SERVER, "--config", str(config)]
     out: dict[str, list[Any]] = {
         name: [] for name in [*commands, "bare ready", "ready", "ready cold"]
@@ -294,30 +363,53 @@ async def _process_samples(runs: int, directory: Path, log: Path) -> dict[str, l
 
 
 def _process_table(s: dict[str, list[Any]]) -> tuple[Table, list[bool]]:
-    table = Table(["command", "wall p50 s", "wall max s", "CPU p50 s", "wall / baseline",
-                   "CPU / baseline", "target", "met", "runs"], align="lrrrrrllr")  # fmt: skip
+    table = Table(
+        [
+            "command",
+            "wall p50 s",
+            "wall max s",
+            "CPU p50 s",
+            "wall / baseline",
+            "CPU / baseline",
+            "target",
+            "met",
+            "runs",
+        ],
+        align="lrrrrrllr",
+    )
     base_wall, base_cpu = p50([w for w, _ in s["import"]]), p50([c for _, c in s["import"]])
     rows = [
         ('`python -c "import fastmcp"`', "import", "(baseline)", None),
         ('`mcp-code-mode exec --code "1+1"`, demo config', "exec 1+1", "wall ≤ 2.0x", 2.0),
         ('`mcp-code-mode exec --code "tools.notes.list_notes()"`', "exec notes", "—", None),
         ("bare `exec` fastmcp server: spawn → `1+1` answered", "bare ready", "—", None),
-        (f"`executor_server` with {UPSTREAMS_AT_START} upstreams: spawn → `1+1` answered",
-         "ready", "wall ≤ 1.5x", 1.5),
+        (
+            f"`executor_server` with {UPSTREAMS_AT_START} upstreams: spawn → `1+1` answered",
+            "ready",
+            "wall ≤ 1.5x",
+            1.5,
+        ),
         ("the same, first start (no tool list cached yet)", "ready cold", "—", None),
-    ]  # fmt: skip
+    ]
     checks = []
     for label, key, target, limit in rows:
         walls = [w for w, _ in s[key]]
         cpus = [c for _, c in s[key] if c is not None]
         if limit:
             checks.append(p50(walls) <= limit * base_wall)
-        table.rows.append([
-            label, p50(walls), max(walls), p50(cpus) if cpus else "—",
-            "—" if key == "import" else ratio(p50(walls), base_wall),
-            ratio(p50(cpus), base_cpu) if cpus and key != "import" else "—",
-            target, _verdict(checks[-1]) if limit else "—", len(walls),
-        ])  # fmt: skip
+        table.rows.append(
+            [
+                label,
+                p50(walls),
+                max(walls),
+                p50(cpus) if cpus else "—",
+                "—" if key == "import" else ratio(p50(walls), base_wall),
+                ratio(p50(cpus), base_cpu) if cpus and key != "import" else "—",
+                target,
+                _verdict(checks[-1]) if limit else "—",
+                len(walls),
+            ]
+        )
     return table, checks
 
 
@@ -362,17 +454,63 @@ async def _pyodide_samples(sizes: Sizes, directory: Path) -> dict[str, Any]:
 
 def _pyodide_table(s: dict[str, Any], cpu_runs: int) -> tuple[Table, list[bool]]:
     pyo, local = s["pyodide"], s["local"]
-    table = Table(["measure", "pyodide", "local executor (baseline)", "pyodide / local",
-                   "target", "met", "runs"], align="lrrrllr")  # fmt: skip
-    table.rows.append(["warm `1+1` p50 ms", p50(pyo), p50(local), ratio(p50(pyo), p50(local)),
-                       "≤ 8 ms", _verdict(p50(pyo) <= 8.0), len(pyo)])  # fmt: skip
-    table.rows.append(["warm `1+1` p95 ms", p95_cell(pyo), p95_cell(local),
-                       ratio(p95(pyo), p95(local)), "—", "—", len(pyo)])  # fmt: skip
+    table = Table(
+        [
+            "measure",
+            "pyodide",
+            "local executor (baseline)",
+            "pyodide / local",
+            "target",
+            "met",
+            "runs",
+        ],
+        align="lrrrllr",
+    )
+    table.rows.append(
+        [
+            "warm `1+1` p50 ms",
+            p50(pyo),
+            p50(local),
+            ratio(p50(pyo), p50(local)),
+            "≤ 8 ms",
+            _verdict(p50(pyo) <= 8.0),
+            len(pyo),
+        ]
+    )
+    table.rows.append(
+        [
+            "warm `1+1` p95 ms",
+            p95_cell(pyo),
+            p95_cell(local),
+            ratio(p95(pyo), p95(local)),
+            "—",
+            "—",
+            len(pyo),
+        ]
+    )
     cpu_pyo, cpu_local = s["pyodide cpu"], s["local cpu"]
-    table.rows.append([f"CPU s of {cpu_runs} sequential `1+1`", cpu_pyo, cpu_local,
-                       ratio(cpu_pyo, cpu_local), "— (none set)", "—", cpu_runs])  # fmt: skip
-    table.rows.append(["CPU ms per run", 1000 * cpu_pyo / cpu_runs, 1000 * cpu_local / cpu_runs,
-                       ratio(cpu_pyo, cpu_local), "—", "—", cpu_runs])  # fmt: skip
+    table.rows.append(
+        [
+            f"CPU s of {cpu_runs} sequential `1+1`",
+            cpu_pyo,
+            cpu_local,
+            ratio(cpu_pyo, cpu_local),
+            "— (none set)",
+            "—",
+            cpu_runs,
+        ]
+    )
+    table.rows.append(
+        [
+            "CPU ms per run",
+            1000 * cpu_pyo / cpu_runs,
+            1000 * cpu_local / cpu_runs,
+            ratio(cpu_pyo, cpu_local),
+            "—",
+            "—",
+            cpu_runs,
+        ]
+    )
     return table, [p50(pyo) <= 8.0]
 
 
@@ -422,8 +560,10 @@ async def run(sizes: Sizes) -> Section:
         add("Processes: CLI and server start", _process_table(processes))
         if pyodide_ready():
             pyodide = await _pyodide_samples(sizes, directory)
-            add("Pyodide executor through MCP (in-memory client)",
-                _pyodide_table(pyodide, sizes.cpu_runs))  # fmt: skip
+            add(
+                "Pyodide executor through MCP (in-memory client)",
+                _pyodide_table(pyodide, sizes.cpu_runs),
+            )
         else:
             section.notes.append("Pyodide is not set up here (`mcp-code-mode setup pyodide`).")
     walls = {key: p50([w for w, _ in processes[key]]) for key in ("import", "exec 1+1")}

@@ -19,12 +19,17 @@ from .support import ROOT
 
 
 async def test_two_steps_error_then_success(gateway: Gateway) -> None:
-    lm = DummyLM([
-        {"reasoning": "start", "code": "x = 1\nimport os\nos.listdir('/')", "finished": False},
-        {"reasoning": "fix it", "code": "```python\nlen(tools.my_data.list_customers(country='DE'))\n```",
-         "finished": True},
-        {"answer": "22 customers"},
-    ])  # fmt: skip
+    lm = DummyLM(
+        [
+            {"reasoning": "start", "code": "x = 1\nimport os\nos.listdir('/')", "finished": False},
+            {
+                "reasoning": "fix it",
+                "code": "```python\nlen(tools.my_data.list_customers(country='DE'))\n```",
+                "finished": True,
+            },
+            {"answer": "22 customers"},
+        ]
+    )
     runner = agent.CodeExecutionAgent(gateway.execute, tool_context="(stubs)", max_steps=4)
     with dspy.context(lm=lm):
         prediction = await runner.acall(task="How many customers are in DE?")
@@ -40,11 +45,17 @@ async def test_two_steps_error_then_success(gateway: Gateway) -> None:
 
 
 async def test_tool_error_is_fed_back(gateway: Gateway) -> None:
-    lm = DummyLM([
-        {"reasoning": "a", "code": "tools.testsrv.fail(message='quota exceeded')", "finished": False},
-        {"reasoning": "b", "code": "tools.testsrv.echo(text='recovered')", "finished": True},
-        {"answer": "recovered"},
-    ])  # fmt: skip
+    lm = DummyLM(
+        [
+            {
+                "reasoning": "a",
+                "code": "tools.testsrv.fail(message='quota exceeded')",
+                "finished": False,
+            },
+            {"reasoning": "b", "code": "tools.testsrv.echo(text='recovered')", "finished": True},
+            {"answer": "recovered"},
+        ]
+    )
     runner = agent.CodeExecutionAgent(gateway.execute, max_steps=3)
     with dspy.context(lm=lm):
         prediction = await runner.acall(task="echo something")
@@ -65,11 +76,13 @@ async def test_gives_up_at_max_steps(gateway: Gateway) -> None:
 
 
 async def test_finished_without_code_answers_from_the_trajectory(gateway: Gateway) -> None:
-    lm = DummyLM([
-        {"reasoning": "look", "code": "sum([1, 2, 3])", "finished": False},
-        {"reasoning": "done", "code": "", "finished": True},
-        {"answer": "6"},
-    ])  # fmt: skip
+    lm = DummyLM(
+        [
+            {"reasoning": "look", "code": "sum([1, 2, 3])", "finished": False},
+            {"reasoning": "done", "code": "", "finished": True},
+            {"answer": "6"},
+        ]
+    )
     with dspy.context(lm=lm):
         prediction = await agent.CodeExecutionAgent(gateway.execute).acall(task="add 1 2 3")
     assert prediction.answer == "6" and len(prediction.steps) == 1 and prediction.finished
@@ -82,12 +95,14 @@ def test_make_lm_needs_dspy_lm() -> None:
 
 async def test_run_task_over_mcp_with_stub_lm(gateway: Gateway) -> None:
     replies = [
-        chat_reply(reasoning="List the refunded orders and count big ones.",
-                   code="rs = tools.my_data.list_orders(status='refunded')\n"
-                        "len([o for o in rs if o['amount'] > 850])",
-                   finished="True"),
+        chat_reply(
+            reasoning="List the refunded orders and count big ones.",
+            code="rs = tools.my_data.list_orders(status='refunded')\n"
+            "len([o for o in rs if o['amount'] > 850])",
+            finished="True",
+        ),
         chat_reply(answer="16 refunded orders are above 850."),
-    ]  # fmt: skip
+    ]
     with serve_stub(replies) as stub:
         lm = dspy.LM("openai/stub-model", api_base=stub.api_base, api_key="not-a-key", cache=False)
         progress: list[tuple[float, float | None, str | None]] = []
@@ -98,9 +113,10 @@ async def test_run_task_over_mcp_with_stub_lm(gateway: Gateway) -> None:
         async with Client(build_server(gateway, lm=lm)) as client:
             names = {t.name for t in await client.list_tools()}
             result = await client.call_tool_mcp(
-                "run_task", {"task": "How many refunded orders are above 850?"},
+                "run_task",
+                {"task": "How many refunded orders are above 850?"},
                 progress_handler=on_progress,
-            )  # fmt: skip
+            )
     assert "run_task" in names
     data = json.loads(result.content[0].text)
     assert data == result.structured_content
@@ -128,10 +144,12 @@ async def test_agent_is_a_module_optimizers_can_copy_and_call_from_threads(
     copy = runner.deepcopy()
     assert copy.runner is runner.runner  # the gateway behind it is shared, not copied
     assert copy.write_code is not runner.write_code
-    lm = DummyLM([
-        {"reasoning": "r", "code": "len(tools.my_data.list_customers())", "finished": True},
-        {"answer": "200"},
-    ])  # fmt: skip
+    lm = DummyLM(
+        [
+            {"reasoning": "r", "code": "len(tools.my_data.list_customers())", "finished": True},
+            {"answer": "200"},
+        ]
+    )
 
     def call_sync() -> dspy.Prediction:
         with dspy.context(lm=lm):

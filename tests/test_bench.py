@@ -23,8 +23,13 @@ def test_quick_benchmark_run_writes_the_report(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.run(
         [sys.executable, "-m", "bench", "--quick", "--out", str(tmp_path)],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=580, check=False,
-    )  # fmt: skip
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=580,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     report = (tmp_path / "BENCHMARKS.md").read_text()
     assert report.startswith("# Benchmarks")
@@ -57,9 +62,13 @@ def test_quick_benchmark_run_writes_the_report(tmp_path: Path) -> None:
 def test_bench_rejects_an_unknown_section(tmp_path: Path) -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "bench", "--only", "sped", "--out", str(tmp_path)],
-        cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
-        capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert proc.returncode == 2
     assert "unknown section(s) sped" in proc.stderr
     assert not (tmp_path / "BENCHMARKS.md").exists()
@@ -70,9 +79,13 @@ def test_a_partial_run_needs_its_own_folder() -> None:
     before = (ROOT / "BENCHMARKS.md").read_text()
     proc = subprocess.run(
         [sys.executable, "-m", "bench", "--only", "search"],
-        cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
-        capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert proc.returncode == 2
     assert "give --out DIR" in proc.stderr
     assert (ROOT / "BENCHMARKS.md").read_text() == before

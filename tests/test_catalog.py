@@ -33,40 +33,118 @@ def tool(
 TOOLS: dict[str, list[types.Tool]] = {
     "files": [
         tool("readFile", "Read the complete contents of a text file.", {"path": STR}, ("path",)),
-        tool("write_file", "Create a new file or overwrite an existing one with new content.", {"path": STR, "content": STR}, ("path", "content")),
+        tool(
+            "write_file",
+            "Create a new file or overwrite an existing one with new content.",
+            {"path": STR, "content": STR},
+            ("path", "content"),
+        ),
         tool("list-directory", "List the entries of a folder.", {"path": STR}, ("path",)),
-        tool("move_file", "Move or rename a file.", {"source": STR, "destination": STR}, ("source", "destination")),
-        tool("search_files", "Find files whose names match a glob pattern.", {"pattern": STR, "root": STR}, ("pattern",)),
-        tool("get_file_info", "Size, permissions and timestamps of a path.", {"path": STR}, ("path",)),
+        tool(
+            "move_file",
+            "Move or rename a file.",
+            {"source": STR, "destination": STR},
+            ("source", "destination"),
+        ),
+        tool(
+            "search_files",
+            "Find files whose names match a glob pattern.",
+            {"pattern": STR, "root": STR},
+            ("pattern",),
+        ),
+        tool(
+            "get_file_info", "Size, permissions and timestamps of a path.", {"path": STR}, ("path",)
+        ),
     ],
     "git": [
         tool("git_status", "Show the working tree status.", {"repo_path": STR}, ("repo_path",)),
-        tool("git_log", "Show the commit history of a repository.", {"repo_path": STR, "max_count": INT}, ("repo_path",)),
-        tool("git_diff", "Show changes between commits or the working tree.", {"repo_path": STR, "target": STR}, ("repo_path",)),
-        tool("git_commit", "Record staged changes with a message.", {"repo_path": STR, "message": STR}, ("repo_path", "message")),
-        tool("git_branch", "List or create branches.", {"repo_path": STR, "name": STR}, ("repo_path",)),
+        tool(
+            "git_log",
+            "Show the commit history of a repository.",
+            {"repo_path": STR, "max_count": INT},
+            ("repo_path",),
+        ),
+        tool(
+            "git_diff",
+            "Show changes between commits or the working tree.",
+            {"repo_path": STR, "target": STR},
+            ("repo_path",),
+        ),
+        tool(
+            "git_commit",
+            "Record staged changes with a message.",
+            {"repo_path": STR, "message": STR},
+            ("repo_path", "message"),
+        ),
+        tool(
+            "git_branch",
+            "List or create branches.",
+            {"repo_path": STR, "name": STR},
+            ("repo_path",),
+        ),
     ],
     "issues": [
-        tool("create_issue", "Open a new issue in the tracker.", {"title": STR, "body": STR, "labels": {"type": "array", "items": STR}}, ("title",)),
+        tool(
+            "create_issue",
+            "Open a new issue in the tracker.",
+            {"title": STR, "body": STR, "labels": {"type": "array", "items": STR}},
+            ("title",),
+        ),
         tool("get_issue", "Fetch one issue by number.", {"number": INT}, ("number",)),
-        tool("list_issues", "List open issues, optionally filtered by label.", {"label": STR, "state": {"enum": ["open", "closed"]}}),
-        tool("add_comment", "Comment on an issue.", {"number": INT, "body": STR}, ("number", "body")),
+        tool(
+            "list_issues",
+            "List open issues, optionally filtered by label.",
+            {"label": STR, "state": {"enum": ["open", "closed"]}},
+        ),
+        tool(
+            "add_comment", "Comment on an issue.", {"number": INT, "body": STR}, ("number", "body")
+        ),
         tool("close_issue", "Close an issue as done.", {"number": INT}, ("number",)),
     ],
     "calendar": [
-        tool("list_events", "Upcoming events between two dates.", {"start": STR, "end": STR}, ("start", "end")),
-        tool("create_event", "Schedule a meeting.", {"title": STR, "start": STR, "end": STR, "attendees": {"type": "array", "items": STR}}, ("title", "start", "end")),
+        tool(
+            "list_events",
+            "Upcoming events between two dates.",
+            {"start": STR, "end": STR},
+            ("start", "end"),
+        ),
+        tool(
+            "create_event",
+            "Schedule a meeting.",
+            {"title": STR, "start": STR, "end": STR, "attendees": {"type": "array", "items": STR}},
+            ("title", "start", "end"),
+        ),
         tool("delete_event", "Cancel an event.", {"event_id": STR}, ("event_id",)),
-        tool("find_free_slot", "Find a free slot of the given length.", {"duration_minutes": INT}, ("duration_minutes",)),
+        tool(
+            "find_free_slot",
+            "Find a free slot of the given length.",
+            {"duration_minutes": INT},
+            ("duration_minutes",),
+        ),
     ],
     "mail": [
-        tool("send_email", "Send an email message.", {"to": STR, "subject": STR, "body": STR}, ("to", "subject", "body")),
-        tool("search_inbox", "Search received messages by sender or text.", {"query": STR, "sender": STR}, ("query",)),
+        tool(
+            "send_email",
+            "Send an email message.",
+            {"to": STR, "subject": STR, "body": STR},
+            ("to", "subject", "body"),
+        ),
+        tool(
+            "search_inbox",
+            "Search received messages by sender or text.",
+            {"query": STR, "sender": STR},
+            ("query",),
+        ),
         tool("read_message", "Read one message by id.", {"message_id": STR}, ("message_id",)),
         tool("list_folders", "Mailbox folders.", {}),
-        tool("mark_read", "Mark messages as read.", {"message_ids": {"type": "array", "items": STR}}, ("message_ids",)),
+        tool(
+            "mark_read",
+            "Mark messages as read.",
+            {"message_ids": {"type": "array", "items": STR}},
+            ("message_ids",),
+        ),
     ],
-}  # fmt: skip
+}
 
 DESCRIPTIONS = {
     "files": "Local files on disk",
@@ -95,11 +173,16 @@ def suggestions(message: str) -> list[str]:
 
 CLASHING = Catalog(
     {
-        "my-server": [tool("get-user", "a"), tool("get_user", "b"), tool("class", "c"), tool("2fa", "d")],
+        "my-server": [
+            tool("get-user", "a"),
+            tool("get_user", "b"),
+            tool("class", "c"),
+            tool("2fa", "d"),
+        ],
         "my_server": [tool("x", "y")],
         "import": [tool("list", "z")],
     }
-)  # fmt: skip
+)
 
 
 def test_identifiers_for_dashed_clashing_and_keyword_names() -> None:
@@ -122,11 +205,16 @@ def test_guest_index_maps_identifiers_to_original_names() -> None:
     assert CLASHING.guest_index() == {
         "my_server": {
             "name": "my-server",
-            "tools": {"get_user": "get-user", "get_user_2": "get_user", "class_": "class", "_2fa": "2fa"},
+            "tools": {
+                "get_user": "get-user",
+                "get_user_2": "get_user",
+                "class_": "class",
+                "_2fa": "2fa",
+            },
         },
         "my_server_2": {"name": "my_server", "tools": {"x": "x"}},
         "import_": {"name": "import", "tools": {"list": "list"}},
-    }  # fmt: skip
+    }
 
 
 def test_guest_index_of_the_realistic_catalog(catalog: Catalog) -> None:
@@ -178,8 +266,11 @@ def test_server_without_tools() -> None:
 def test_get_returns_the_entry(catalog: Catalog) -> None:
     entry = catalog.get("files", "list-directory")
     assert (entry.server, entry.tool, entry.server_id, entry.tool_id) == (
-        "files", "list-directory", "files", "list_directory",
-    )  # fmt: skip
+        "files",
+        "list-directory",
+        "files",
+        "list_directory",
+    )
     assert entry.schema is TOOLS["files"][2]
 
 
@@ -316,7 +407,13 @@ def test_exact_match_ranks_first_even_against_strong_text_matches(catalog: Catal
 
 
 def test_exact_match_across_servers() -> None:
-    c = Catalog({"a": [tool("search", "Search A.")], "b": [tool("search", "Search B.")], "c": [tool("find", "search")]})  # fmt: skip
+    c = Catalog(
+        {
+            "a": [tool("search", "Search A.")],
+            "b": [tool("search", "Search B.")],
+            "c": [tool("find", "search")],
+        }
+    )
     assert names(c.search("search"))[:2] == [("a", "search"), ("b", "search")]
 
 

@@ -22,22 +22,37 @@ def cli(
 ) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "MCP_CODE_POOL_SIZE": "1"}
     return subprocess.run(
-        [str(SCRIPT), *args], input=stdin, capture_output=True, text=True, cwd=cwd,
-        env=env, timeout=timeout,
-    )  # fmt: skip
+        [str(SCRIPT), *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env,
+        timeout=timeout,
+    )
 
 
 def test_exec_demo_readme_example() -> None:
-    proc = cli("exec", "--code", "orders = tools.data.list_orders(status='refunded')\n"
-               "len([o for o in orders if o['amount'] > 850])")  # fmt: skip
+    proc = cli(
+        "exec",
+        "--code",
+        "orders = tools.data.list_orders(status='refunded')\n"
+        "len([o for o in orders if o['amount'] > 850])",
+    )
     assert proc.returncode == 0, proc.stderr
     assert int(proc.stdout.strip()) > 0
     assert "1 tool call" in proc.stderr
 
 
 def test_exec_json_output_and_input() -> None:
-    proc = cli("exec", "--json", "--input", '{"tag": "work"}', "--code",
-               "print('checking')\n[n['id'] for n in tools.notes.list_notes(tag=input['tag'])]")  # fmt: skip
+    proc = cli(
+        "exec",
+        "--json",
+        "--input",
+        '{"tag": "work"}',
+        "--code",
+        "print('checking')\n[n['id'] for n in tools.notes.list_notes(tag=input['tag'])]",
+    )
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
     assert data["ok"] is True and data["result"] == [1, 3]
@@ -75,9 +90,13 @@ def test_tools_listing_search_and_json() -> None:
 def test_bad_setting_is_a_clear_error() -> None:
     env = {**os.environ, "MCP_EXECUTOR": "bogus"}
     proc = subprocess.run(
-        [str(SCRIPT), "exec", "--code", "1"], capture_output=True, text=True, cwd=ROOT, env=env,
+        [str(SCRIPT), "exec", "--code", "1"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
         timeout=60,
-    )  # fmt: skip
+    )
     assert proc.returncode == 2, proc.stderr
     assert "MCP_EXECUTOR='bogus'" in proc.stderr and "Traceback" not in proc.stderr
 
@@ -94,9 +113,16 @@ def test_bad_config_is_a_clear_error(tmp_path: Path) -> None:
 
 def test_down_server_is_a_warning_not_a_failure(tmp_path: Path) -> None:
     config = tmp_path / "mcp_servers.json"
-    config.write_text(json.dumps({"servers": {
-        "t": server_entry(TEST_SERVER), "gone": {"command": "/nonexistent/cmd"},
-    }}))  # fmt: skip
+    config.write_text(
+        json.dumps(
+            {
+                "servers": {
+                    "t": server_entry(TEST_SERVER),
+                    "gone": {"command": "/nonexistent/cmd"},
+                }
+            }
+        )
+    )
     code = "try:\n    tools.gone.anything()\nexcept ToolError:\n    pass\ntools.t.echo(text='fine')"
     proc = cli("exec", "--code", code, cwd=tmp_path)
     assert proc.returncode == 0 and proc.stdout.strip() == "fine"
@@ -112,9 +138,17 @@ def test_exec_starts_only_the_servers_its_code_uses(tmp_path: Path) -> None:
         return {"command": "python", "args": ["-c", touch], "timeout_s": 5}
 
     config = tmp_path / "mcp_servers.json"
-    config.write_text(json.dumps({"servers": {
-        "t": server_entry(TEST_SERVER), "a": marking("a.started"), "b": marking("b.started"),
-    }}))  # fmt: skip
+    config.write_text(
+        json.dumps(
+            {
+                "servers": {
+                    "t": server_entry(TEST_SERVER),
+                    "a": marking("a.started"),
+                    "b": marking("b.started"),
+                }
+            }
+        )
+    )
     plain = cli("exec", "--code", "1+1", cwd=tmp_path)
     assert plain.returncode == 0 and plain.stdout.strip() == "2"
     assert plain.stderr.count("warning") == 0

@@ -395,20 +395,38 @@ def test_invalid_json_names_the_line(tmp_path: Path) -> None:
 
 
 SERVER_PROBLEMS = [
-    pytest.param({"command": "npx", "transport": "websocket"}, "transport", "websocket", id="unknown-transport"),
+    pytest.param(
+        {"command": "npx", "transport": "websocket"},
+        "transport",
+        "websocket",
+        id="unknown-transport",
+    ),
     pytest.param({"url": "http://h/mcp", "type": "grpc"}, "transport", "grpc", id="unknown-type"),
     pytest.param({"args": ["server.js"]}, "command", "command", id="stdio-without-command"),
-    pytest.param({"transport": "stdio", "url": "http://h/mcp"}, "command", "command", id="stdio-with-url"),
+    pytest.param(
+        {"transport": "stdio", "url": "http://h/mcp"}, "command", "command", id="stdio-with-url"
+    ),
     pytest.param({"transport": "sse"}, "url", "url", id="sse-without-url"),
     pytest.param({"comand": "npx"}, "comand", "unknown key", id="typo"),
-    pytest.param({"command": "npx", "url": "http://h/mcp"}, "url", "not both", id="command-and-url"),
-    pytest.param({"command": "npx", "timeout_s": 0}, "timeout_s", "greater than 0", id="timeout-zero"),
-    pytest.param({"command": "npx", "timeout_s": -5}, "timeout_s", "greater than 0", id="timeout-negative"),
+    pytest.param(
+        {"command": "npx", "url": "http://h/mcp"}, "url", "not both", id="command-and-url"
+    ),
+    pytest.param(
+        {"command": "npx", "timeout_s": 0}, "timeout_s", "greater than 0", id="timeout-zero"
+    ),
+    pytest.param(
+        {"command": "npx", "timeout_s": -5}, "timeout_s", "greater than 0", id="timeout-negative"
+    ),
     pytest.param({"command": "npx", "args": "server.js"}, "args", "", id="args-not-a-list"),
     pytest.param({"command": "npx", "enabled": "maybe"}, "enabled", "", id="enabled-not-bool"),
     pytest.param({"command": "npx", "env": {"K": 1}}, "env.K", "", id="env-value-not-string"),
-    pytest.param({"command": "npx", "transport": "stdio", "type": "stdio"}, "transport", "not both", id="transport-and-type"),
-]  # fmt: skip
+    pytest.param(
+        {"command": "npx", "transport": "stdio", "type": "stdio"},
+        "transport",
+        "not both",
+        id="transport-and-type",
+    ),
+]
 
 
 @pytest.mark.parametrize(("entry", "field", "says"), SERVER_PROBLEMS)
@@ -433,11 +451,14 @@ def test_unknown_key_lists_the_allowed_keys(write_config: ConfigWriter) -> None:
     ("entry", "field"),
     [
         ({"command": "npx", "env": {"KEY": "${UNDEFINED_VAR_XYZ}"}}, "env.KEY"),
-        ({"url": "http://h/mcp", "headers": {"Authorization": "Bearer ${UNDEFINED_VAR_XYZ}"}}, "headers.Authorization"),
+        (
+            {"url": "http://h/mcp", "headers": {"Authorization": "Bearer ${UNDEFINED_VAR_XYZ}"}},
+            "headers.Authorization",
+        ),
         ({"command": "${UNDEFINED_VAR_XYZ}"}, "command"),
         ({"command": "npx", "args": ["-y", "${UNDEFINED_VAR_XYZ}"]}, "args"),
     ],
-)  # fmt: skip
+)
 def test_undefined_variable(
     write_config: ConfigWriter,
     monkeypatch: pytest.MonkeyPatch,

@@ -70,12 +70,17 @@ async def test_input_schemas_take_the_contract_arguments(gateway: Gateway) -> No
     async with Client(build_server(gateway)) as client:
         schemas = {t.name: t.input_schema for t in await client.list_tools()}
     valid = {
-        "execute_code": [{"code": "1", "input": None, "timeout_s": None},
-                         {"code": "1", "input": {"a": [1]}, "timeout_s": 2.5}],
+        "execute_code": [
+            {"code": "1", "input": None, "timeout_s": None},
+            {"code": "1", "input": {"a": [1]}, "timeout_s": 2.5},
+        ],
         "search_tools": [{"query": "notes", "limit": 3}, {"query": "notes"}],
-        "get_tool_docs": [{"server": "notes", "tool": None}, {"server": "notes", "tool": "add_note"}],
+        "get_tool_docs": [
+            {"server": "notes", "tool": None},
+            {"server": "notes", "tool": "add_note"},
+        ],
         "list_servers": [{}],
-    }  # fmt: skip
+    }
     for name, calls in valid.items():
         for arguments in calls:
             jsonschema.validate(arguments, schemas[name])
@@ -161,10 +166,11 @@ async def test_discovery_tools(gateway: Gateway) -> None:
             "get_tool_docs", {"server": "notes", "tool": "nope"}
         )
     assert hits[0] == {
-        "server": "my-data", "tool": "list_customers",
+        "server": "my-data",
+        "tool": "list_customers",
         "signature": "tools.my_data.list_customers(country: str | None = None, limit: int = 200) -> list[dict]",
         "description": "List customers (id, name, country, tier), optionally only one country.",
-    }  # fmt: skip
+    }
     assert len(hits) == 2
     assert doc.startswith("def add_note(text: str, tags: list[str] = []) -> dict:")
     assert "def order_stats" in all_docs and "order-stats" in all_docs
@@ -189,10 +195,16 @@ async def test_concurrent_clients_are_isolated(gateway: Gateway) -> None:
 
 def _demo_config(tmp_path: Path) -> Path:
     path = tmp_path / "mcp_servers.json"
-    path.write_text(json.dumps({"mcpServers": {
-        "notes": server_entry(NOTES_SERVER, description="Notes"),
-        "data": server_entry(DATA_SERVER, description="Data"),
-    }}))  # fmt: skip
+    path.write_text(
+        json.dumps(
+            {
+                "mcpServers": {
+                    "notes": server_entry(NOTES_SERVER, description="Notes"),
+                    "data": server_entry(DATA_SERVER, description="Data"),
+                }
+            }
+        )
+    )
     return path
 
 
@@ -224,11 +236,21 @@ def _free_port() -> int:
 async def test_http_server_end_to_end(tmp_path: Path) -> None:
     port = _free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "mcp_code_mode.executor_server", "--transport", "http",
-         "--port", str(port), "--config", str(_demo_config(tmp_path))],
-        cwd=tmp_path, env={"PATH": "/usr/bin:/bin", **QUIET, "MCP_CODE_POOL_SIZE": "1"},
+        [
+            sys.executable,
+            "-m",
+            "mcp_code_mode.executor_server",
+            "--transport",
+            "http",
+            "--port",
+            str(port),
+            "--config",
+            str(_demo_config(tmp_path)),
+        ],
+        cwd=tmp_path,
+        env={"PATH": "/usr/bin:/bin", **QUIET, "MCP_CODE_POOL_SIZE": "1"},
         stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+    )
     try:
         for _ in range(300):
             try:

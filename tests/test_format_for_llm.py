@@ -32,10 +32,12 @@ NOUNS = ["item", "record", "entry", "report", "label", "comment"]
 
 
 async def test_demo_catalog_golden(write_config: ConfigWriter) -> None:
-    path = write_config({
-        "notes": server_entry(NOTES_SERVER, description="Notes store and a few text files"),
-        "data": server_entry(DATA_SERVER, description="Customers and orders dataset"),
-    })  # fmt: skip
+    path = write_config(
+        {
+            "notes": server_entry(NOTES_SERVER, description="Notes store and a few text files"),
+            "data": server_entry(DATA_SERVER, description="Customers and orders dataset"),
+        }
+    )
     config = load_config(path)
     async with MCPServerManager(config, default_timeout_s=30) as manager:
         catalog = Catalog(manager.tools(), {n: s.description for n, s in config.servers.items()})
@@ -53,15 +55,21 @@ def synthetic_catalog(count: int) -> Catalog:
     for i in range(count):
         domain = DOMAINS[i % len(DOMAINS)]
         verb, noun = VERBS[(i // 10) % len(VERBS)], NOUNS[(i // 100) % len(NOUNS)]
-        tools[domain].append(mcp_types.Tool(
-            name=f"{verb}_{domain}_{noun}_{i}",
-            description=f"{verb.title()} a {domain} {noun}. Useful when working with {domain} data.",
-            input_schema={"type": "object", "properties": {
-                "id": {"type": "string", "description": "identifier"},
-                "limit": {"type": "integer", "default": 50},
-                "filters": {"type": "object"},
-            }, "required": ["id"]},
-        ))  # fmt: skip
+        tools[domain].append(
+            mcp_types.Tool(
+                name=f"{verb}_{domain}_{noun}_{i}",
+                description=f"{verb.title()} a {domain} {noun}. Useful when working with {domain} data.",
+                input_schema={
+                    "type": "object",
+                    "properties": {
+                        "id": {"type": "string", "description": "identifier"},
+                        "limit": {"type": "integer", "default": 50},
+                        "filters": {"type": "object"},
+                    },
+                    "required": ["id"],
+                },
+            )
+        )
     return Catalog(tools, {d: f"Tools for {d}" for d in DOMAINS})
 
 

@@ -189,8 +189,11 @@ async def test_every_advertised_signature_is_callable(write_config: ConfigWriter
         # The exemption covers the `tools` object only, not a name rebound to something else.
         rebound = await run(gw, "tools = 'x{}'\ntools.format(1)")
         assert rebound["error"]["type"] == "POLICY_VIOLATION", rebound
-        for change in ("setattr(tools, 'odd', 'x{}')", "setattr(tools.odd, 'format', 'x{}')",
-                       "delattr(tools, 'odd')"):  # fmt: skip
+        for change in (
+            "setattr(tools, 'odd', 'x{}')",
+            "setattr(tools.odd, 'format', 'x{}')",
+            "delattr(tools, 'odd')",
+        ):
             changed = await run(gw, change)
             assert "cannot be changed" in changed["error"]["message"], changed
         closure = await run(gw, "tools.odd._2fa.__closure__")  # not the guest's own function

@@ -43,9 +43,16 @@ OVERHEAD = 4096  # the "small fixed overhead" a whole reply may add to CAP
 HOSTILE_CALL_TIMEOUT_S = 10.0  # the hostile upstream's `timeout_s` (calls and start-up)
 NOTICE_S = 4.0  # a malformed upstream reply must fail its call well before that
 ERROR_TYPES = {
-    "POLICY_VIOLATION", "SYNTAX_ERROR", "RUNTIME_ERROR", "TIMEOUT", "MEMORY_LIMIT",
-    "OUTPUT_LIMIT", "TOOL_CALL_LIMIT", "TOOL_ERROR", "EXECUTOR_ERROR",
-}  # fmt: skip
+    "POLICY_VIOLATION",
+    "SYNTAX_ERROR",
+    "RUNTIME_ERROR",
+    "TIMEOUT",
+    "MEMORY_LIMIT",
+    "OUTPUT_LIMIT",
+    "TOOL_CALL_LIMIT",
+    "TOOL_ERROR",
+    "EXECUTOR_ERROR",
+}
 RESULT_KEYS = {"ok", "result", "stdout", "logs", "tool_calls", "duration_ms", "error"}
 SURROGATE = re.compile("[\ud800-\udfff]")
 
@@ -65,10 +72,11 @@ PROPERTY = settings(
 def _config(tmp: Path, *, with_others: bool) -> Path:
     servers: dict[str, Any] = {
         "hostile": server_entry(
-            HOSTILE_SERVER, description="Replies with whatever it is told to",
+            HOSTILE_SERVER,
+            description="Replies with whatever it is told to",
             timeout_s=HOSTILE_CALL_TIMEOUT_S,
         ),
-    }  # fmt: skip
+    }
     if with_others:
         servers["notes"] = server_entry(NOTES_SERVER, description="Notes store")
         servers["my-data"] = server_entry(DATA_SERVER, description="Customers and orders")
@@ -178,9 +186,13 @@ def check_reply(result: mcp_types.CallToolResult, *, cap: int = CAP) -> dict[str
 
 
 async def execute(
-    server: FastMCP, code: str, *, input: Any = None, timeout_s: float | None = None,
+    server: FastMCP,
+    code: str,
+    *,
+    input: Any = None,
+    timeout_s: float | None = None,
     wait_s: float = 45.0,
-) -> dict[str, Any]:  # fmt: skip
+) -> dict[str, Any]:
     """One execute_code call through a fresh in-memory client, checked by `check_reply`."""
     args: dict[str, Any] = {"code": code, "input": input, "timeout_s": timeout_s}
     async with Client(server) as client:
@@ -285,9 +297,13 @@ async def test_hostile_text_at_every_boundary(
     if via == "input":  # the client hands the text in
         prefix, value = "s = input['s']\n", {"s": text}
     else:  # the guest builds it itself from code points
-        prefix, value = "s = ''.join(map(chr, input['c'])) * input['n']\n", {
-            "c": [ord(c) for c in chunk], "n": repeat,
-        }  # fmt: skip
+        prefix, value = (
+            "s = ''.join(map(chr, input['c'])) * input['n']\n",
+            {
+                "c": [ord(c) for c in chunk],
+                "n": repeat,
+            },
+        )
     boot = await boot_of(gw)
     out = await execute(server, prefix + BOUNDARIES[boundary], input=value, timeout_s=15)
     if small(text):
@@ -351,9 +367,15 @@ KIND_OF_INPUT = (
     "'list' if isinstance(input, list) else 'dict' if isinstance(input, dict) else 'other'"
 )
 INPUT_KINDS = [
-    "list", "dict", "huge_list", "huge_dict", "hostile_keys", "json_deep_string",
-    "json_open_string", "json_surrogate_string",
-]  # fmt: skip
+    "list",
+    "dict",
+    "huge_list",
+    "huge_dict",
+    "hostile_keys",
+    "json_deep_string",
+    "json_open_string",
+    "json_surrogate_string",
+]
 
 
 @settings(PROPERTY, max_examples=30)
@@ -729,15 +751,25 @@ STDIO_CASES = [
 
 async def test_unencodable_text_over_stdio(tmp_path: Path) -> None:
     env = {
-        "PATH": "/usr/bin:/bin", **QUIET, "FASTMCP_CHECK_FOR_UPDATES": "off",
-        "FASTMCP_SHOW_SERVER_BANNER": "false", "MCP_CODE_POOL_SIZE": "1",
+        "PATH": "/usr/bin:/bin",
+        **QUIET,
+        "FASTMCP_CHECK_FOR_UPDATES": "off",
+        "FASTMCP_SHOW_SERVER_BANNER": "false",
+        "MCP_CODE_POOL_SIZE": "1",
         "MCP_CODE_MAX_OUTPUT_CHARS": str(CAP),
-    }  # fmt: skip
+    }
     transport = StdioTransport(
         command=sys.executable,
-        args=["-m", "mcp_code_mode.executor_server", "--config", str(_config(tmp_path, with_others=False))],
-        env=env, cwd=str(tmp_path), keep_alive=False,
-    )  # fmt: skip
+        args=[
+            "-m",
+            "mcp_code_mode.executor_server",
+            "--config",
+            str(_config(tmp_path, with_others=False)),
+        ],
+        env=env,
+        cwd=str(tmp_path),
+        keep_alive=False,
+    )
 
     async def call(client: Client, code: str) -> dict[str, Any]:
         try:

@@ -27,13 +27,19 @@ def _alive(pid: int) -> bool:
 
 
 async def test_one_failing_server_leaves_the_rest_working(write_config: ConfigWriter) -> None:
-    path = write_config({
-        "good": server_entry(TEST_SERVER, description="works"),
-        "bad": {"command": "/nonexistent/server-binary", "description": "broken"},
-        "quits": {"command": "python", "args": ["-c", "pass"]},
-        "slow": {"command": "python", "args": ["-c", "import time; time.sleep(30)"], "timeout_s": 1},
-        "off": {**server_entry(TEST_SERVER), "enabled": False},
-    })  # fmt: skip
+    path = write_config(
+        {
+            "good": server_entry(TEST_SERVER, description="works"),
+            "bad": {"command": "/nonexistent/server-binary", "description": "broken"},
+            "quits": {"command": "python", "args": ["-c", "pass"]},
+            "slow": {
+                "command": "python",
+                "args": ["-c", "import time; time.sleep(30)"],
+                "timeout_s": 1,
+            },
+            "off": {**server_entry(TEST_SERVER), "enabled": False},
+        }
+    )
     started = time.perf_counter()
     gw = await start_gateway(path)
     try:
@@ -44,8 +50,13 @@ async def test_one_failing_server_leaves_the_rest_working(write_config: ConfigWr
             assert rows[name]["status"] == "error", rows[name]
             assert rows[name]["error"]
         assert "1s" in rows["slow"]["error"]
-        assert rows["off"] == {"name": "off", "description": "", "status": "disabled",
-                               "tool_count": 0, "error": None}  # fmt: skip
+        assert rows["off"] == {
+            "name": "off",
+            "description": "",
+            "status": "disabled",
+            "tool_count": 0,
+            "error": None,
+        }
         out = (await gw.execute("tools.good.echo(text='still here')")).to_json()
         assert out["result"] == "still here"
         out = (await gw.execute("tools.bad.anything()")).to_json()

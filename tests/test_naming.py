@@ -103,9 +103,21 @@ def test_mapping_is_deterministic() -> None:
 
 def test_mapping_is_reversible() -> None:
     names = [
-        "get-user", "get_user", "get.user", "class", "class_", "1st", "_1st", "café", "caf_",
-        "my-server", "my_server", "", "-", "_",
-    ]  # fmt: skip
+        "get-user",
+        "get_user",
+        "get.user",
+        "class",
+        "class_",
+        "1st",
+        "_1st",
+        "café",
+        "caf_",
+        "my-server",
+        "my_server",
+        "",
+        "-",
+        "_",
+    ]
     mapping = assign_identifiers(names)
     assert set(mapping) == set(names)
     reverse = {ident: name for name, ident in mapping.items()}

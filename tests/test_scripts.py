@@ -19,9 +19,13 @@ SCRIPT = ROOT / "scripts" / "debug_executor.py"
 def run_script(extra_env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("DSPY_")}
     return subprocess.run(
-        [sys.executable, str(SCRIPT)], capture_output=True, text=True, timeout=180,
-        env={**env, "MCP_CODE_POOL_SIZE": "1", **extra_env}, cwd=ROOT,
-    )  # fmt: skip
+        [sys.executable, str(SCRIPT)],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env={**env, "MCP_CODE_POOL_SIZE": "1", **extra_env},
+        cwd=ROOT,
+    )
 
 
 def test_debug_executor_without_lm() -> None:
@@ -38,8 +42,13 @@ def test_debug_executor_with_stub_lm() -> None:
         chat_reply(answer="There are 200 customers."),
     ]
     with serve_stub(replies) as stub:
-        proc = run_script({"DSPY_LM": "openai/stub-model", "DSPY_API_BASE": stub.api_base,
-                           "OPENAI_API_KEY": "not-a-real-key"})  # fmt: skip
+        proc = run_script(
+            {
+                "DSPY_LM": "openai/stub-model",
+                "DSPY_API_BASE": stub.api_base,
+                "OPENAI_API_KEY": "not-a-real-key",
+            }
+        )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "[PASS] run_task: There are 200 customers." in proc.stdout
     assert "len(tools.data.list_customers())" in proc.stdout
@@ -48,8 +57,12 @@ def test_debug_executor_with_stub_lm() -> None:
 
 def test_dspy_sandbox_script() -> None:
     proc = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "test_dspy_sandbox.py")], capture_output=True,
-        text=True, timeout=180, cwd=ROOT, env={**os.environ, "MCP_CODE_POOL_SIZE": "1"},
-    )  # fmt: skip
+        [sys.executable, str(ROOT / "scripts" / "test_dspy_sandbox.py")],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        cwd=ROOT,
+        env={**os.environ, "MCP_CODE_POOL_SIZE": "1"},
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.count("[PASS]") == 6 and "all checks passed" in proc.stdout

@@ -13,20 +13,56 @@ from mcp_code_mode.settings import DEFAULT_ALLOWED_IMPORTS, Settings
 
 # Contract §5, in its order.
 CONTRACT_IMPORTS = (
-    "json", "math", "re", "datetime", "collections", "itertools", "functools", "statistics",
-    "random", "string", "textwrap", "decimal", "fractions", "typing", "dataclasses", "enum",
-    "uuid", "hashlib", "base64", "asyncio",
-)  # fmt: skip
+    "json",
+    "math",
+    "re",
+    "datetime",
+    "collections",
+    "itertools",
+    "functools",
+    "statistics",
+    "random",
+    "string",
+    "textwrap",
+    "decimal",
+    "fractions",
+    "typing",
+    "dataclasses",
+    "enum",
+    "uuid",
+    "hashlib",
+    "base64",
+    "asyncio",
+)
 
 SETTING_NAMES = (
-    "MCP_EXECUTOR", "MCP_CODE_TIMEOUT_S", "MCP_CODE_MAX_TIMEOUT_S", "MCP_CODE_MEMORY_MB",
-    "MCP_CODE_MAX_TOOL_CALLS", "MCP_CODE_MAX_OUTPUT_CHARS", "MCP_CODE_POOL_SIZE",
-    "MCP_CODE_STARTUP_TIMEOUT_S", "MCP_CODE_MAX_CONCURRENT_CALLS", "MCP_CODE_MAX_CALL_BYTES",
-    "MCP_CODE_CACHE_DIR", "MCP_CODE_APPROVAL", "MCP_CODE_APPROVAL_TIMEOUT_S", "MCP_CODE_MAX_CHARS", "MCP_CODE_MAX_LINES", "MCP_CODE_ALLOWED_IMPORTS", "MCP_SERVERS_CONFIG",
-    "MCP_CODE_HTTP_TOKEN", "MCP_CODE_HTTP_ALLOWED_HOSTS", "MCP_CODE_HTTP_ALLOWED_ORIGINS",
+    "MCP_EXECUTOR",
+    "MCP_CODE_TIMEOUT_S",
+    "MCP_CODE_MAX_TIMEOUT_S",
+    "MCP_CODE_MEMORY_MB",
+    "MCP_CODE_MAX_TOOL_CALLS",
+    "MCP_CODE_MAX_OUTPUT_CHARS",
+    "MCP_CODE_POOL_SIZE",
+    "MCP_CODE_STARTUP_TIMEOUT_S",
+    "MCP_CODE_MAX_CONCURRENT_CALLS",
+    "MCP_CODE_MAX_CALL_BYTES",
+    "MCP_CODE_CACHE_DIR",
+    "MCP_CODE_APPROVAL",
+    "MCP_CODE_APPROVAL_TIMEOUT_S",
+    "MCP_CODE_MAX_CHARS",
+    "MCP_CODE_MAX_LINES",
+    "MCP_CODE_ALLOWED_IMPORTS",
+    "MCP_SERVERS_CONFIG",
+    "MCP_CODE_HTTP_TOKEN",
+    "MCP_CODE_HTTP_ALLOWED_HOSTS",
+    "MCP_CODE_HTTP_ALLOWED_ORIGINS",
     "MCP_CODE_HTTP_STATELESS",
-    "DSPY_LM", "DSPY_API_BASE", "DSPY_MAX_STEPS", "DSPY_TEMPERATURE", "DSPY_MAX_TOKENS",
-)  # fmt: skip
+    "DSPY_LM",
+    "DSPY_API_BASE",
+    "DSPY_MAX_STEPS",
+    "DSPY_TEMPERATURE",
+    "DSPY_MAX_TOKENS",
+)
 
 
 # Contract §5 defaults by field name.

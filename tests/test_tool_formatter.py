@@ -62,7 +62,10 @@ ADD_NOTE = tool(
         ({"type": "null"}, "None"),
         ({"type": "array", "items": {"type": "string"}}, "list[str]"),
         ({"type": "array", "items": {"type": "integer"}}, "list[int]"),
-        ({"type": "array", "items": {"type": "array", "items": {"type": "number"}}}, "list[list[float]]"),
+        (
+            {"type": "array", "items": {"type": "array", "items": {"type": "number"}}},
+            "list[list[float]]",
+        ),
         ({"type": "array"}, "list"),
         ({"type": "object"}, "dict"),
         ({"type": "object", "properties": {"a": STR}}, "dict"),
@@ -87,7 +90,7 @@ ADD_NOTE = tool(
         (None, "Any"),
         (True, "Any"),
     ],
-)  # fmt: skip
+)
 def test_type_hint(schema: Any, hint: str) -> None:
     assert F.type_hint(schema) == hint
 
@@ -109,9 +112,14 @@ def test_signature_matches_the_contract_example() -> None:
 def test_required_parameters_come_first() -> None:
     t = tool(
         "p",
-        properties={"opt": {"type": "integer", "default": 3}, "req_a": STR, "flag": {"type": "boolean"}, "req_b": INT},
+        properties={
+            "opt": {"type": "integer", "default": 3},
+            "req_a": STR,
+            "flag": {"type": "boolean"},
+            "req_b": INT,
+        },
         required=("req_b", "req_a"),
-    )  # fmt: skip
+    )
     assert F.parameters(t) == [
         "req_a: str",
         "req_b: int",
@@ -136,7 +144,7 @@ def test_required_parameters_come_first() -> None:
         ({"anyOf": [STR, {"type": "null"}]}, "p: str | None = None"),  # no `| None | None`
         ({}, "p: Any = None"),
     ],
-)  # fmt: skip
+)
 def test_optional_parameter_rendering(prop: dict[str, Any], rendered: str) -> None:
     assert F.parameters(tool("x", properties={"p": prop})) == [rendered]
 
@@ -161,12 +169,15 @@ def test_no_parameters_and_no_input_schema_properties() -> None:
         (wrapped({"type": "integer"}), "int"),
         (wrapped({"type": "string"}), "str"),
         (wrapped({"type": "array", "items": STR}), "list[str]"),
-        (wrapped({"type": "array", "items": {"type": "object", "properties": {"id": INT}}}), "list[dict]"),
+        (
+            wrapped({"type": "array", "items": {"type": "object", "properties": {"id": INT}}}),
+            "list[dict]",
+        ),
         (wrapped({"anyOf": [STR, {"type": "null"}]}), "str | None"),
         (wrapped({}), "Any"),
         ({"type": "object", "additionalProperties": STR}, "dict[str, str]"),
     ],
-)  # fmt: skip
+)
 def test_return_hint(output: dict[str, Any] | None, hint: str) -> None:
     t = tool("r", output=output)
     assert F.return_hint(t) == hint
@@ -237,10 +248,13 @@ def test_shape() -> None:
     nested = {
         "type": "object",
         "properties": {
-            "user": {"type": "object", "properties": {"id": INT, "meta": {"type": "object", "properties": {"x": INT}}}},
+            "user": {
+                "type": "object",
+                "properties": {"id": INT, "meta": {"type": "object", "properties": {"x": INT}}},
+            },
             "n": {"type": "number"},
         },
-    }  # fmt: skip
+    }
     assert F.shape(nested) == '{"user": {"id": int, "meta": dict}, "n": float}'
     assert F.shape({"type": "string"}) == "str"
     assert F.shape(None) is None

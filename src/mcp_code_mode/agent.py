@@ -172,10 +172,13 @@ class CodeExecutionAgent(dspy.Module):
                     break
                 result = await self.runner.run_code(code)
                 step = Step(
-                    code=code, ok=result.ok, result=result.result,
+                    code=code,
+                    ok=result.ok,
+                    result=result.result,
                     error=result.error.model_dump(mode="json") if result.error else None,
-                    stdout=result.stdout, logs=list(result.logs),
-                )  # fmt: skip
+                    stdout=result.stdout,
+                    logs=list(result.logs),
+                )
                 steps.append(step)
                 tool_calls += [c.model_dump(mode="json") for c in result.tool_calls]
                 if on_step is not None:
@@ -189,9 +192,13 @@ class CodeExecutionAgent(dspy.Module):
             answer = f"Gave up after {self.max_steps} steps without finishing. {answer}"
         last_ok = next((s.code for s in reversed(steps) if s.ok), steps[-1].code if steps else "")
         return dspy.Prediction(
-            answer=answer, code=last_ok, steps=[s.to_json() for s in steps],
-            tool_calls=tool_calls, tokens=_tokens(usage), finished=finished,
-        )  # fmt: skip
+            answer=answer,
+            code=last_ok,
+            steps=[s.to_json() for s in steps],
+            tool_calls=tool_calls,
+            tokens=_tokens(usage),
+            finished=finished,
+        )
 
     def forward(self, task: str) -> dspy.Prediction:
         """Synchronous entry for optimizers and evaluation, from any thread but the loop's own.
@@ -227,9 +234,11 @@ def tool_context_for(
     catalog = gateway.catalog
     ranked = [catalog.get(hit.server, hit.tool).source for hit in catalog.search(task, 40)]
     return catalog.formatter.format_for_llm(
-        [entry.source for entry in catalog.entries], descriptions=catalog.descriptions,
-        budget_tokens=budget_tokens, ranked=ranked,
-    )  # fmt: skip
+        [entry.source for entry in catalog.entries],
+        descriptions=catalog.descriptions,
+        budget_tokens=budget_tokens,
+        ranked=ranked,
+    )
 
 
 def agent_for(
@@ -257,9 +266,12 @@ async def run_task(
     with dspy.context(lm=lm):
         prediction = await agent.acall(task=task, on_step=on_step)
     return {
-        "answer": prediction.answer, "code": prediction.code, "steps": prediction.steps,
-        "tool_calls": prediction.tool_calls, "tokens": prediction.tokens,
-    }  # fmt: skip
+        "answer": prediction.answer,
+        "code": prediction.code,
+        "steps": prediction.steps,
+        "tool_calls": prediction.tool_calls,
+        "tokens": prediction.tokens,
+    }
 
 
 def make_lm(settings: Settings) -> dspy.LM:
@@ -273,6 +285,9 @@ def make_lm(settings: Settings) -> dspy.LM:
     # Workers and upstreams never see them: both start from explicit minimal environments.
     load_dotenv(".env", override=False)
     return dspy.LM(
-        settings.dspy_lm, api_base=settings.dspy_api_base, temperature=settings.dspy_temperature,
-        max_tokens=settings.dspy_max_tokens, cache=False,
-    )  # fmt: skip
+        settings.dspy_lm,
+        api_base=settings.dspy_api_base,
+        temperature=settings.dspy_temperature,
+        max_tokens=settings.dspy_max_tokens,
+        cache=False,
+    )

@@ -66,8 +66,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "serve":
             from .executor_server import serve  # the MCP server's stack: only to serve
 
-            asyncio.run(serve(settings, config_path=args.config, transport=args.transport,
-                              host=args.host, port=args.port))  # fmt: skip
+            asyncio.run(
+                serve(
+                    settings,
+                    config_path=args.config,
+                    transport=args.transport,
+                    host=args.host,
+                    port=args.port,
+                )
+            )
             return 0
         if args.command == "exec":
             return asyncio.run(_exec(settings, args))
@@ -175,13 +182,25 @@ async def _tools(settings: Settings, args: argparse.Namespace) -> int:
         else:
             entries = catalog.tools_of(args.server) if args.server else list(catalog.entries)
             rows = [
-                {"server": e.server, "tool": e.tool, "signature": catalog.signature(e),
-                 "description": (e.schema.description or "").strip().split("\n")[0]}
+                {
+                    "server": e.server,
+                    "tool": e.tool,
+                    "signature": catalog.signature(e),
+                    "description": (e.schema.description or "").strip().split("\n")[0],
+                }
                 for e in entries
-            ]  # fmt: skip
+            ]
         if args.json:
-            print(json.dumps({"tools": rows, "servers": gateway.list_servers(),
-                              "sandbox": gateway.sandbox_info()}, ensure_ascii=False))  # fmt: skip
+            print(
+                json.dumps(
+                    {
+                        "tools": rows,
+                        "servers": gateway.list_servers(),
+                        "sandbox": gateway.sandbox_info(),
+                    },
+                    ensure_ascii=False,
+                )
+            )
         else:
             for row in rows:
                 print(row["signature"])

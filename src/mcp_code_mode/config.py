@@ -24,9 +24,13 @@ __all__ = ["GatewayConfig", "ServerConfig", "load_config"]
 
 Transport = Literal["stdio", "http", "sse"]
 _TRANSPORT_ALIASES: dict[str, Transport] = {
-    "stdio": "stdio", "http": "http", "streamable-http": "http",
-    "streamable_http": "http", "streamablehttp": "http", "sse": "sse",
-}  # fmt: skip
+    "stdio": "stdio",
+    "http": "http",
+    "streamable-http": "http",
+    "streamable_http": "http",
+    "streamablehttp": "http",
+    "sse": "sse",
+}
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 
@@ -254,8 +258,10 @@ def _interpolate(
             server = loc[1] if len(loc) > 1 else None
             raise ConfigError(
                 f"${{{name}}} is not defined; set it in the environment or in .env",
-                file=file, server=server, field=".".join(loc[2:]) or None,
-            )  # fmt: skip
+                file=file,
+                server=server,
+                field=".".join(loc[2:]) or None,
+            )
 
         return _VAR.sub(replace, value)
     if isinstance(value, dict):

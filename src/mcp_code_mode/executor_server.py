@@ -317,9 +317,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     try:
         asyncio.run(
-            serve(Settings.load(), config_path=args.config, transport=args.transport,
-                  host=args.host, port=args.port)
-        )  # fmt: skip
+            serve(
+                Settings.load(),
+                config_path=args.config,
+                transport=args.transport,
+                host=args.host,
+                port=args.port,
+            )
+        )
     except CodeModeError as exc:
         print(f"mcp-code-mode: {exc}", file=sys.stderr)
         return 2

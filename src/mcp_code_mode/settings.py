@@ -14,10 +14,27 @@ from .errors import ConfigError
 __all__ = ["DEFAULT_ALLOWED_IMPORTS", "Settings", "cache_root"]
 
 DEFAULT_ALLOWED_IMPORTS: tuple[str, ...] = (
-    "json", "math", "re", "datetime", "collections", "itertools", "functools", "statistics",
-    "random", "string", "textwrap", "decimal", "fractions", "typing", "dataclasses", "enum",
-    "uuid", "hashlib", "base64", "asyncio",
-)  # fmt: skip
+    "json",
+    "math",
+    "re",
+    "datetime",
+    "collections",
+    "itertools",
+    "functools",
+    "statistics",
+    "random",
+    "string",
+    "textwrap",
+    "decimal",
+    "fractions",
+    "typing",
+    "dataclasses",
+    "enum",
+    "uuid",
+    "hashlib",
+    "base64",
+    "asyncio",
+)
 
 
 def cache_root(base: str | None = None) -> Path:
@@ -36,9 +53,12 @@ class Settings(BaseSettings):
 
     # A variable set to "" (e.g. `MCP_CODE_MAX_TOOL_CALLS=` in .env) keeps its default.
     model_config = SettingsConfigDict(
-        env_file=".env", extra="ignore", frozen=True, populate_by_name=True,
+        env_file=".env",
+        extra="ignore",
+        frozen=True,
+        populate_by_name=True,
         env_ignore_empty=True,
-    )  # fmt: skip
+    )
 
     executor: Literal["local", "pyodide"] = Field("local", validation_alias=_env("MCP_EXECUTOR"))
     timeout_s: float = Field(30.0, gt=0, validation_alias=_env("MCP_CODE_TIMEOUT_S"))

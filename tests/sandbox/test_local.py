@@ -21,11 +21,15 @@ _processes = live_processes
 def worker_pids(zygote: int | None = None) -> set[int]:
     """Live sandbox workers: children of `zygote`, or of any zygote this test process started."""
     table = _processes()
-    zygotes = {zygote} if zygote is not None else {
-        pid
-        for pid, (ppid, _, cmd) in table.items()
-        if ppid == os.getpid() and b"mcp_code_mode.sandbox.zygote" in cmd
-    }  # fmt: skip
+    zygotes = (
+        {zygote}
+        if zygote is not None
+        else {
+            pid
+            for pid, (ppid, _, cmd) in table.items()
+            if ppid == os.getpid() and b"mcp_code_mode.sandbox.zygote" in cmd
+        }
+    )
     return {pid for pid, (ppid, _, _) in table.items() if ppid in zygotes}
 
 
@@ -38,9 +42,11 @@ def zygote_pid(gateway: Gateway) -> int:
 @pytest.fixture
 async def timing_gateway(write_config: ConfigWriter) -> Gateway:
     gw = await start_gateway(
-        write_config({"t": server_entry(TEST_SERVER)}), extra_imports="time", memory_mb=128,
+        write_config({"t": server_entry(TEST_SERVER)}),
+        extra_imports="time",
+        memory_mb=128,
         max_output_chars=2000,
-    )  # fmt: skip
+    )
     yield gw  # type: ignore[misc]
     await gw.aclose()
 

@@ -10,9 +10,11 @@ from mcp_code_mode.settings import DEFAULT_ALLOWED_IMPORTS
 
 def check(code: str, **limits: int):  # type: ignore[no-untyped-def]
     return check_policy(
-        code, allowed_imports=DEFAULT_ALLOWED_IMPORTS,
-        max_chars=limits.get("max_chars", 8000), max_lines=limits.get("max_lines", 400),
-    )  # fmt: skip
+        code,
+        allowed_imports=DEFAULT_ALLOWED_IMPORTS,
+        max_chars=limits.get("max_chars", 8000),
+        max_lines=limits.get("max_lines", 400),
+    )
 
 
 @pytest.mark.parametrize(

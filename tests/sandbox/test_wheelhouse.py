@@ -35,9 +35,12 @@ async def test_wheel_from_the_wheelhouse_is_importable(
     require_pyodide()
     build_wheel(tmp_path)
     gw = await start_gateway(
-        write_config({"t": server_entry(TEST_SERVER)}), executor="pyodide", pool_size=1,
-        wheelhouse=str(tmp_path), extra_imports="tinypkg",
-    )  # fmt: skip
+        write_config({"t": server_entry(TEST_SERVER)}),
+        executor="pyodide",
+        pool_size=1,
+        wheelhouse=str(tmp_path),
+        extra_imports="tinypkg",
+    )
     try:
         out = (
             await gw.execute(
@@ -57,6 +60,8 @@ async def test_wheelhouse_rejects_platform_wheels(
     (tmp_path / "native-1.0-cp311-cp311-linux_x86_64.whl").write_bytes(b"not really")
     with pytest.raises(CodeModeError, match="only pure-Python wheels"):
         await start_gateway(
-            write_config({"t": server_entry(TEST_SERVER)}), executor="pyodide", pool_size=1,
+            write_config({"t": server_entry(TEST_SERVER)}),
+            executor="pyodide",
+            pool_size=1,
             wheelhouse=str(tmp_path),
-        )  # fmt: skip
+        )

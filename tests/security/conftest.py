@@ -72,9 +72,12 @@ async def tight_gateway(
     if request.param == "pyodide":
         require_pyodide()
     gw = await _gateway(
-        tmp_path_factory, memory_mb=128, max_output_chars=2000, extra_imports=OS_MODULES,
+        tmp_path_factory,
+        memory_mb=128,
+        max_output_chars=2000,
+        extra_imports=OS_MODULES,
         executor=request.param,
-    )  # fmt: skip
+    )
     try:
         yield gw
     finally:

@@ -113,9 +113,14 @@ def error_type(out: dict[str, Any]) -> str:
 
 
 async def attempt(
-    gateway: Gateway, code: str, *, input: Any = None, timeout_s: float = RUN_TIMEOUT_S,
-    warm: bool = True, runaway: bool = False,
-) -> dict[str, Any]:  # fmt: skip
+    gateway: Gateway,
+    code: str,
+    *,
+    input: Any = None,
+    timeout_s: float = RUN_TIMEOUT_S,
+    warm: bool = True,
+    runaway: bool = False,
+) -> dict[str, Any]:
     """Run one hostile snippet and assert what must hold whatever it tried; return the result.
 
     `warm=False` when other runs are in flight (the pool refills only after a run ends).

@@ -41,9 +41,11 @@ _WORLD_WRITABLE = (
 
 
 def _crossed(
-    routes: list[tuple[str, str, str, set[str], bool]], targets: tuple[str, ...],
-    open_target: str, reason: str,
-) -> list[object]:  # fmt: skip
+    routes: list[tuple[str, str, str, set[str], bool]],
+    targets: tuple[str, ...],
+    open_target: str,
+    reason: str,
+) -> list[object]:
     """Every route against every target; an OS-level route is a hole on `open_target`."""
     return [
         pytest.param(
@@ -63,20 +65,40 @@ def _crossed(
 ENV_ROUTES = table(
     ("import_os_environ", "sec", "import os\ndict(os.environ)", POLICY),
     ("uuid_os_environ", "sec", "import uuid\ndict(uuid.os.environ)", POLICY),
-    ("getattr_built_environ", "sec", "import uuid\ndict(getattr(uuid, 'o' + 's').environ)", RUNTIME),
+    (
+        "getattr_built_environ",
+        "sec",
+        "import uuid\ndict(getattr(uuid, 'o' + 's').environ)",
+        RUNTIME,
+    ),
     ("upstream_env_tool", "sec", "tools.t.env(name='MCP_CODE_TEST_SECRET')", {"OK"}),
     ("worker_environ", "os", "import os\ndict(os.environ)", OWN_ENV),
     ("worker_environb", "os", "import os\nstr(os.environb)", OWN_ENV),
-    ("proc_self_environ", "os", "import os\nos.read(os.open('/proc/self/environ', 0), 1 << 16).decode()", OWN_ENV),
-    ("proc_zygote_environ", "os", "import os\nos.read(os.open('/proc/%d/environ' % os.getppid(), 0), 1 << 16).decode()", RUNTIME),
-    ("proc_gateway_environ", "os", "import os\nos.read(os.open('/proc/%d/environ' % input, 0), 1 << 16).decode()", RUNTIME),
+    (
+        "proc_self_environ",
+        "os",
+        "import os\nos.read(os.open('/proc/self/environ', 0), 1 << 16).decode()",
+        OWN_ENV,
+    ),
+    (
+        "proc_zygote_environ",
+        "os",
+        "import os\nos.read(os.open('/proc/%d/environ' % os.getppid(), 0), 1 << 16).decode()",
+        RUNTIME,
+    ),
+    (
+        "proc_gateway_environ",
+        "os",
+        "import os\nos.read(os.open('/proc/%d/environ' % input, 0), 1 << 16).decode()",
+        RUNTIME,
+    ),
     (
         "proc_scan_every_environ",
         "os",
         "import os\nfound = []\nfor pid in os.listdir('/proc'):\n    try:\n        found.append(os.read(os.open('/proc/' + pid + '/environ', 0), 1 << 16).decode())\n    except OSError:\n        pass\nfound",
         OWN_ENV,
     ),
-)  # fmt: skip
+)
 
 
 @pytest.mark.parametrize(("gateway", "code", "expected"), ENV_ROUTES)
@@ -96,18 +118,34 @@ READ_ROUTES = [
     ("open_builtin", "sec", "open(input).read()", POLICY, False),
     ("import_pathlib", "sec", "import pathlib\npathlib.Path(input).read_text()", POLICY, False),
     ("import_io", "sec", "import io\nio.open(input).read()", POLICY, False),
-    ("getattr_built_os", "sec", "import uuid\nos = getattr(uuid, 'o' + 's')\nos.read(os.open(input, 0), 4096)", RUNTIME, False),
-    ("os_read", "os", "import os\nos.read(os.open(input, os.O_RDONLY), 4096).decode()", STOPPED, True),
+    (
+        "getattr_built_os",
+        "sec",
+        "import uuid\nos = getattr(uuid, 'o' + 's')\nos.read(os.open(input, 0), 4096)",
+        RUNTIME,
+        False,
+    ),
+    (
+        "os_read",
+        "os",
+        "import os\nos.read(os.open(input, os.O_RDONLY), 4096).decode()",
+        STOPPED,
+        True,
+    ),
     ("io_open", "os", "import io\nio.open(input).read()", STOPPED, True),
-]  # fmt: skip
+]
 READ_CASES = _crossed(READ_ROUTES, ("passwd", "owned_secret"), "passwd", _WORLD_READABLE)
 
 
 @pytest.mark.parametrize(("gateway", "target", "code", "expected"), READ_CASES)
 async def test_files_cannot_be_read(
-    gateways: dict[str, Gateway], tmp_path: Path, gateway: str, target: str, code: str,
+    gateways: dict[str, Gateway],
+    tmp_path: Path,
+    gateway: str,
+    target: str,
+    code: str,
     expected: set[str],
-) -> None:  # fmt: skip
+) -> None:
     if target == "passwd":
         path, needle = "/etc/passwd", "root:x:0:0"
     else:  # a root-owned 0600 file in a 0700 directory, holding the secret
@@ -126,20 +164,43 @@ WRITE_ROUTES = [
     ("open_builtin", "sec", "open(input, 'w').write('x')", POLICY, False),
     ("import_os_open", "sec", "import os\nos.open(input, os.O_CREAT | os.O_WRONLY)", POLICY, False),
     ("import_pathlib_touch", "sec", "import pathlib\npathlib.Path(input).touch()", POLICY, False),
-    ("getattr_built_os_open", "sec", "import uuid\nos = getattr(uuid, 'o' + 's')\nos.open(input, 0o101)", RUNTIME, False),
-    ("os_open_creat", "os", "import os\nos.open(input, os.O_CREAT | os.O_WRONLY)\n'created'", STOPPED, True),
-    ("io_open_write", "os", "import io\nwith io.open(input, 'w') as f:\n    f.write('x')", STOPPED, True),
+    (
+        "getattr_built_os_open",
+        "sec",
+        "import uuid\nos = getattr(uuid, 'o' + 's')\nos.open(input, 0o101)",
+        RUNTIME,
+        False,
+    ),
+    (
+        "os_open_creat",
+        "os",
+        "import os\nos.open(input, os.O_CREAT | os.O_WRONLY)\n'created'",
+        STOPPED,
+        True,
+    ),
+    (
+        "io_open_write",
+        "os",
+        "import io\nwith io.open(input, 'w') as f:\n    f.write('x')",
+        STOPPED,
+        True,
+    ),
     ("os_mkdir", "os", "import os\nos.mkdir(input)", STOPPED, True),
     ("os_symlink", "os", "import os\nos.symlink('/etc/passwd', input)", STOPPED, True),
-]  # fmt: skip
+]
 WRITE_CASES = _crossed(WRITE_ROUTES, ("owned_dir", "tmp"), "tmp", _WORLD_WRITABLE)
 
 
 @pytest.mark.parametrize(("gateway", "target", "code", "expected"), WRITE_CASES)
 async def test_files_cannot_be_created(
-    gateways: dict[str, Gateway], owned_marker: Path, tmp_marker: Path, gateway: str,
-    target: str, code: str, expected: set[str],
-) -> None:  # fmt: skip
+    gateways: dict[str, Gateway],
+    owned_marker: Path,
+    tmp_marker: Path,
+    gateway: str,
+    target: str,
+    code: str,
+    expected: set[str],
+) -> None:
     marker = owned_marker if target == "owned_dir" else tmp_marker
     out = await attempt(gateways[gateway], code, input=str(marker))
     assert not os.path.lexists(marker), f"the guest created {marker}"
@@ -150,17 +211,42 @@ async def test_files_cannot_be_created(
 
 _SOCK = "import socket\n"
 NET_ROUTES = table(
-    ("import_socket", "sec", "import socket\nsocket.create_connection(('127.0.0.1', input['port']))", POLICY),
-    ("dunder_import_socket", "sec", "__import__('socket').create_connection(('127.0.0.1', input['port']))", POLICY),
-    ("asyncio_open_connection", "sec", "import asyncio\nawait asyncio.open_connection('127.0.0.1', input['port'])", POLICY),
-    ("asyncio_streams_open_connection", "sec", "import asyncio\nawait asyncio.streams.open_connection('127.0.0.1', input['port'])", POLICY),
+    (
+        "import_socket",
+        "sec",
+        "import socket\nsocket.create_connection(('127.0.0.1', input['port']))",
+        POLICY,
+    ),
+    (
+        "dunder_import_socket",
+        "sec",
+        "__import__('socket').create_connection(('127.0.0.1', input['port']))",
+        POLICY,
+    ),
+    (
+        "asyncio_open_connection",
+        "sec",
+        "import asyncio\nawait asyncio.open_connection('127.0.0.1', input['port'])",
+        POLICY,
+    ),
+    (
+        "asyncio_streams_open_connection",
+        "sec",
+        "import asyncio\nawait asyncio.streams.open_connection('127.0.0.1', input['port'])",
+        POLICY,
+    ),
     (
         "loop_create_connection",
         "sec",
         "import asyncio\nloop = asyncio.get_running_loop()\nawait loop.create_connection(asyncio.Protocol, '127.0.0.1', input['port'])",
         POLICY,
     ),
-    ("loop_sock_connect", "sec", "import asyncio\nloop = asyncio.get_running_loop()\nawait loop.sock_connect(None, ('127.0.0.1', input['port']))", POLICY),
+    (
+        "loop_sock_connect",
+        "sec",
+        "import asyncio\nloop = asyncio.get_running_loop()\nawait loop.sock_connect(None, ('127.0.0.1', input['port']))",
+        POLICY,
+    ),
     (
         "getattr_built_open_connection",
         "sec",
@@ -168,32 +254,63 @@ NET_ROUTES = table(
         RUNTIME,
     ),
     # With `socket` allowed: the empty network namespace must stop every one of these.
-    ("tcp_connect", "os", _SOCK + "socket.socket().connect(('127.0.0.1', input['port']))\n'connected'", STOPPED),
-    ("tcp_connect_localhost", "os", _SOCK + "socket.socket().connect(('localhost', input['port']))\n'connected'", STOPPED),
-    ("tcp_connect_any_address", "os", _SOCK + "socket.socket().connect(('0.0.0.0', input['port']))\n'connected'", STOPPED),
+    (
+        "tcp_connect",
+        "os",
+        _SOCK + "socket.socket().connect(('127.0.0.1', input['port']))\n'connected'",
+        STOPPED,
+    ),
+    (
+        "tcp_connect_localhost",
+        "os",
+        _SOCK + "socket.socket().connect(('localhost', input['port']))\n'connected'",
+        STOPPED,
+    ),
+    (
+        "tcp_connect_any_address",
+        "os",
+        _SOCK + "socket.socket().connect(('0.0.0.0', input['port']))\n'connected'",
+        STOPPED,
+    ),
     (
         "tcp_connect_ipv4_mapped_ipv6",
         "os",
-        _SOCK + "sock = socket.socket(socket.AF_INET6)\nsock.connect(('::ffff:127.0.0.1', input['port']))\n'connected'",
+        _SOCK
+        + "sock = socket.socket(socket.AF_INET6)\nsock.connect(('::ffff:127.0.0.1', input['port']))\n'connected'",
         STOPPED,
     ),
     (
         "tcp_nonblocking_connect_ex",
         "os",
-        _SOCK + "sock = socket.socket()\nsock.setblocking(False)\nrc = sock.connect_ex(('127.0.0.1', input['port']))\nif rc:\n    raise OSError(rc, 'connect_ex failed')\n'connected'",
+        _SOCK
+        + "sock = socket.socket()\nsock.setblocking(False)\nrc = sock.connect_ex(('127.0.0.1', input['port']))\nif rc:\n    raise OSError(rc, 'connect_ex failed')\n'connected'",
         STOPPED,
     ),
-    ("udp_sendto", "os", _SOCK + "socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b'x', ('127.0.0.1', input['udp']))\n'sent'", STOPPED),
+    (
+        "udp_sendto",
+        "os",
+        _SOCK
+        + "socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b'x', ('127.0.0.1', input['udp']))\n'sent'",
+        STOPPED,
+    ),
     # A raw packet socket could bring its own stack: it needs CAP_NET_RAW, which workers lack.
-    ("raw_packet_socket", "os", _SOCK + "socket.socket(socket.AF_PACKET, socket.SOCK_RAW)\n'raw'", STOPPED),
-)  # fmt: skip
+    (
+        "raw_packet_socket",
+        "os",
+        _SOCK + "socket.socket(socket.AF_PACKET, socket.SOCK_RAW)\n'raw'",
+        STOPPED,
+    ),
+)
 
 
 @pytest.mark.parametrize(("gateway", "code", "expected"), NET_ROUTES)
 async def test_loopback_listener_is_unreachable(
-    gateways: dict[str, Gateway], listeners: Listeners, gateway: str, code: str,
+    gateways: dict[str, Gateway],
+    listeners: Listeners,
+    gateway: str,
+    code: str,
     expected: set[str],
-) -> None:  # fmt: skip
+) -> None:
     before = len(listeners.hits())
     ports = {"port": listeners.tcp_port, "udp": listeners.udp_port}
     out = await attempt(gateways[gateway], code, input=ports)
@@ -209,7 +326,7 @@ async def test_loopback_listener_is_unreachable(
         pytest.param(0o755, 0o700, id="socket_in_private_dir"),
         pytest.param(0o777, 0o755, id="world_writable_socket"),  # as /tmp/.X11-unix/X0 is
     ],
-)  # fmt: skip
+)
 async def test_unix_socket_listener_is_unreachable(
     os_gateway: Gateway, tmp_marker: Path, socket_mode: int, dir_mode: int
 ) -> None:

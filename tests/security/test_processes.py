@@ -32,13 +32,28 @@ HARMLESS = {"OK", "POLICY_VIOLATION", "RUNTIME_ERROR"}
 _OS = "import os\nmarker = input['marker']\n"
 
 PROCESS_ROUTES = table(
-    ("import_subprocess", "sec", "import subprocess\nsubprocess.run(['touch', input['marker']])", POLICY),
+    (
+        "import_subprocess",
+        "sec",
+        "import subprocess\nsubprocess.run(['touch', input['marker']])",
+        POLICY,
+    ),
     ("import_os_system", "sec", "import os\nos.system('touch ' + input['marker'])", POLICY),
     ("uuid_os_system", "sec", "import uuid\nuuid.os.system('touch ' + input['marker'])", POLICY),
     ("import_pty", "sec", "import pty\npty.spawn(['touch', input['marker']])", POLICY),
-    ("import_multiprocessing", "sec", "import multiprocessing\nmultiprocessing.Process(target=print).start()", POLICY),
+    (
+        "import_multiprocessing",
+        "sec",
+        "import multiprocessing\nmultiprocessing.Process(target=print).start()",
+        POLICY,
+    ),
     ("import_ctypes", "sec", "import ctypes\nctypes.CDLL(None).fork()", POLICY),
-    ("asyncio_create_subprocess_exec", "sec", "import asyncio\nawait asyncio.create_subprocess_exec('touch', input['marker'])", POLICY),
+    (
+        "asyncio_create_subprocess_exec",
+        "sec",
+        "import asyncio\nawait asyncio.create_subprocess_exec('touch', input['marker'])",
+        POLICY,
+    ),
     (
         "loop_subprocess_shell",
         "sec",
@@ -53,13 +68,46 @@ PROCESS_ROUTES = table(
     ),
     ("os_kill_zygote_policy", "sec", "import os\nos.kill(os.getppid(), 9)", POLICY),
     # -- with the modules allowed: RLIMIT_NPROC=0 for the worker's uid stops every new process --
-    ("os_system", "os", _OS + "status = os.system('touch ' + marker)\nif status:\n    raise OSError(status, 'system failed')\n'spawned'", STOPPED),
-    ("os_fork", "os", _OS + "if os.fork() == 0:\n    os.open(marker, 0o101)\n    os.kill(os.getpid(), 9)\n'forked'", STOPPED),
-    ("os_forkpty", "os", _OS + "pid, fd = os.forkpty()\nif pid == 0:\n    os.open(marker, 0o101)\n    os.kill(os.getpid(), 9)\n'forked'", STOPPED),
-    ("os_posix_spawnp", "os", _OS + "os.posix_spawnp('touch', ['touch', marker], {})\n'spawned'", STOPPED),
+    (
+        "os_system",
+        "os",
+        _OS
+        + "status = os.system('touch ' + marker)\nif status:\n    raise OSError(status, 'system failed')\n'spawned'",
+        STOPPED,
+    ),
+    (
+        "os_fork",
+        "os",
+        _OS
+        + "if os.fork() == 0:\n    os.open(marker, 0o101)\n    os.kill(os.getpid(), 9)\n'forked'",
+        STOPPED,
+    ),
+    (
+        "os_forkpty",
+        "os",
+        _OS
+        + "pid, fd = os.forkpty()\nif pid == 0:\n    os.open(marker, 0o101)\n    os.kill(os.getpid(), 9)\n'forked'",
+        STOPPED,
+    ),
+    (
+        "os_posix_spawnp",
+        "os",
+        _OS + "os.posix_spawnp('touch', ['touch', marker], {})\n'spawned'",
+        STOPPED,
+    ),
     ("fork_bomb", "os", _OS + "while True:\n    os.fork()", STOPPED),
-    ("subprocess_run", "os", "import subprocess\nsubprocess.run(['touch', input['marker']], check=True)\n'spawned'", STOPPED),
-    ("subprocess_popen_shell", "os", "import subprocess\nsubprocess.Popen('touch ' + input['marker'], shell=True).wait()\n'spawned'", STOPPED),
+    (
+        "subprocess_run",
+        "os",
+        "import subprocess\nsubprocess.run(['touch', input['marker']], check=True)\n'spawned'",
+        STOPPED,
+    ),
+    (
+        "subprocess_popen_shell",
+        "os",
+        "import subprocess\nsubprocess.Popen('touch ' + input['marker'], shell=True).wait()\n'spawned'",
+        STOPPED,
+    ),
     (
         "asyncio_subprocess_via_subprocess_module",
         "os",
@@ -69,7 +117,12 @@ PROCESS_ROUTES = table(
     ("pty_spawn", "os", "import pty\npty.spawn(['touch', input['marker']])\n'spawned'", STOPPED),
     # Where the stdlib is unreadable to the worker's uid (under /root on this machine) its
     # fork helper cannot even be imported; elsewhere the fork fails. RUNTIME_ERROR either way.
-    ("multiprocessing_process", "os", "import multiprocessing\nmultiprocessing.Process(target=print).start()\n'started'", STOPPED),
+    (
+        "multiprocessing_process",
+        "os",
+        "import multiprocessing\nmultiprocessing.Process(target=print).start()\n'started'",
+        STOPPED,
+    ),
     (
         "ctypes_libc_fork",
         "os",
@@ -86,14 +139,29 @@ PROCESS_ROUTES = table(
     # -- signals and privileges ------------------------------------------------------------------
     ("kill_zygote", "os", "import os\nos.kill(os.getppid(), 9)\n'killed'", STOPPED),
     ("killpg_zygote", "os", "import os\nos.killpg(os.getpgid(os.getppid()), 9)\n'killed'", STOPPED),
-    ("signal_gateway", "os", "import os\nos.kill(input['gateway'], input['signal'])\n'signalled'", STOPPED),
+    (
+        "signal_gateway",
+        "os",
+        "import os\nos.kill(input['gateway'], input['signal'])\n'signalled'",
+        STOPPED,
+    ),
     ("setuid_root", "os", "import os\nos.setuid(0)\n'root'", STOPPED),
-    ("raise_rlimit_nproc", "os", "import resource\nresource.setrlimit(resource.RLIMIT_NPROC, (100, 100))\n'raised'", STOPPED),
+    (
+        "raise_rlimit_nproc",
+        "os",
+        "import resource\nresource.setrlimit(resource.RLIMIT_NPROC, (100, 100))\n'raised'",
+        STOPPED,
+    ),
     # The worker ends with os._exit, so atexit handlers never run.
-    ("atexit_handler", "os", _OS + "import atexit\natexit.register(os.open, marker, 0o101)\n'registered'", HARMLESS),
+    (
+        "atexit_handler",
+        "os",
+        _OS + "import atexit\natexit.register(os.open, marker, 0o101)\n'registered'",
+        HARMLESS,
+    ),
     # Holding ctypes, a guest can crash its own worker; the server must report it and go on.
     ("ctypes_segfault", "os", "import ctypes\nctypes.string_at(0)", {"EXECUTOR_ERROR", *STOPPED}),
-)  # fmt: skip
+)
 
 
 @pytest.fixture
@@ -109,9 +177,13 @@ def sigusr2_received() -> Iterator[list[int]]:
 
 @pytest.mark.parametrize(("gateway", "code", "expected"), PROCESS_ROUTES)
 async def test_no_process_escapes(
-    gateways: dict[str, Gateway], tmp_marker: Path, sigusr2_received: list[int], gateway: str,
-    code: str, expected: set[str],
-) -> None:  # fmt: skip
+    gateways: dict[str, Gateway],
+    tmp_marker: Path,
+    sigusr2_received: list[int],
+    gateway: str,
+    code: str,
+    expected: set[str],
+) -> None:
     zygotes = zygote_pids()
     assert zygotes, "the gateway's zygote is running"
     guest_input = {"marker": str(tmp_marker), "gateway": os.getpid(), "signal": signal.SIGUSR2}

@@ -67,7 +67,11 @@ RUNAWAYS = table(
     ("string_of_10gb", "len('a' * 10**10)", MEMORY),
     ("append_loop", "x = []\nwhile True:\n    x.append('a' * 10**6)", MEMORY),
     ("dict_growth", "d = {}\ni = 0\nwhile True:\n    d[i] = str(i) * 10\n    i += 1", MEMORY),
-    ("infinite_generator_to_list", "def g():\n    while True:\n        yield 1\n\nlen(list(g()))", MEMORY),
+    (
+        "infinite_generator_to_list",
+        "def g():\n    while True:\n        yield 1\n\nlen(list(g()))",
+        MEMORY,
+    ),
     ("infinite_iterator_to_list", "import itertools\nlen(list(itertools.count()))", MEMORY),
     ("infinite_join", "import itertools\nlen(''.join(itertools.repeat('x')))", MEMORY),
     # -- recursion -------------------------------------------------------------------------------
@@ -92,10 +96,18 @@ RUNAWAYS = table(
     ("print_100mb", "for _ in range(100):\n    print('x' * 10**6)", OUTPUT),
     ("log_100mb", "for _ in range(100):\n    log('x' * 10**6)", OUTPUT),
     ("many_small_prints", "for i in range(10**8):\n    print(i)", OUTPUT),
-    ("print_to_stderr", "import sys\nfor _ in range(100):\n    print('x' * 10**6, file=sys.stderr)", OUTPUT),
+    (
+        "print_to_stderr",
+        "import sys\nfor _ in range(100):\n    print('x' * 10**6, file=sys.stderr)",
+        OUTPUT,
+    ),
     # The guest swallows each OUTPUT_LIMIT and prints on: the run can only end at its time
     # limit, and either type names the limit that stopped it (the first one tripped wins).
-    ("print_flood_swallowed", "while True:\n    try:\n        print('x' * 10**6)\n    except BaseException:\n        pass", {"OUTPUT_LIMIT", "TIMEOUT"}),
+    (
+        "print_flood_swallowed",
+        "while True:\n    try:\n        print('x' * 10**6)\n    except BaseException:\n        pass",
+        {"OUTPUT_LIMIT", "TIMEOUT"},
+    ),
     ("result_10mb", "'x' * 10**7", OUTPUT),
     ("result_wide_list", "list(range(10**6))", OUTPUT),
     (
@@ -113,7 +125,7 @@ RUNAWAYS = table(
         "raise ValueError('x' * 10**8)",
         {"RUNTIME_ERROR", "MEMORY_LIMIT", "OUTPUT_LIMIT"},
     ),
-)  # fmt: skip
+)
 
 
 # Rows that can only end at the time limit take its 2 s: slow (`pytest -m "not slow"`).
@@ -190,9 +202,15 @@ def test_active_layers_are_reported(tight_gateway: Gateway) -> None:
         assert expected <= set(info["layers"]), info
         return
     expected = {
-        "worker_process", "uid_drop", "network_namespace", "rlimit_nproc", "no_new_privs",
-        "landlock", "ipc_namespace", "seccomp",
-    }  # fmt: skip
+        "worker_process",
+        "uid_drop",
+        "network_namespace",
+        "rlimit_nproc",
+        "no_new_privs",
+        "landlock",
+        "ipc_namespace",
+        "seccomp",
+    }
     assert expected <= set(info["layers"]), info
     assert "socket_block" in info["inactive"], "the weak fallback is off with a network namespace"
 
