@@ -270,7 +270,9 @@ async def _reporting_start(gateway: Gateway) -> AsyncIterator[None]:
     print(f"mcp-code-mode: sandbox {info['executor']}: {layers}", file=sys.stderr)
 
     async def report_upstreams() -> None:
-        await gateway.settle()
+        # Only the upstreams: the search index (embeddings, in a thread) is built by the
+        # first discovery call, not while the first runs are being answered.
+        await gateway.manager.settle()
         print(f"mcp-code-mode: {len(gateway.catalog.entries)} upstream tools", file=sys.stderr)
         for row in gateway.list_servers():
             if row["status"] == "error":
