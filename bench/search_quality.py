@@ -20,8 +20,9 @@ from bench.common import ROOT, Section, Table
 from bench.corpus import NEAR_DUPLICATE, QUERIES, SERVERS, catalog_of, held_out_queries, mcp_tools
 from bench.corpus_heldout2 import held_out2_queries
 from bench.specs import Query
-from mcp_code_mode.catalog import Catalog, Ranking
+from mcp_code_mode.catalog import Catalog
 from mcp_code_mode.embeddings import EmbeddingStore
+from mcp_code_mode.ranking import Ranking
 
 Ranker = Callable[[str, int], list[tuple[str, str]]]
 RECALL_TARGET, RECALL1_TARGET, TIME_TARGET_MS = 0.9, 0.65, 5.0

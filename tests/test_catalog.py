@@ -8,8 +8,9 @@ from typing import Any
 import pytest
 from mcp import types
 
-from mcp_code_mode.catalog import Catalog, Ranking, SearchHit, tokenize
+from mcp_code_mode.catalog import Catalog, SearchHit
 from mcp_code_mode.errors import UnknownToolError
+from mcp_code_mode.ranking import Ranking, tokenize
 
 STR = {"type": "string"}
 INT = {"type": "integer"}

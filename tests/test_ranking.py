@@ -8,9 +8,9 @@ from concurrent.futures import Future
 
 import pytest
 
-from mcp_code_mode.catalog import Catalog, Ranking, SearchHit
+from mcp_code_mode.catalog import Catalog, SearchHit
 from mcp_code_mode.embeddings import Embedder, EmbeddingStore
-from mcp_code_mode.ranking import LexicalRanker, ToolText
+from mcp_code_mode.ranking import LexicalRanker, Ranking, ToolText
 from tests.test_catalog import DESCRIPTIONS, TOOLS, tool
 
 LEXICAL = Ranking(semantic_weight=0)

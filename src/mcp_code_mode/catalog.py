@@ -11,26 +11,19 @@ import difflib
 from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import mcp_types
-import numpy
 
-from .embeddings import EmbeddingStore
 from .errors import UnknownToolError
 from .naming import assign_identifiers
-from .ranking import (
-    FusedRanker,
-    LexicalRanker,
-    Ranker,
-    Ranking,
-    SemanticRanker,
-    ToolText,
-    tokenize,
-)
 from .tool_formatter import ToolSchemaFormatter, ToolStubSource, one_line
 
-__all__ = ["Catalog", "Ranking", "SearchHit", "ToolEntry", "tokenize"]
+if TYPE_CHECKING:
+    from .embeddings import EmbeddingStore
+    from .ranking import Ranker, Ranking, SemanticRanker, ToolText
+
+__all__ = ["Catalog", "SearchHit", "ToolEntry"]
 
 _SHOWN_CHARS = 100  # of an unknown name, in an error message
 MAX_QUERY_CHARS = 1000  # of a search query, the part that is ranked (contract §7)
@@ -104,7 +97,7 @@ class Catalog:
         needs_approval: Callable[[str, mcp_types.Tool], bool] | None = None,
     ) -> None:
         self.formatter = formatter or ToolSchemaFormatter()
-        self.ranking = ranking or Ranking()
+        self._ranking = ranking
         self.descriptions = dict(descriptions or {})
         self.server_ids = assign_identifiers(tools)
         self._by_server: dict[str, dict[str, ToolEntry]] = {}
@@ -132,10 +125,23 @@ class Catalog:
             self._ranker  # noqa: B018  # built now, embeddings included
 
     @property
+    def ranking(self) -> Ranking:
+        """How search weighs words and meaning (default: `Ranking()`)."""
+        if self._ranking is None:
+            from .ranking import Ranking
+
+            self._ranking = Ranking()
+        return self._ranking
+
+    @property
     def _ranker(self) -> Ranker:
         """The search index, built on first use: a run that only calls tools never needs it
         (its lexical part takes a moment at a thousand tools, its embeddings a thread)."""
         if self._built_ranker is None:
+            # Imported here: numpy, bm25s and the embeddings cost a run that never searches.
+            from .embeddings import EmbeddingStore
+            from .ranking import FusedRanker, LexicalRanker, SemanticRanker
+
             groups = [[self._text(e) for e in group.values()] for group in self._by_server.values()]
             if self.ranking.semantic_weight > 0 and self.entries:
                 store = self._embeddings or EmbeddingStore.default()
@@ -209,6 +215,8 @@ class Catalog:
             self._server(server)  # an unknown server is an error listing the known ones
         if limit <= 0 or not self.entries:
             return []
+        import numpy
+
         exact = self._exact_matches(query)
         scores = self._ranker.scores(query[:MAX_QUERY_CHARS])
         if prefer:
@@ -266,6 +274,8 @@ class Catalog:
         return by_name + by_id
 
     def _text(self, entry: ToolEntry) -> ToolText:
+        from .ranking import ToolText
+
         schema = entry.schema.input_schema or {}
         properties = schema.get("properties") or {}
         if not isinstance(properties, dict):  # an upstream's schema is not checked
