@@ -18,7 +18,7 @@ import difflib
 import importlib
 import sys
 import types
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 __all__ = [
@@ -405,21 +405,38 @@ class _Frozen:
         raise AttributeError(f"{self!r} cannot be changed")
 
 
+_Bind = Callable[[str, str], Callable[..., Any]]
+"""Makes the callable of one tool from its server's and its own original names."""
+
+# Where `tools` and its servers keep what they make tools with: a key no attribute name can
+# spell, private to guest code (`getattr(tools, "_ bind")` is refused: not the guest's object).
+_BIND = "_ bind"
+
+
 class _Server(_Frozen):
-    """`tools.<server>`: one attribute per tool."""
+    """`tools.<server>`: one attribute per tool, each made when it is first read."""
 
     _name: str
     _error: str | None
-    _tools: dict[str, str]
+    _tools: Mapping[str, str]
 
-    def __init__(self, runtime: GuestRuntime, ident: str, spec: dict[str, Any]) -> None:
-        tools: dict[str, str] = dict(spec.get("tools", {}))
-        for tool_id, tool in tools.items():
-            self.__dict__[tool_id] = runtime.tool_function(spec["name"], tool)
+    def __init__(self, bind: _Bind, spec: dict[str, Any]) -> None:
+        name: str = spec["name"]
+        tools: Mapping[str, str] = types.MappingProxyType(spec.get("tools", {}))
+        self.__dict__[_BIND] = bind
+        # A tool named like an attribute of this class would be hidden by it: made now.
+        for tool_id in _SERVER_ATTRIBUTES:
+            if tool_id in tools:
+                self.__dict__[tool_id] = bind(name, tools[tool_id])
         # Set last: a tool whose identifier is one of these stays reachable by call_tool().
-        self.__dict__.update(_name=spec["name"], _error=spec.get("error"), _tools=tools)
+        self.__dict__.update(_name=name, _error=spec.get("error"), _tools=tools)
 
     def __getattr__(self, name: str) -> Any:
+        state = self.__dict__
+        tools = state.get("_tools")
+        if tools is not None and name in tools:
+            tool = state[name] = state[_BIND](state["_name"], tools[name])
+            return tool
         if name.startswith("_"):
             raise AttributeError(name)
         if self._error:
@@ -434,15 +451,28 @@ class _Server(_Frozen):
 
 
 class _Tools(_Frozen):
-    """`tools`: one attribute per server."""
+    """`tools`: one attribute per server, each made when it is first read.
 
-    _names: list[str]
+    Nothing is built for the servers and tools a run does not use, so making `tools` costs
+    the same whatever the size of the catalog.
+    """
 
-    def __init__(self, servers: dict[str, _Server]) -> None:
-        self.__dict__.update(servers)
-        self.__dict__["_names"] = list(servers)
+    _names: Mapping[str, dict[str, Any]]
+
+    def __init__(self, bind: _Bind, index: dict[str, Any]) -> None:
+        self.__dict__[_BIND] = bind
+        # A server named like an attribute of this class would be hidden by it: made now.
+        for ident in _TOOLS_ATTRIBUTES:
+            if ident in index:
+                self.__dict__[ident] = _Server(bind, index[ident])
+        self.__dict__["_names"] = types.MappingProxyType(index)
 
     def __getattr__(self, name: str) -> Any:
+        state = self.__dict__
+        names = state.get("_names")
+        if names is not None and name in names:
+            server = state[name] = _Server(state[_BIND], names[name])
+            return server
         if name.startswith("_"):
             raise AttributeError(name)
         raise _UnknownName(name, "", f"unknown server{_closest(name, self._names)}")
@@ -452,6 +482,11 @@ class _Tools(_Frozen):
 
     def __repr__(self) -> str:
         return f"<tools: {', '.join(self._names)}>"
+
+
+# What ordinary lookup finds on the class before `__getattr__` is asked.
+_SERVER_ATTRIBUTES = tuple(dir(_Server))
+_TOOLS_ATTRIBUTES = tuple(dir(_Tools))
 
 
 def _closest(name: str, candidates: Iterable[str]) -> str:
@@ -479,13 +514,12 @@ class GuestRuntime:
         A session (dspy CodeInterpreter) namespace also has `SUBMIT(**fields)`.
         """
         safe = self.safe_builtins()
-        servers = {ident: _Server(self, ident, spec) for ident, spec in index.items()}
         extra = {"SUBMIT": _submit} if session else {}
         return {
             **extra,
             "__builtins__": safe,
             "__name__": GUEST_MODULE,
-            "tools": _Tools(servers),
+            "tools": _Tools(self.tool_function, index),
             **{name: getattr(self, name) for name in GUEST_FUNCTIONS},
             "input": input_value,
             "ToolError": ToolError,

@@ -39,7 +39,7 @@ from mcp_code_mode.sandbox.protocol import DoneMessage, ErrorInfo
 if TYPE_CHECKING:  # not loaded under Pyodide, which has no mirror
     from mcp_code_mode.sandbox.output_mirror import OutputMirror
 
-__all__ = ["GUEST_FILENAME", "Exchange", "Run", "compile_guest", "execute"]
+__all__ = ["GUEST_FILENAME", "Exchange", "KnownIndex", "Run", "compile_guest", "execute"]
 
 GUEST_FILENAME = "<guest>"
 _RESULT = "_mcp_result_"
@@ -64,6 +64,25 @@ SIGINT, which the runner's watchdog thread raises through Pyodide's interrupt bu
 way the run ends as TIMEOUT with its stdout and logs; code stuck in one long C call checks
 no signal, and the host kills it at the limit plus a grace period.
 """
+
+
+class KnownIndex:
+    """The guest index a worker has: inherited from its zygote, or the last a run brought.
+
+    A `run` message carries `index` only when the host does not know this worker to have
+    version `index_version` already; one without uses the index kept here.
+    """
+
+    def __init__(self, version: int | None = None, servers: dict[str, Any] | None = None) -> None:
+        self.version = version
+        self.servers: dict[str, Any] = servers if servers is not None else {}
+
+    def for_run(self, message: dict[str, Any]) -> dict[str, Any]:
+        """The index `message` runs with; kept for the runs that follow."""
+        if "index" in message:
+            self.servers = message["index"]
+            self.version = message.get("index_version")
+        return self.servers
 
 
 class Run:
@@ -272,11 +291,16 @@ def _error(kind: str, message: str, line: int | None) -> ErrorInfo:
 
 
 def execute(
-    message: dict[str, Any], run: Run, runtime: GuestRuntime,
+    message: dict[str, Any],
+    run: Run,
+    runtime: GuestRuntime,
     namespace: dict[str, Any] | None = None,
-) -> DoneMessage:  # fmt: skip
+    *,
+    index: dict[str, Any],
+) -> DoneMessage:
     """Run one snippet to completion (or to its first limit) and build the `done` message.
 
+    `index` is the guest index `tools` is built from (see `KnownIndex.for_run`).
     `namespace` carries a session's variables from snippet to snippet; the guest API in it
     is refreshed for this run, and `message["variables"]` are added to it.
     """
@@ -287,7 +311,7 @@ def execute(
         run.mirror.reset()
         runtime.on_log = run.mirror.log
     session = namespace is not None
-    fresh = runtime.namespace(message["index"], message["input"], session=session)
+    fresh = runtime.namespace(index, message["input"], session=session)
     if namespace is None:
         namespace = fresh
     else:
