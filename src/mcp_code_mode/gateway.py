@@ -228,9 +228,14 @@ class Gateway:
         return unwrap_result(await self.manager.call_tool(server, tool, args))
 
     def _guest_index(self) -> GuestIndex:
-        """The guest index, made again only when the catalog or a server's status changed."""
+        """The guest index, made again only when the catalog or a server's status changed.
+
+        While every configured server is in the catalog (no server that never answered, none
+        disabled), this costs the same whatever the number of servers and tools.
+        """
         catalog = self.catalog
-        rows = self.manager.statuses()
+        missing = len(self.config.servers) > len(catalog.server_ids)
+        rows = self.manager.statuses() if missing else []
         down = [r for r in rows if r.status != "ok" and r.name not in catalog.server_ids]
         source = (self.manager.tools_version, [(r.name, r.status, r.error) for r in down])
         if self._index is not None and self._index[0] == source:

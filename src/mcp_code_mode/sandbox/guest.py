@@ -32,11 +32,13 @@ __all__ = [
     "PRIVATE_OK",
     "REFUSED_DUNDERS",
     "Fatal",
+    "GuestIndex",
     "GuestRuntime",
     "ImportRefused",
     "ModuleView",
     "Submitted",
     "ToolError",
+    "freeze_index",
     "guest_getattr",
     "install_guards",
 ]
@@ -312,8 +314,10 @@ def _check_format(template: str, depth: int = 0) -> None:
 
 def _is_identifier_of(obj: Any, name: object) -> bool:
     """A server of `tools` or a tool of `tools.<server>`: `_2fa` and `format` are fine there."""
+    if not isinstance(name, str) or name in GUEST_ONLY_DUNDERS:
+        return False  # `__dict__` & co. find the object's own, not a server or tool so named
     if isinstance(obj, _Tools):
-        return name in obj._names
+        return name in obj.__dict__.get(_INDEX, ())
     return isinstance(obj, _Server) and name in obj._tools
 
 
@@ -408,9 +412,32 @@ class _Frozen:
 _Bind = Callable[[str, str], Callable[..., Any]]
 """Makes the callable of one tool from its server's and its own original names."""
 
-# Where `tools` and its servers keep what they make tools with: a key no attribute name can
-# spell, private to guest code (`getattr(tools, "_ bind")` is refused: not the guest's object).
+GuestIndex = Mapping[str, Mapping[str, Any]]
+"""A guest index as workers keep it: read-only all the way down (see `freeze_index`)."""
+
+# Where `tools` and its servers keep what they make their attributes from: keys no attribute
+# name can spell, and private to guest code (these objects are not the guest's own).
 _BIND = "_ bind"
+_INDEX = "_ index"
+
+
+def freeze_index(servers: Mapping[str, Any]) -> GuestIndex:
+    """`servers` (server identifier -> {"name", "tools": {tool id: name}, "error"?}) as
+    read-only mappings: a worker keeps its index from run to run, so no run may change it."""
+    return types.MappingProxyType(
+        {
+            ident: types.MappingProxyType(
+                {**spec, "tools": types.MappingProxyType(dict(spec.get("tools", {})))}
+            )
+            for ident, spec in servers.items()
+        }
+    )
+
+
+def _refuse_reinit(obj: _Frozen) -> None:
+    """`tools.__class__.__init__(tools, ...)` would change what the policy trusts."""
+    if _BIND in obj.__dict__:
+        raise AttributeError(f"{type(obj).__name__} objects cannot be changed")
 
 
 class _Server(_Frozen):
@@ -420,7 +447,8 @@ class _Server(_Frozen):
     _error: str | None
     _tools: Mapping[str, str]
 
-    def __init__(self, bind: _Bind, spec: dict[str, Any]) -> None:
+    def __init__(self, bind: _Bind, spec: Mapping[str, Any]) -> None:
+        _refuse_reinit(self)
         name: str = spec["name"]
         tools: Mapping[str, str] = types.MappingProxyType(spec.get("tools", {}))
         self.__dict__[_BIND] = bind
@@ -453,25 +481,27 @@ class _Server(_Frozen):
 class _Tools(_Frozen):
     """`tools`: one attribute per server, each made when it is first read.
 
-    Nothing is built for the servers and tools a run does not use, so making `tools` costs
-    the same whatever the size of the catalog.
+    Nothing is made for the servers and tools a run does not use, so `tools` costs next to
+    nothing whatever the size of the catalog.
     """
 
-    _names: Mapping[str, dict[str, Any]]
+    _names: list[str]
 
-    def __init__(self, bind: _Bind, index: dict[str, Any]) -> None:
+    def __init__(self, bind: _Bind, index: GuestIndex) -> None:
+        _refuse_reinit(self)
         self.__dict__[_BIND] = bind
+        self.__dict__[_INDEX] = index
         # A server named like an attribute of this class would be hidden by it: made now.
         for ident in _TOOLS_ATTRIBUTES:
             if ident in index:
                 self.__dict__[ident] = _Server(bind, index[ident])
-        self.__dict__["_names"] = types.MappingProxyType(index)
+        self.__dict__["_names"] = list(index)
 
     def __getattr__(self, name: str) -> Any:
         state = self.__dict__
-        names = state.get("_names")
-        if names is not None and name in names:
-            server = state[name] = _Server(state[_BIND], names[name])
+        index = state.get(_INDEX)
+        if index is not None and name in index:
+            server = state[name] = _Server(state[_BIND], index[name])
             return server
         if name.startswith("_"):
             raise AttributeError(name)
@@ -507,7 +537,7 @@ class GuestRuntime:
         self.on_log: Callable[[str], None] = lambda line: None
 
     def namespace(
-        self, index: dict[str, Any], input_value: Any, *, session: bool = False
+        self, index: GuestIndex, input_value: Any, *, session: bool = False
     ) -> dict[str, Any]:
         """The globals of a run: restricted builtins plus the contract §4 names.
 

@@ -28,10 +28,12 @@ from mcp_code_mode.sandbox.guest import (
     HOST_CALLS,
     PRIVATE_OK,
     Fatal,
+    GuestIndex,
     GuestRuntime,
     ImportRefused,
     Submitted,
     ToolError,
+    freeze_index,
     install_guards,
 )
 from mcp_code_mode.sandbox.protocol import DoneMessage, ErrorInfo
@@ -75,12 +77,12 @@ class KnownIndex:
 
     def __init__(self, version: int | None = None, servers: dict[str, Any] | None = None) -> None:
         self.version = version
-        self.servers: dict[str, Any] = servers if servers is not None else {}
+        self.servers = freeze_index(servers or {})
 
-    def for_run(self, message: dict[str, Any]) -> dict[str, Any]:
+    def for_run(self, message: dict[str, Any]) -> GuestIndex:
         """The index `message` runs with; kept for the runs that follow."""
         if "index" in message:
-            self.servers = message["index"]
+            self.servers = freeze_index(message["index"])
             self.version = message.get("index_version")
         return self.servers
 
@@ -207,7 +209,8 @@ def _is_checked(node: ast.Attribute) -> bool:
         name.startswith("_")
         and not (dunder and name not in GUEST_ONLY_DUNDERS)
         and name not in PRIVATE_OK
-        and not _is_tools_chain(node)
+        # `tools.__dict__` is no server: through it `tools.x` could become anything.
+        and (name in GUEST_ONLY_DUNDERS or not _is_tools_chain(node))
     )
 
 
@@ -296,7 +299,7 @@ def execute(
     runtime: GuestRuntime,
     namespace: dict[str, Any] | None = None,
     *,
-    index: dict[str, Any],
+    index: GuestIndex,
 ) -> DoneMessage:
     """Run one snippet to completion (or to its first limit) and build the `done` message.
 
