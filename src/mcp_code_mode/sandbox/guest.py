@@ -557,7 +557,7 @@ class GuestRuntime:
 
     def safe_builtins(self) -> dict[str, Any]:
         """The builtins guest code runs with (and string annotations are evaluated with)."""
-        safe = {k: v for k, v in vars(builtins).items() if k not in _REMOVED_BUILTINS}
+        safe = _KEPT_BUILTINS.copy()
         safe.update(
             __import__=self._import, getattr=guest_getattr, hasattr=_safe_hasattr,
             setattr=_safe_setattr, delattr=_safe_delattr, _mcp_getattr_=guest_getattr,
@@ -632,6 +632,9 @@ class GuestRuntime:
         module = importlib.import_module(name)
         return ModuleView(module if fromlist else importlib.import_module(root), allowed)
 
+
+_KEPT_BUILTINS = {k: v for k, v in vars(builtins).items() if k not in _REMOVED_BUILTINS}
+"""The builtins every run keeps, taken once (in the zygote, before any worker is forked)."""
 
 _GUARDS: list[bool] = []
 
