@@ -31,7 +31,7 @@ from .errors import (
 from .mcp_manager import Connect, MCPServerManager
 from .naming import to_identifier
 from .reach import servers_reached
-from .sandbox.base import ExecutionResult, Executor, Limits, ToolCallRecord
+from .sandbox.base import ExecutionResult, Executor, GuestIndex, Limits, ToolCallRecord
 from .sandbox.executor import SandboxExecutor
 from .sandbox.pool import Launcher, Zygote
 from .sandbox.pyodide import PyodideLauncher
@@ -95,6 +95,7 @@ class Gateway:
         self.executor: Executor = executor or _make_executor(settings)
         self._catalog: Catalog | None = None
         self._catalog_version = -1
+        self._index: tuple[object, GuestIndex] | None = None  # (what it was made from, it)
 
     @classmethod
     def from_settings(cls, settings: Settings, config_path: str | Path | None = None) -> Gateway:
@@ -278,15 +279,27 @@ class Gateway:
             )  # fmt: skip
         return unwrap_result(await self.manager.call_tool(server, tool, args))
 
-    def _guest_index(self) -> dict[str, Any]:
-        index = self.catalog.guest_index()
-        for row in self.manager.statuses():
-            if row.status != "ok" and row.name not in self.catalog.server_ids:
-                index.setdefault(_free_ident(row.name, index), {
-                    "name": row.name, "tools": {},
-                    "error": row.error or f"server {row.name!r} is {row.status}",
-                })  # fmt: skip
-        return index
+    def _guest_index(self) -> GuestIndex:
+        """The guest index, made again only when the catalog or a server's status changed.
+
+        While every configured server is in the catalog (no server that never answered, none
+        disabled), this costs the same whatever the number of servers and tools.
+        """
+        catalog = self.catalog
+        missing = len(self.config.servers) > len(catalog.server_ids)
+        rows = self.manager.statuses() if missing else []
+        down = [r for r in rows if r.status != "ok" and r.name not in catalog.server_ids]
+        source = (self.manager.tools_version, [(r.name, r.status, r.error) for r in down])
+        if self._index is not None and self._index[0] == source:
+            return self._index[1]
+        index = catalog.guest_index()
+        for row in down:
+            index.setdefault(_free_ident(row.name, index), {
+                "name": row.name, "tools": {},
+                "error": row.error or f"server {row.name!r} is {row.status}",
+            })  # fmt: skip
+        self._index = (source, GuestIndex.of(index))
+        return self._index[1]
 
 
 class _RunRouter:

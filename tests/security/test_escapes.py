@@ -177,6 +177,27 @@ ESCAPES = table(
         "import asyncio\n'ESCAPED' + str(asyncio.unix_events.signal.setitimer)",
         STOPPED,
     ),
+    # -- `tools` and its servers: names the policy trusts, so they must not change -------------
+    (
+        "tools_dict_swaps_a_server_for_a_format_string",
+        "tools.__dict__['t'] = '{0.__class__.__base__.__subclasses__}'\n'ESCAPED' + tools.t.format(0)",
+        RUNTIME,
+    ),
+    (
+        "server_dict_swaps_a_tool_for_str_format",
+        "tools.t.__dict__['format'] = '{0.__class__.__base__.__subclasses__}'.format\n'ESCAPED' + tools.t.format(0)",
+        STOPPED,
+    ),
+    (
+        "tools_reinitialised_through_its_class",
+        "tools.__class__.__init__(tools, print, {'t': {'name': 't', 'tools': {}}})\n'ESCAPED'",
+        RUNTIME,
+    ),
+    (
+        "index_changed_through_a_server",
+        "tools.t._tools['echo'] = 'fail'\n'ESCAPED'",
+        RUNTIME,
+    ),
 )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
@@ -17,6 +18,7 @@ __all__ = [
     "ErrorDetail",
     "ExecutionResult",
     "Executor",
+    "GuestIndex",
     "Limits",
     "ToolCallGroup",
     "ToolCallRecord",
@@ -41,6 +43,27 @@ class Limits:
             max_chars=settings.max_chars,
             max_lines=settings.max_lines,
         )
+
+
+_INDEX_VERSIONS = itertools.count(1)
+
+
+@dataclass(frozen=True, slots=True)
+class GuestIndex:
+    """What workers build `tools.<server>.<tool>` from, and its version.
+
+    `servers` maps server identifiers to `{"name", "tools": {tool id: name}, "error"?}`.
+    A version names one content for the life of the process (`GuestIndex.of` numbers them),
+    so a worker that has version `v` needs no copy of it; never change `servers` once made.
+    """
+
+    version: int
+    servers: dict[str, Any]
+
+    @classmethod
+    def of(cls, servers: dict[str, Any]) -> GuestIndex:
+        """`servers` under a version no other index of this process has."""
+        return cls(next(_INDEX_VERSIONS), servers)
 
 
 class ToolCallRecord(BaseModel):
@@ -144,9 +167,10 @@ class Executor(Protocol):
     async def aclose(self) -> None: ...
 
     async def run(
-        self, code: str, *, input: Any, timeout_s: float, index: dict[str, Any],
-        router: ToolRouter,
-    ) -> ExecutionResult: ...  # fmt: skip
+        self, code: str, *, input: Any, timeout_s: float, index: GuestIndex, router: ToolRouter
+    ) -> ExecutionResult:
+        """Run `code` with `tools` built from `index`; failures of the guest are values."""
+        ...
 
     def layers(self) -> dict[str, bool]:
         """The isolation layers in force, by name."""

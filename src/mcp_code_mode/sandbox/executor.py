@@ -20,7 +20,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from ..errors import CodeModeError, ErrorType, WorkerCrashed
-from .base import ErrorDetail, ExecutionResult, Limits, ToolRouter
+from .base import ErrorDetail, ExecutionResult, GuestIndex, Limits, ToolRouter
 from .policy import check_policy
 from .pool import Launcher, Worker, WorkerPool
 from .protocol import (
@@ -65,19 +65,23 @@ class SandboxExecutor:
         return {"ast_policy": True, "restricted_builtins": True, **self.launcher.layers}
 
     async def run(
-        self, code: str, *, input: Any, timeout_s: float, index: dict[str, Any],
-        router: ToolRouter,
-    ) -> ExecutionResult:  # fmt: skip
-        """Check, then run `code` in a worker; failures of the guest come back as values."""
+        self, code: str, *, input: Any, timeout_s: float, index: GuestIndex, router: ToolRouter
+    ) -> ExecutionResult:
+        """Check, then run `code` in a worker; failures of the guest come back as values.
+
+        Workers started from now on get `index` from the launcher; one that has another
+        version gets it in its `run` message (see `Conversation.run`).
+        """
         started = time.perf_counter()
         refused = check_code(code, self.allowed_imports, self.limits)
         if refused is not None:
             refused.duration_ms = _ms_since(started)
             return refused
+        self.launcher.use_index(index)
         message: RunMessage = {
-            "op": "run", "code": code, "input": input, "index": index,
-            "timeout_s": timeout_s, "max_output_chars": self.limits.max_output_chars,
-            "seed": secrets.randbits(128),
+            "op": "run", "code": code, "input": input, "index_version": index.version,
+            "index": index.servers, "timeout_s": timeout_s,
+            "max_output_chars": self.limits.max_output_chars, "seed": secrets.randbits(128),
         }  # fmt: skip
         produced: list[tuple[str, list[str]]] = []  # stdout and logs of a killed worker
         try:
@@ -202,10 +206,16 @@ class Conversation:
         self._tasks: set[asyncio.Task[None]] = set()
 
     async def run(self, message: RunMessage) -> DoneMessage:
+        """Send `message`, answer the worker's requests, return its `done`.
+
+        The guest index goes along only when the worker does not have that version yet.
+        """
         try:
-            await self.worker.send(message)
+            await self.worker.send(_for_worker(message, self.worker.index_version))
         except ConnectionError:  # it died while idle (e.g. with its zygote): nothing ran
             raise WorkerCrashed("the worker process was gone before the run started") from None
+        if "index" in message:
+            self.worker.index_version = message["index_version"]
         try:
             while True:
                 request = await self.worker.receive()
@@ -305,6 +315,15 @@ class Conversation:
             return _failed(exc)
         except Exception as exc:  # a gateway bug must reach the guest as a failed call, not hang it
             return {"ok": False, "error": f"internal gateway error: {type(exc).__name__}: {exc}"}
+
+
+def _for_worker(message: RunMessage, index_version: int | None) -> RunMessage:
+    """`message` without its index when the worker has that version of it already."""
+    if index_version != message["index_version"] or "index" not in message:
+        return message
+    slim = message.copy()
+    del slim["index"]
+    return slim
 
 
 def _failed(exc: CodeModeError) -> Outcome:

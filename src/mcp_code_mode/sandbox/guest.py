@@ -18,7 +18,7 @@ import difflib
 import importlib
 import sys
 import types
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 __all__ = [
@@ -32,11 +32,13 @@ __all__ = [
     "PRIVATE_OK",
     "REFUSED_DUNDERS",
     "Fatal",
+    "GuestIndex",
     "GuestRuntime",
     "ImportRefused",
     "ModuleView",
     "Submitted",
     "ToolError",
+    "freeze_index",
     "guest_getattr",
     "install_guards",
 ]
@@ -312,8 +314,10 @@ def _check_format(template: str, depth: int = 0) -> None:
 
 def _is_identifier_of(obj: Any, name: object) -> bool:
     """A server of `tools` or a tool of `tools.<server>`: `_2fa` and `format` are fine there."""
+    if not isinstance(name, str) or name in GUEST_ONLY_DUNDERS:
+        return False  # `__dict__` & co. find the object's own, not a server or tool so named
     if isinstance(obj, _Tools):
-        return name in obj._names
+        return name in obj.__dict__.get(_INDEX, ())
     return isinstance(obj, _Server) and name in obj._tools
 
 
@@ -405,21 +409,62 @@ class _Frozen:
         raise AttributeError(f"{self!r} cannot be changed")
 
 
+_Bind = Callable[[str, str], Callable[..., Any]]
+"""Makes the callable of one tool from its server's and its own original names."""
+
+GuestIndex = Mapping[str, Mapping[str, Any]]
+"""A guest index as workers keep it: read-only all the way down (see `freeze_index`)."""
+
+# Where `tools` and its servers keep what they make their attributes from: keys no attribute
+# name can spell, and private to guest code (these objects are not the guest's own).
+_BIND = "_ bind"
+_INDEX = "_ index"
+
+
+def freeze_index(servers: Mapping[str, Any]) -> GuestIndex:
+    """`servers` (server identifier -> {"name", "tools": {tool id: name}, "error"?}) as
+    read-only mappings: a worker keeps its index from run to run, so no run may change it."""
+    return types.MappingProxyType(
+        {
+            ident: types.MappingProxyType(
+                {**spec, "tools": types.MappingProxyType(dict(spec.get("tools", {})))}
+            )
+            for ident, spec in servers.items()
+        }
+    )
+
+
+def _refuse_reinit(obj: _Frozen) -> None:
+    """`tools.__class__.__init__(tools, ...)` would change what the policy trusts."""
+    if _BIND in obj.__dict__:
+        raise AttributeError(f"{type(obj).__name__} objects cannot be changed")
+
+
 class _Server(_Frozen):
-    """`tools.<server>`: one attribute per tool."""
+    """`tools.<server>`: one attribute per tool, each made when it is first read."""
 
     _name: str
     _error: str | None
-    _tools: dict[str, str]
+    _tools: Mapping[str, str]
 
-    def __init__(self, runtime: GuestRuntime, ident: str, spec: dict[str, Any]) -> None:
-        tools: dict[str, str] = dict(spec.get("tools", {}))
-        for tool_id, tool in tools.items():
-            self.__dict__[tool_id] = runtime.tool_function(spec["name"], tool)
+    def __init__(self, bind: _Bind, spec: Mapping[str, Any]) -> None:
+        _refuse_reinit(self)
+        name: str = spec["name"]
+        tools: Mapping[str, str] = types.MappingProxyType(spec.get("tools", {}))
+        self.__dict__[_BIND] = bind
+        # A tool named like an attribute of this class would be hidden by it: made now.
+        for tool_id in _SERVER_ATTRIBUTES:
+            if tool_id in tools:
+                self.__dict__[tool_id] = bind(name, tools[tool_id])
         # Set last: a tool whose identifier is one of these stays reachable by call_tool().
-        self.__dict__.update(_name=spec["name"], _error=spec.get("error"), _tools=tools)
+        self.__dict__.update(_name=name, _error=spec.get("error"), _tools=tools)
 
     def __getattr__(self, name: str) -> Any:
+        state = self.__dict__
+        tools = state.get("_tools")
+        if tools is not None and name in tools:
+            tool = state[name] = state[_BIND](state["_name"], tools[name])
+            return tool
         if name.startswith("_"):
             raise AttributeError(name)
         if self._error:
@@ -434,15 +479,30 @@ class _Server(_Frozen):
 
 
 class _Tools(_Frozen):
-    """`tools`: one attribute per server."""
+    """`tools`: one attribute per server, each made when it is first read.
+
+    Nothing is made for the servers and tools a run does not use, so `tools` costs next to
+    nothing whatever the size of the catalog.
+    """
 
     _names: list[str]
 
-    def __init__(self, servers: dict[str, _Server]) -> None:
-        self.__dict__.update(servers)
-        self.__dict__["_names"] = list(servers)
+    def __init__(self, bind: _Bind, index: GuestIndex) -> None:
+        _refuse_reinit(self)
+        self.__dict__[_BIND] = bind
+        self.__dict__[_INDEX] = index
+        # A server named like an attribute of this class would be hidden by it: made now.
+        for ident in _TOOLS_ATTRIBUTES:
+            if ident in index:
+                self.__dict__[ident] = _Server(bind, index[ident])
+        self.__dict__["_names"] = list(index)
 
     def __getattr__(self, name: str) -> Any:
+        state = self.__dict__
+        index = state.get(_INDEX)
+        if index is not None and name in index:
+            server = state[name] = _Server(state[_BIND], index[name])
+            return server
         if name.startswith("_"):
             raise AttributeError(name)
         raise _UnknownName(name, "", f"unknown server{_closest(name, self._names)}")
@@ -452,6 +512,11 @@ class _Tools(_Frozen):
 
     def __repr__(self) -> str:
         return f"<tools: {', '.join(self._names)}>"
+
+
+# What ordinary lookup finds on the class before `__getattr__` is asked.
+_SERVER_ATTRIBUTES = tuple(dir(_Server))
+_TOOLS_ATTRIBUTES = tuple(dir(_Tools))
 
 
 def _closest(name: str, candidates: Iterable[str]) -> str:
@@ -472,20 +537,19 @@ class GuestRuntime:
         self.on_log: Callable[[str], None] = lambda line: None
 
     def namespace(
-        self, index: dict[str, Any], input_value: Any, *, session: bool = False
+        self, index: GuestIndex, input_value: Any, *, session: bool = False
     ) -> dict[str, Any]:
         """The globals of a run: restricted builtins plus the contract §4 names.
 
         A session (dspy CodeInterpreter) namespace also has `SUBMIT(**fields)`.
         """
         safe = self.safe_builtins()
-        servers = {ident: _Server(self, ident, spec) for ident, spec in index.items()}
         extra = {"SUBMIT": _submit} if session else {}
         return {
             **extra,
             "__builtins__": safe,
             "__name__": GUEST_MODULE,
-            "tools": _Tools(servers),
+            "tools": _Tools(self.tool_function, index),
             **{name: getattr(self, name) for name in GUEST_FUNCTIONS},
             "input": input_value,
             "ToolError": ToolError,
@@ -493,7 +557,7 @@ class GuestRuntime:
 
     def safe_builtins(self) -> dict[str, Any]:
         """The builtins guest code runs with (and string annotations are evaluated with)."""
-        safe = {k: v for k, v in vars(builtins).items() if k not in _REMOVED_BUILTINS}
+        safe = _KEPT_BUILTINS.copy()
         safe.update(
             __import__=self._import, getattr=guest_getattr, hasattr=_safe_hasattr,
             setattr=_safe_setattr, delattr=_safe_delattr, _mcp_getattr_=guest_getattr,
@@ -568,6 +632,9 @@ class GuestRuntime:
         module = importlib.import_module(name)
         return ModuleView(module if fromlist else importlib.import_module(root), allowed)
 
+
+_KEPT_BUILTINS = {k: v for k, v in vars(builtins).items() if k not in _REMOVED_BUILTINS}
+"""The builtins every run keeps, taken once (in the zygote, before any worker is forked)."""
 
 _GUARDS: list[bool] = []
 

@@ -23,7 +23,7 @@ from dspy.primitives.code_interpreter import (
 )
 
 from ..errors import ToolCallFailed, WorkerCrashed
-from .base import Limits, ToolCallRecord, ToolRouter
+from .base import GuestIndex, Limits, ToolCallRecord, ToolRouter
 from .executor import KILL_GRACE_S, Conversation
 from .policy import check_policy
 from .pool import Worker, Zygote
@@ -89,7 +89,7 @@ class MCPCodeInterpreter:
     def __init__(
         self, *, router: ToolRouter | None = None,
         router_loop: asyncio.AbstractEventLoop | None = None,
-        index: dict[str, Any] | None = None, allowed_imports: Sequence[str] = (),
+        index: GuestIndex | dict[str, Any] | None = None, allowed_imports: Sequence[str] = (),
         limits: Limits | None = None, timeout_s: float = 30.0,
     ) -> None:  # fmt: skip
         from ..settings import DEFAULT_ALLOWED_IMPORTS
@@ -97,7 +97,8 @@ class MCPCodeInterpreter:
         self._router: ToolRouter = router or _NoTools()
         if router is not None and router_loop is not None:
             self._router = _ThreadSafeRouter(router, router_loop)
-        self._index = index or {}
+        # Fixed for the session: its worker gets it with the first snippet only.
+        self._index = index if isinstance(index, GuestIndex) else GuestIndex.of(index or {})
         self.allowed_imports = tuple(allowed_imports) or DEFAULT_ALLOWED_IMPORTS
         self.limits = limits or Limits()
         self.timeout_s = timeout_s
@@ -146,9 +147,10 @@ class MCPCodeInterpreter:
                 f"POLICY_VIOLATION (line {violation.line}): {violation.message}"
             )
         message: RunMessage = {
-            "op": "run", "code": code, "input": None, "index": self._index,
-            "timeout_s": self.timeout_s, "max_output_chars": self.limits.max_output_chars,
-            "session": True, "variables": variables or {},
+            "op": "run", "code": code, "input": None, "index_version": self._index.version,
+            "index": self._index.servers, "timeout_s": self.timeout_s,
+            "max_output_chars": self.limits.max_output_chars, "session": True,
+            "variables": variables or {},
         }  # fmt: skip
         done = self._call(self._converse(message))
         if done.get("submitted"):

@@ -22,9 +22,10 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from ..errors import WorkerCrashed
+from .base import GuestIndex
 from .channel import LINE_LIMIT, Channel
 from .output_mirror import create_mirror_fd, read_mirror
-from .protocol import ChildMessage, HostMessage, encode
+from .protocol import ChildMessage, HostMessage, IndexMessage, encode
 
 __all__ = ["Launcher", "Worker", "WorkerPool", "WorkerProcess", "Zygote"]
 
@@ -61,6 +62,8 @@ class Worker(Protocol):
 
     pid: int
     workdir: str
+    index_version: int | None
+    """The version of the guest index the worker has (None: none); see `protocol`."""
 
     async def send(self, message: HostMessage) -> None: ...
 
@@ -91,6 +94,10 @@ class Launcher(Protocol):
 
     async def fork(self, *, memory_mb: int) -> Worker: ...
 
+    def use_index(self, index: GuestIndex) -> None:
+        """Workers started from now on may start with `index` (each says what it has)."""
+        ...
+
     async def aclose(self) -> None: ...
 
 
@@ -98,11 +105,18 @@ class WorkerProcess:
     """One worker, forked by the zygote, talking JSON lines over a Unix socket."""
 
     def __init__(
-        self, pid: int, workdir: str, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+        self,
+        pid: int,
+        workdir: str,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
         mirror_fd: int | None = None,
-    ) -> None:  # fmt: skip
+        *,
+        index_version: int | None = None,
+    ) -> None:
         self.pid = pid
         self.workdir = workdir
+        self.index_version = index_version  # inherited from the zygote at fork time
         self._channel = Channel(reader, writer, peer="worker")
         self._mirror_fd = mirror_fd
         self._pidfd: int | None = None
@@ -174,6 +188,8 @@ class Zygote:
         self._buffer = b""
         self._lock = asyncio.Lock()
         self._inflight: set[asyncio.Future[dict[str, Any]]] = set()
+        self._index: GuestIndex | None = None
+        self._sent_version: int | None = None  # of the index the running zygote has
         self.layers: dict[str, bool] = {}
 
     async def start(self) -> None:
@@ -190,6 +206,7 @@ class Zygote:
             child.close()
         parent.setblocking(False)
         self._control = parent
+        self._sent_version = None
         parent.send(encode({"op": "init", "allowed_imports": self._allowed_imports}))
         try:
             async with asyncio.timeout(_START_TIMEOUT_S):
@@ -206,6 +223,10 @@ class Zygote:
     @property
     def alive(self) -> bool:
         return self._proc is not None and self._proc.returncode is None
+
+    def use_index(self, index: GuestIndex) -> None:
+        """The zygote gets `index` before its next fork, so the workers it forks have it."""
+        self._index = index
 
     async def fork(self, *, memory_mb: int) -> WorkerProcess:
         """A new worker that has confined itself and said `ready`."""
@@ -229,7 +250,15 @@ class Zygote:
                 else:
                     exchange.add_done_callback(lambda _: os.close(mirror_fd))
             raise
-        worker = WorkerProcess(int(reply["pid"]), str(reply["workdir"]), reader, writer, mirror_fd)
+        version = reply.get("index_version")
+        worker = WorkerProcess(
+            int(reply["pid"]),
+            str(reply["workdir"]),
+            reader,
+            writer,
+            mirror_fd,
+            index_version=version if isinstance(version, int) else None,
+        )
         try:
             async with asyncio.timeout(_START_TIMEOUT_S):
                 ready = await worker.receive()
@@ -249,6 +278,7 @@ class Zygote:
                     await self._stop()
                     await self.start()
                 assert self._control is not None
+                await self._send_index()
                 request = encode({"op": "fork", "memory_mb": memory_mb})
                 fds = [child_end.fileno(), *([mirror_fd] if mirror_fd is not None else [])]
                 socket.send_fds(self._control, [request], fds)
@@ -256,6 +286,16 @@ class Zygote:
                 return await self._receive()
         finally:
             child_end.close()
+
+    async def _send_index(self) -> None:
+        """Give the zygote the newest index, unless it has it (under `_lock`)."""
+        index = self._index
+        if index is None or index.version == self._sent_version:
+            return
+        assert self._control is not None
+        message: IndexMessage = {"op": "index", "version": index.version, "index": index.servers}
+        await asyncio.get_running_loop().sock_sendall(self._control, encode(message))
+        self._sent_version = index.version
 
     async def _receive(self) -> dict[str, Any]:
         assert self._control is not None

@@ -2,7 +2,12 @@
 
 Host → worker: `init`, then one `run`, then `reply`s to the worker's requests.
 Worker → host: `ready`, then `call` / `query` requests, then `done`.
+Host → zygote: `init`, then `index` and `fork` requests (see `zygote.main`).
 Stdlib only: the worker imports this module.
+
+The guest index (server identifier -> {"name", "tools": {tool id: name}, "error"?}) has a
+version. A worker keeps the last index it got, inherited from its zygote (which got it in an
+`index` message) or carried by a `run`; a `run` without `index` uses that one.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ __all__ = [
     "DoneMessage",
     "ErrorInfo",
     "HostMessage",
+    "IndexMessage",
     "InitMessage",
     "Outcome",
     "PauseMessage",
@@ -49,6 +55,14 @@ class RunnerInitMessage(InitMessage):
     wheels: dict[str, str]
 
 
+class IndexMessage(TypedDict):
+    """Host → zygote: the guest index the workers it forks from now on start with."""
+
+    op: Literal["index"]
+    version: int
+    index: dict[str, Any]
+
+
 class ReadyMessage(TypedDict):
     """Worker → host: confined and waiting for its `run`."""
 
@@ -62,7 +76,8 @@ class RunMessage(TypedDict):
     op: Literal["run"]
     code: str
     input: Any
-    index: dict[str, Any]  # server identifier -> {"name", "tools": {tool id: name}, "error"?}
+    index_version: int
+    index: NotRequired[dict[str, Any]]  # absent: the worker's last index is this version
     timeout_s: float
     max_output_chars: int
     seed: NotRequired[int]  # for `random`, from the host's entropy

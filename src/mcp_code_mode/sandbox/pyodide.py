@@ -30,6 +30,7 @@ from importlib import resources
 from pathlib import Path
 
 from ..errors import CodeModeError, WorkerCrashed
+from .base import GuestIndex
 from .channel import LINE_LIMIT, Channel
 from .protocol import ChildMessage, HostMessage, RunnerInitMessage
 
@@ -93,6 +94,7 @@ class PyodideRunner:
         self.proc = proc
         self.pid = proc.pid
         self.workdir = ""
+        self.index_version: int | None = None  # a runner starts without a guest index
         self._disposed = False
         # Guest code can reach Deno's stdout: the channel checks every line.
         self._channel = Channel(proc.stdout, proc.stdin, peer="runner")
@@ -259,6 +261,9 @@ class PyodideLauncher:
             await runner.dispose()
             raise
         return runner
+
+    def use_index(self, index: GuestIndex) -> None:
+        """Runners start without an index: each gets it with its first run."""
 
     async def aclose(self) -> None:
         return None

@@ -20,6 +20,7 @@ __all__ = ["attach", "install_wheels", "preload", "run_line"]
 
 _allowed: list[str] = []
 _bridge: dict[str, Any] = {}
+_index = worker.KnownIndex()  # a `run` without `index` uses the last one this runner got
 
 
 def install_wheels(wheels: dict[str, str]) -> None:
@@ -81,5 +82,6 @@ def run_line(line: str) -> str:
 
     message = json.loads(line)
     run = worker.Run(send, int(message["max_output_chars"]))
-    done = worker.execute(message, run, GuestRuntime(run.request, _allowed))
+    runtime = GuestRuntime(run.request, _allowed)
+    done = worker.execute(message, run, runtime, index=_index.for_run(message))
     return json.dumps(done)

@@ -28,10 +28,12 @@ from mcp_code_mode.sandbox.guest import (
     HOST_CALLS,
     PRIVATE_OK,
     Fatal,
+    GuestIndex,
     GuestRuntime,
     ImportRefused,
     Submitted,
     ToolError,
+    freeze_index,
     install_guards,
 )
 from mcp_code_mode.sandbox.protocol import DoneMessage, ErrorInfo
@@ -39,7 +41,7 @@ from mcp_code_mode.sandbox.protocol import DoneMessage, ErrorInfo
 if TYPE_CHECKING:  # not loaded under Pyodide, which has no mirror
     from mcp_code_mode.sandbox.output_mirror import OutputMirror
 
-__all__ = ["GUEST_FILENAME", "Exchange", "Run", "compile_guest", "execute"]
+__all__ = ["GUEST_FILENAME", "Exchange", "KnownIndex", "Run", "compile_guest", "execute"]
 
 GUEST_FILENAME = "<guest>"
 _RESULT = "_mcp_result_"
@@ -64,6 +66,25 @@ SIGINT, which the runner's watchdog thread raises through Pyodide's interrupt bu
 way the run ends as TIMEOUT with its stdout and logs; code stuck in one long C call checks
 no signal, and the host kills it at the limit plus a grace period.
 """
+
+
+class KnownIndex:
+    """The guest index a worker has: inherited from its zygote, or the last a run brought.
+
+    A `run` message carries `index` only when the host does not know this worker to have
+    version `index_version` already; one without uses the index kept here.
+    """
+
+    def __init__(self, version: int | None = None, servers: dict[str, Any] | None = None) -> None:
+        self.version = version
+        self.servers = freeze_index(servers or {})
+
+    def for_run(self, message: dict[str, Any]) -> GuestIndex:
+        """The index `message` runs with; kept for the runs that follow."""
+        if "index" in message:
+            self.servers = freeze_index(message["index"])
+            self.version = message.get("index_version")
+        return self.servers
 
 
 class Run:
@@ -188,7 +209,8 @@ def _is_checked(node: ast.Attribute) -> bool:
         name.startswith("_")
         and not (dunder and name not in GUEST_ONLY_DUNDERS)
         and name not in PRIVATE_OK
-        and not _is_tools_chain(node)
+        # `tools.__dict__` is no server: through it `tools.x` could become anything.
+        and (name in GUEST_ONLY_DUNDERS or not _is_tools_chain(node))
     )
 
 
@@ -272,11 +294,16 @@ def _error(kind: str, message: str, line: int | None) -> ErrorInfo:
 
 
 def execute(
-    message: dict[str, Any], run: Run, runtime: GuestRuntime,
+    message: dict[str, Any],
+    run: Run,
+    runtime: GuestRuntime,
     namespace: dict[str, Any] | None = None,
-) -> DoneMessage:  # fmt: skip
+    *,
+    index: GuestIndex,
+) -> DoneMessage:
     """Run one snippet to completion (or to its first limit) and build the `done` message.
 
+    `index` is the guest index `tools` is built from (see `KnownIndex.for_run`).
     `namespace` carries a session's variables from snippet to snippet; the guest API in it
     is refreshed for this run, and `message["variables"]` are added to it.
     """
@@ -287,7 +314,7 @@ def execute(
         run.mirror.reset()
         runtime.on_log = run.mirror.log
     session = namespace is not None
-    fresh = runtime.namespace(message["index"], message["input"], session=session)
+    fresh = runtime.namespace(index, message["input"], session=session)
     if namespace is None:
         namespace = fresh
     else:

@@ -6,6 +6,10 @@ which isolation layers work here, then serves `fork` requests: each carries a so
 the new worker (SCM_RIGHTS). Forking this small process takes about a millisecond and
 happens outside the server's event loop. Guest code never runs in the zygote, so every
 worker starts from the same clean state. Stdlib only.
+
+The host also sends the guest index here (an `index` message, once per version): workers
+forked after it arrived inherit it, and their runs need not carry it. The `forked` reply
+says which version the new worker has.
 """
 
 from __future__ import annotations
@@ -37,11 +41,40 @@ def _preload(modules: list[str]) -> None:
             importlib.import_module(module)
 
 
+class _Control:
+    """The host's requests on the control socket: JSON lines, and the file descriptors sent
+    with `fork` requests. One read may bring an `index` line together with the `fork` after
+    it and that fork's descriptors; the host sends the next fork only after the reply."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self._sock = sock
+        self._buffer = bytearray()
+        self._fds: list[int] = []
+
+    def next(self) -> dict[str, Any] | None:
+        """The next request; None once the host is gone."""
+        while (end := self._buffer.find(b"\n")) < 0:
+            data, fds, _, _ = socket.recv_fds(self._sock, 1 << 16, 2)  # socket [, mirror]
+            self._fds += fds
+            if not data:
+                return None
+            self._buffer += data
+        request: dict[str, Any] = json.loads(self._buffer[:end])
+        del self._buffer[: end + 1]
+        return request
+
+    def take_fds(self) -> list[int]:
+        """The descriptors received so far (those of the `fork` just read)."""
+        fds, self._fds = self._fds, []
+        return fds
+
+
 def main() -> None:
     control = socket.socket(fileno=int(sys.argv[1]))
     die_with_parent()
-    init = json.loads(control.recv(1 << 20) or b'{"op": "eof"}')
-    if init.get("op") != "init":
+    requests = _Control(control)
+    init = requests.next()
+    if init is None or init.get("op") != "init":
         os._exit(3)
     allowed = list(init["allowed_imports"])
     _preload([*allowed, *LAZY_HELPERS])
@@ -49,26 +82,36 @@ def main() -> None:
     gc.freeze()  # keep the collector from touching (and so copying) preloaded objects in workers
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # workers are reaped by the kernel
     control.sendall(encode({"op": "ready", "pid": os.getpid(), "layers": layers}))
-    while True:
-        message, fds, _, _ = socket.recv_fds(control, 1 << 16, 2)  # socket [, output mirror]
-        if not message:  # the host closed the channel: shut down
-            os._exit(0)
-        request = json.loads(message)
+    index = worker.KnownIndex()
+    while (request := requests.next()) is not None:
+        if request.get("op") == "index":
+            index = worker.KnownIndex(int(request["version"]), request["index"])
+            gc.freeze()  # as above: workers share the index without copying it
+            continue
+        fds = requests.take_fds()
         workdir = tempfile.mkdtemp(prefix="mcp-code-")
         pid = os.fork()
         if pid == 0:
             control.close()
             signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-            serve(fds[0], workdir=workdir, memory_mb=int(request["memory_mb"]),
-                  allowed_imports=allowed, layers=layers,
-                  mirror_fd=fds[1] if len(fds) > 1 else None)  # fmt: skip
+            serve(
+                fds[0],
+                workdir=workdir,
+                memory_mb=int(request["memory_mb"]),
+                allowed_imports=allowed,
+                layers=layers,
+                index=index,
+                mirror_fd=fds[1] if len(fds) > 1 else None,
+            )
             os._exit(0)
         for fd in fds:
             os.close(fd)
+        forked = {"op": "forked", "pid": pid, "workdir": workdir, "index_version": index.version}
         try:
-            control.sendall(encode({"op": "forked", "pid": pid, "workdir": workdir}))
+            control.sendall(encode(forked))
         except (BrokenPipeError, ConnectionResetError):  # the host closed the pool mid-fork
             os._exit(0)
+    os._exit(0)  # the host closed the channel: shut down
 
 
 def _warm_up(allowed_imports: list[str]) -> None:
@@ -78,10 +121,19 @@ def _warm_up(allowed_imports: list[str]) -> None:
 
 
 def serve(
-    fd: int, *, workdir: str, memory_mb: int, allowed_imports: list[str],
-    layers: dict[str, bool], mirror_fd: int | None = None,
-) -> None:  # fmt: skip
-    """In a freshly forked worker: confine this process, say `ready`, run one snippet, report."""
+    fd: int,
+    *,
+    workdir: str,
+    memory_mb: int,
+    allowed_imports: list[str],
+    layers: dict[str, bool],
+    index: worker.KnownIndex,
+    mirror_fd: int | None = None,
+) -> None:
+    """In a freshly forked worker: confine this process, say `ready`, run one snippet, report.
+
+    `index` is the guest index inherited from the zygote (maybe none yet).
+    """
     sock = socket.socket(fileno=fd)
     mirror = None
     if mirror_fd is not None:
@@ -126,7 +178,8 @@ def serve(
             if message.get("session") and namespace is None:
                 namespace = {}
             runtime = GuestRuntime(run.request, allowed_imports)
-            write_message(pipe_out, worker.execute(message, run, runtime, namespace))
+            done = worker.execute(message, run, runtime, namespace, index=index.for_run(message))
+            write_message(pipe_out, done)
             if not message.get("session"):
                 break
         pipe_out.close()
