@@ -315,7 +315,8 @@ class WorkerPool:
         self._starting: set[asyncio.Task[None]] = set()
         self._resetting: set[asyncio.Task[None]] = set()
         self._reaping: set[asyncio.Task[None]] = set()
-        # Callers of `acquire()` waiting for a reset to finish: a worker, or None (fork one).
+        # Callers of `acquire()` waiting for a reset or a start to finish: they get a worker,
+        # or None when it failed (then they look again).
         self._waiters: list[asyncio.Future[Worker | None]] = []
         self._closed = False
 
@@ -327,7 +328,8 @@ class WorkerPool:
             await asyncio.gather(*self._starting, return_exceptions=True)
 
     async def acquire(self) -> Worker:
-        """A ready worker: an idle one, else one being reset (milliseconds), else a new one."""
+        """A ready worker: an idle one, else one being reset (milliseconds) or started, else
+        a new one."""
         while True:
             if self._closed:
                 raise WorkerCrashed("the worker pool is closed")
@@ -336,9 +338,9 @@ class WorkerPool:
                 if not worker.exited():
                     return worker  # its replacement, if any, is started after the run
                 self.reap(worker)
-            if len(self._waiters) >= len(self._resetting):
+            if len(self._waiters) >= len(self._resetting) + len(self._starting):
                 return await self.launcher.fork(memory_mb=self._memory_mb)
-            waited = await self._wait_for_reset()
+            waited = await self._wait_for_worker()
             if waited is not None:
                 return waited
 
@@ -382,14 +384,15 @@ class WorkerPool:
     def idle_count(self) -> int:
         return len(self._idle)
 
-    async def _wait_for_reset(self) -> Worker | None:
+    async def _wait_for_worker(self) -> Worker | None:
         waiter: asyncio.Future[Worker | None] = asyncio.get_running_loop().create_future()
         self._waiters.append(waiter)
         try:
             return await waiter
         except asyncio.CancelledError:
-            if waiter.done() and not waiter.cancelled() and waiter.result() is not None:
-                self._give_back(waiter.result())  # handed over just as the caller gave up
+            handed = waiter.result() if waiter.done() and not waiter.cancelled() else None
+            if handed is not None:
+                self._give_back(handed)  # handed over just as the caller gave up
             raise
         finally:
             with contextlib.suppress(ValueError):
@@ -408,9 +411,8 @@ class WorkerPool:
                 self.reap(worker)  # shielded from our cancellation: the task is its own
                 self._wake_one(None)
 
-    def _give_back(self, worker: Worker | None) -> None:
-        if worker is None:
-            return
+    def _give_back(self, worker: Worker) -> None:
+        """A ready worker: to a caller waiting for one, else idle (up to `size`)."""
         if self._wake_one(worker):
             return
         if len(self._idle) < self.size and not self._closed:
@@ -439,6 +441,8 @@ class WorkerPool:
             worker = await self.launcher.fork(memory_mb=self._memory_mb)
         except (WorkerCrashed, OSError) as exc:
             logger.error("could not start a warm worker: %s", exc)
+            self._starting.discard(asyncio.current_task())  # no longer starting: look again
+            self._wake_one(None)
             return
         if self._closed:
             await worker.dispose()

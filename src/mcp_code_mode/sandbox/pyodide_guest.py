@@ -89,15 +89,20 @@ def run_next() -> None:
     message = loads(_read_line())
     run = worker.Run(_exchange, int(message["max_output_chars"]))
     done = worker.execute(message, run, GuestRuntime(run.request, _allowed))
-    _write_line(dumps(done))
+    _write_line(_encode(done))
 
 
 def _exchange(message: dict[str, Any] | None) -> dict[str, Any]:
     # None sends nothing: it only reads the host's next message (after a pause).
     if message is not None:
-        _write_line(dumps(message))
+        _write_line(_encode(message))
     reply: dict[str, Any] = loads(_read_line())
     return reply
+
+
+def _encode(message: Any) -> str:
+    # Explicit separators: guest code may change JSONEncoder's class-level defaults.
+    return dumps(message, separators=(",", ":"))
 
 
 def _arm_timer(seconds: float) -> None:
