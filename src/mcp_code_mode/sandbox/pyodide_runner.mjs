@@ -167,32 +167,39 @@ if (making) {
 // clock: when the limit passes it writes SIGINT into Pyodide's interrupt buffer, which the
 // interpreter polls between bytecodes; worker.py turns that signal into a TIMEOUT that keeps
 // the run's stdout. A long C call polls nothing: the host kills the process then.
+// `armed` holds the generation of the armed timer (0: none). Whoever swaps it to 0 first
+// wins: the watchdog then interrupts, or the runner disarms, and a late timer can never
+// interrupt a later run.
 const WATCHDOG = `let timer;
-self.onmessage = ({ data: [interrupt, armed, ms, synced] }) => {
+self.onmessage = ({ data: [interrupt, armed, generation, ms] }) => {
   clearTimeout(timer);
-  if (synced) { Atomics.store(synced, 0, 1); Atomics.notify(synced, 0); return; }
-  timer = setTimeout(() => { if (Atomics.load(armed, 0)) Atomics.store(interrupt, 0, 2); }, ms);
+  timer = setTimeout(() => {
+    if (Atomics.compareExchange(armed, 0, generation, 0) === generation) {
+      Atomics.store(interrupt, 0, 2);
+    }
+  }, ms);
 };`;
 const interrupt = new Int32Array(new SharedArrayBuffer(4));
-const armed = new Int32Array(new SharedArrayBuffer(4)); // disarming needs no message
-const synced = new Int32Array(new SharedArrayBuffer(4));
+const armed = new Int32Array(new SharedArrayBuffer(4));
 pyodide.setInterruptBuffer(interrupt);
 const watchdog = new Worker(
   URL.createObjectURL(new Blob([WATCHDOG], { type: "text/javascript" })),
   { type: "module" },
 );
+let generation = 0;
+let pendingTimer = 0; // the generation this runner armed and has not disarmed
+let timerFired = false; // since the last reset
 function armTimer(ms) {
-  Atomics.store(armed, 0, ms > 0 ? 1 : 0);
-  if (ms > 0) watchdog.postMessage([interrupt, armed, ms]);
-}
-/** Disarm, and wait until the watchdog can no longer write a late interrupt; then clear. */
-function stopTimer() {
-  Atomics.store(armed, 0, 0);
-  Atomics.store(synced, 0, 0);
-  watchdog.postMessage([interrupt, armed, 0, synced]);
-  const answer = Atomics.wait(synced, 0, 0, 5000);
-  Atomics.store(interrupt, 0, 0);
-  return answer !== "timed-out";
+  if (pendingTimer && Atomics.compareExchange(armed, 0, pendingTimer, 0) !== pendingTimer) {
+    timerFired = true;
+  }
+  pendingTimer = 0;
+  if (ms > 0) {
+    generation = (generation % 0x7fffffff) + 1;
+    pendingTimer = generation;
+    Atomics.store(armed, 0, generation);
+    watchdog.postMessage([interrupt, armed, generation, ms]);
+  }
 }
 
 // The devices between Python and the host (see the top of this file).
@@ -246,7 +253,9 @@ for (let i = 0; i < 2; i++) {
 }
 const plainCalls = calls.slice();
 guest.settle();
-stopTimer();
+armTimer(0);
+timerFired = false;
+Atomics.store(interrupt, 0, 0);
 calls.fill(0);
 sink = writeBytes;
 const fresh = {
@@ -261,20 +270,18 @@ const fresh = {
 /** Every node of the file system but /proc, with what a write, create or delete changes. */
 function fileState() {
   const nodes = new Map();
-  const visit = (path) => {
-    const node = FS.lookupPath(path, { follow: false }).node;
+  const visit = (node, path) => {
+    if (FS.isMountpoint(node)) node = node.mounted.root;
     const { mode } = node;
     const entry = [node, mode, node.rdev, node.link];
     if (FS.isFile(mode)) entry.push(node.contents, node.usedBytes, node.mtime, node.ctime);
-    if (FS.isDir(mode)) entry.push(FS.readdir(path).join("/"));
     nodes.set(path, entry);
-    if (FS.isDir(mode) && path !== "/proc") {
-      for (const name of FS.readdir(path)) {
-        if (name !== "." && name !== "..") visit(path === "/" ? `/${name}` : `${path}/${name}`);
-      }
+    if (!FS.isDir(mode) || path === "/proc") return;
+    for (const name of node.node_ops.readdir(node)) {
+      if (name !== "." && name !== "..") visit(FS.lookupNode(node, name), `${path}/${name}`);
     }
   };
-  visit("/");
+  visit(FS.root, "");
   return nodes;
 }
 
@@ -292,7 +299,8 @@ function sameFiles() {
 
 /** Why this runner cannot serve another run, or "" once its state is fresh again. */
 function reset(runs) {
-  if (!stopTimer()) return "the watchdog did not answer";
+  armTimer(0);
+  if (timerFired) return "the run reached its time limit";
   if (maxRuns && runs >= maxRuns) return `it served ${runs} runs`;
   const reached = counted.filter((_, i) => calls[i] !== plainCalls[i]);
   if (reached.length) return `the run called into JavaScript (${reached.slice(0, 5).join(", ")})`;
@@ -316,6 +324,7 @@ function reset(runs) {
   heap.set(fresh.memory);
   if (grown > 0) heap.fill(0, fresh.memory.length);
   stackPointer.value = fresh.stackPointer;
+  Atomics.store(interrupt, 0, 0);
   calls.fill(0);
   return "";
 }
