@@ -262,21 +262,26 @@ os.read(fd, 1 << 16)  # waits for a run that never comes
 
 
 async def test_a_runner_keeps_the_last_index_it_was_sent() -> None:
-    """A run message without `index` runs with the last one that runner received."""
+    """A run message without `index` runs with the last one that runner received, across
+    resets; `index_version` (the executor's record of it) starts empty."""
     require_pyodide()
     launcher = PyodideLauncher(allowed_imports=list(DEFAULT_ALLOWED_IMPORTS))
     await launcher.start()
     runner = await launcher.fork(memory_mb=256)
     try:
         assert runner.index_version is None and runner.reusable
-        index = {"srv": {"name": "srv", "tools": {"ping": "ping"}}}
+        one = {"srv": {"name": "srv", "tools": {"ping": "ping"}}}
+        two = {"other": {"name": "other", "tools": {}}}
         base = {"op": "run", "input": None, "timeout_s": 10, "max_output_chars": 1000}
-        for message in ({**base, "index": index}, base):
-            await runner.send({**base, **message, "code": "repr(tools)"})  # type: ignore[typeddict-item]
+        seen = []
+        for index in (one, None, two, None):
+            message = {**base, "code": "repr(tools)", **({"index": index} if index else {})}
+            await runner.send(message)  # type: ignore[arg-type]  # `index` left out on purpose
             done = await runner.receive()
-            assert done is not None and done["op"] == "done"
-            assert done["result"] == "<tools: srv>", done
+            assert done is not None and done["op"] == "done", done
+            seen.append(done["result"])
             assert await runner.reset()
+        assert seen == ["<tools: srv>", "<tools: srv>", "<tools: other>", "<tools: other>"]
         assert runner.pid in _runners()
     finally:
         await runner.dispose()

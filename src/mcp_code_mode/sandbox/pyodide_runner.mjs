@@ -39,6 +39,7 @@ const EMPTY = new Uint8Array(0);
 const MAX_GROWTH_BYTES = 64 * 1024 * 1024;
 
 let head = EMPTY; // bytes read from stdin and not consumed yet
+const chunk = new Uint8Array(1 << 16);
 
 /** The next line from the host, with its "\n", as bytes; exits when the host is gone. */
 function readRawLine() {
@@ -53,10 +54,9 @@ function readRawLine() {
     }
     parts.push(head);
     size += head.length;
-    const chunk = new Uint8Array(1 << 20);
     const n = Deno.stdin.readSync(chunk);
     if (n === null) Deno.exit(0); // the host is gone
-    head = chunk.subarray(0, n);
+    head = chunk.slice(0, n);
   }
 }
 
