@@ -203,16 +203,33 @@ async def test_one_runner_serves_many_runs(reuse_gateway: Gateway) -> None:
     assert await _serving(reuse_gateway) == runner
 
 
-async def test_a_file_written_by_a_run_is_gone_in_the_next(reuse_gateway: Gateway) -> None:
+@pytest.mark.parametrize(
+    ("change", "check", "fresh"),
+    [
+        (
+            "fd = os.open('/tmp/leak.txt', os.O_CREAT | os.O_WRONLY)\nos.write(fd, b's3cr3t')",
+            "os.listdir('/tmp')",
+            [],
+        ),
+        ("os.mkdir('/home/pyodide/d')", "os.listdir('/home/pyodide')", []),
+        ("os.utime('/tmp', (1, 1))", "os.stat('/tmp').st_mtime > 1", True),
+        ("os.chmod('/tmp', 0o500)", "oct(os.stat('/tmp').st_mode & 0o777)", "0o777"),
+        ("os.set_blocking(0, False)", "os.get_blocking(0)", True),
+        (
+            "os.dup2(os.open('/dev/null', os.O_WRONLY), 1)",
+            "os.fstat(1).st_ino == os.stat('/dev/null').st_ino",
+            False,
+        ),
+    ],
+)
+async def test_file_system_changes_of_a_run_are_gone_in_the_next(
+    reuse_gateway: Gateway, change: str, check: str, fresh: object
+) -> None:
     """Files live in the JS side of Pyodide, which the memory copy does not cover: a run
-    that changed them retires its runner."""
+    that changed them (or descriptors, timestamps, modes) retires its runner."""
     runner = await _serving(reuse_gateway)
-    write = (
-        "import os\nfd = os.open('/tmp/leak.txt', os.O_CREAT | os.O_WRONLY)\n"
-        "os.write(fd, b's3cr3t')\nos.close(fd)\nos.listdir('/tmp')"
-    )
-    assert await _result(reuse_gateway, write) == ["leak.txt"]
-    assert await _result(reuse_gateway, "import os\nos.listdir('/tmp')") == []
+    await _result(reuse_gateway, f"import os\n{change}\n1")
+    assert await _result(reuse_gateway, f"import os\n{check}") == fresh
     assert runner not in _processes()
 
 

@@ -96,15 +96,18 @@ const token = String(init.token ?? "");
 const maxRuns = Number(init.max_runs ?? 0);
 
 // Count every call from Wasm into Pyodide's JS imports, except the hot ones that only do
-// file I/O, time, memory and signal checks. A run that keeps to Python makes the same calls
-// every time (entering and leaving `run_next`); anything beyond is contact with JS.
+// file I/O, time, memory and signal checks (what file I/O changes is checked at reset). A
+// run that keeps to Python makes the same calls every time (entering and leaving
+// `run_next`); anything beyond is contact with JS. Sockets and pipes keep JS-side state
+// and counters, so they count; so do the ioctls that set terminal state.
 const UNCOUNTED = new RegExp(
   "^(__syscall_(?!socket|connect|bind|listen|accept4|getpeername|getsockname|getsockopt|" +
-    "sendto|recvfrom|sendmsg|recvmsg)|_PyEM_|_Py_CheckEmscriptenSignals_Helper$|" +
+    "sendto|recvfrom|sendmsg|recvmsg|pipe|ioctl)|_PyEM_|_Py_CheckEmscriptenSignals_Helper$|" +
     "emscripten_(date_now|get_now|get_heap_max|resize_heap)$|" +
     "_(mmap|munmap|msync|tzset|localtime|gmtime|mktime|timegm)_js$|" +
     "_emscripten_get_progname$|_abort_js$|__assert_fail$)",
 );
+const SETTING_IOCTLS = new Set([21506, 21507, 21508, 21520, 21524]); // TCSETS*, TIOCS*
 const counted = [];
 let calls = new Uint32Array(0);
 let memory = null;
@@ -122,8 +125,9 @@ function instrument(imports) {
   for (const [name, original] of Object.entries(env)) {
     if (typeof original !== "function" || UNCOUNTED.test(name)) continue;
     const slot = counted.push(name) - 1;
+    const counts = name === "__syscall_ioctl" ? (args) => SETTING_IOCTLS.has(args[1]) : () => true;
     const wrapper = function (...args) {
-      calls[slot]++;
+      if (counts(args)) calls[slot]++;
       return original.apply(this, args);
     };
     for (const key of Object.keys(original)) wrapper[key] = original[key]; // e.g. `.sig`
@@ -262,7 +266,8 @@ const fresh = {
   memory: new Uint8Array(memory.buffer).slice(),
   stackPointer: stackPointer.value,
   files: fileState(),
-  streams: FS.streams.slice(),
+  streams: FS.streams.map((stream) => stream && [stream, stream.flags, stream.position]),
+  nextInode: FS.nextInode,
   cwd: FS.cwd(),
   heapBytes: Deno.memoryUsage().heapUsed,
 };
@@ -273,8 +278,8 @@ function fileState() {
   const visit = (node, path) => {
     if (FS.isMountpoint(node)) node = node.mounted.root;
     const { mode } = node;
-    const entry = [node, mode, node.rdev, node.link];
-    if (FS.isFile(mode)) entry.push(node.contents, node.usedBytes, node.mtime, node.ctime);
+    const entry = [node, mode, node.rdev, node.link, node.atime, node.mtime, node.ctime];
+    if (FS.isFile(mode)) entry.push(node.contents, node.usedBytes);
     nodes.set(path, entry);
     if (!FS.isDir(mode) || path === "/proc") return;
     for (const name of node.node_ops.readdir(node)) {
@@ -307,15 +312,20 @@ function reset(runs) {
   if (!sameFiles()) return "the run changed the file system";
   for (let fd = 0; fd < Math.max(FS.streams.length, fresh.streams.length); fd++) {
     const stream = FS.streams[fd] ?? null;
-    const before = fresh.streams[fd] ?? null;
-    if (stream === before) continue;
-    if (before || !stream) return "the run closed a file descriptor of the runner";
-    try {
-      FS.close(stream); // left open by the run: Python's restored memory knows nothing of it
-    } catch {
-      return "the run left a file descriptor that does not close";
+    const [before, flags, position] = fresh.streams[fd] ?? [null];
+    if (stream !== before) {
+      if (before || !stream) return "the run closed or replaced a file descriptor of the runner";
+      try {
+        FS.close(stream); // left open by the run: Python's restored memory knows nothing of it
+      } catch {
+        return "the run left a file descriptor that does not close";
+      }
+    } else if (stream) {
+      if (stream.flags !== flags) return "the run changed the flags of a file descriptor";
+      stream.position = position; // a device's, moved by reading and writing
     }
   }
+  FS.nextInode = fresh.nextInode; // nodes made since are all gone (checked above)
   if (FS.cwd() !== fresh.cwd) FS.chdir(fresh.cwd);
   const grown = memory.buffer.byteLength - fresh.memory.length;
   if (grown > MAX_GROWTH_BYTES) return `its memory grew by ${grown >> 20} MiB`;
