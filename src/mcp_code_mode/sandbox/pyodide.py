@@ -44,7 +44,7 @@ logger = logging.getLogger(__name__)
 
 PYODIDE_VERSION = "0.29.4"
 _START_TIMEOUT_S = 60.0
-_RESET_TIMEOUT_S = 10.0  # a reset takes milliseconds; this is for a loaded machine
+_RESET_TIMEOUT_S = 2.0  # a reset takes milliseconds; a caller may wait this long for one
 _MAX_RUNS = 1000  # per runner, then it is replaced: bounds whatever slowly accumulates
 _GUEST_FILES = ("__init__.py", "guest.py", "protocol.py", "worker.py", "pyodide_guest.py")
 
