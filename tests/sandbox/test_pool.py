@@ -16,8 +16,11 @@ from fastmcp.client.transports import StdioTransport
 
 from mcp_code_mode.gateway import Gateway
 from mcp_code_mode.sandbox.pool import WorkerPool, Zygote
+from mcp_code_mode.sandbox.protocol import RunMessage
+from mcp_code_mode.sandbox.pyodide import PyodideLauncher
 from mcp_code_mode.settings import DEFAULT_ALLOWED_IMPORTS
 
+from ..conftest import require_pyodide
 from ..support import QUIET, TEST_SERVER, server_entry
 from .test_local import _processes
 
@@ -53,6 +56,40 @@ async def test_pool_hands_out_distinct_warm_workers() -> None:
         await pool.aclose()
     assert all(w.exited() for w in workers)
     assert not Path(workers[0].workdir).exists()
+
+
+async def test_a_reusable_worker_comes_back_after_its_reset() -> None:
+    """A Pyodide runner released for reuse is reset and handed out again (the next acquire
+    waits the milliseconds of its reset rather than starting a runner); one released
+    without reuse is disposed of and replaced."""
+    require_pyodide()
+    launcher = PyodideLauncher(allowed_imports=DEFAULT_ALLOWED_IMPORTS)
+    pool = WorkerPool(size=1, launcher=launcher, memory_mb=256)
+    await pool.start()
+    try:
+        worker = await pool.acquire()
+        run: RunMessage = {
+            "op": "run",
+            "code": "1 + 1",
+            "input": None,
+            "index": {},
+            "timeout_s": 10,
+            "max_output_chars": 1000,
+        }
+        await worker.send(run)
+        done = await worker.receive()
+        assert done is not None and done["op"] == "done" and done["result"] == 2
+        pool.release(worker, reuse=True)
+        assert await pool.acquire() is worker
+        pool.release(worker, reuse=False)
+        for _ in range(300):
+            if pool.idle_count == 1:
+                break
+            await asyncio.sleep(0.02)
+        assert pool.idle_count == 1 and worker.exited()
+        assert (await pool.acquire()).pid != worker.pid
+    finally:
+        await pool.aclose()
 
 
 async def test_zygote_restarts_after_it_dies(gateway: Gateway) -> None:

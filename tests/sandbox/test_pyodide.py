@@ -12,8 +12,11 @@ import pytest
 import pytest_asyncio
 
 from mcp_code_mode.gateway import Gateway
+from mcp_code_mode.sandbox.pyodide import PyodideLauncher
+from mcp_code_mode.settings import DEFAULT_ALLOWED_IMPORTS
 
 from ..conftest import require_pyodide
+from ..security.conftest import OS_MODULES
 from ..support import SECRET, TEST_SERVER, ConfigWriter, server_entry, start_gateway
 from .test_local import _processes
 
@@ -100,3 +103,203 @@ async def test_js_heap_is_capped_with_the_runner(js_gateway: Gateway) -> None:
     assert not out["ok"], "2 GiB of JS memory under a 256 MB limit"
     assert out["error"]["type"] in {"MEMORY_LIMIT", "EXECUTOR_ERROR", "RUNTIME_ERROR"}, out
     assert (await js_gateway.execute("1+1")).result == 2
+
+
+# --- Runner reuse: every run starts from the same fresh state, in the same process ---
+
+
+@pytest_asyncio.fixture(scope="module")
+async def reuse_gateway(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Gateway]:
+    """One runner (pool of one), with the modules a guest needs to change the interpreter."""
+    require_pyodide()
+    path = tmp_path_factory.mktemp("cfg-reuse") / "mcp_servers.json"
+    path.write_text('{"servers": {}}', encoding="utf-8")
+    # The security suite's module list: the same Pyodide snapshot serves both.
+    gw = await start_gateway(path, executor="pyodide", pool_size=1, extra_imports=OS_MODULES)
+    try:
+        yield gw
+    finally:
+        await gw.aclose()
+
+
+def _runners() -> set[int]:
+    """Live Pyodide runners started by this test process."""
+    return {
+        pid
+        for pid, (ppid, _, cmd) in _processes().items()
+        if ppid == os.getpid() and b"pyodide_runner.mjs" in cmd
+    }
+
+
+async def _serving(gateway: Gateway) -> int:
+    """The pid of the runner that will serve the next run, once the pool of one has settled."""
+    pool = gateway.executor.pool  # type: ignore[attr-defined]
+    for _ in range(500):  # no reset or start under way that could still swap the idle one
+        if pool.idle_count == pool.size and not pool._resetting and not pool._starting:
+            break
+        await asyncio.sleep(0.01)
+    (runner,) = pool._idle
+    assert runner.pid in _runners()
+    return int(runner.pid)
+
+
+async def _result(gateway: Gateway, code: str) -> object:
+    out = (await gateway.execute(code, timeout_s=10)).to_json()
+    assert out["ok"], out
+    return out["result"]
+
+
+@pytest.mark.parametrize(
+    ("change", "check", "fresh"),
+    [
+        # a module attribute (of a module our own runtime uses)
+        ("import json\njson.dumps = lambda *a, **k: 'null'", "import json\njson.dumps([1])", "[1]"),
+        (
+            "import json\njson.JSONEncoder.item_separator = '|'",
+            "import json\njson.dumps([1, 2])",
+            "[1, 2]",
+        ),
+        # builtins, for every module and for the next run's restricted copy
+        (
+            "import sys\nb = sys.modules['builtins']\nb.leaked = 7\nb.divmod = None",
+            "import sys\n[hasattr(sys.modules['builtins'], 'leaked'), divmod(7, 2)]",
+            [False, [3, 1]],
+        ),
+        # modules, and state kept on them
+        (
+            "import sys\nsys.modules['leaky'] = sys\nsys.secret = 's3cr3t'",
+            "import sys\n['leaky' in sys.modules, hasattr(sys, 'secret')]",
+            [False, False],
+        ),
+        ("import sys\nsys.setrecursionlimit(60)", "import sys\nsys.getrecursionlimit()", 1000),
+        (
+            "import sys\nsys.path.insert(0, '/tmp/evil')",
+            "import sys\n'/tmp/evil' in sys.path",
+            False,
+        ),
+        # a global of the guest, and a function of the standard library replaced
+        ("left = 'behind'", "'left' in dir()", False),
+        (
+            "import random\nrandom.random = lambda: 0.5",
+            "import random\nrandom.random() != 0.5",
+            True,
+        ),
+    ],
+)
+async def test_state_of_a_run_is_gone_in_the_next_on_the_same_runner(
+    reuse_gateway: Gateway, change: str, check: str, fresh: object
+) -> None:
+    runner = await _serving(reuse_gateway)
+    await _result(reuse_gateway, change)
+    assert await _serving(reuse_gateway) == runner  # reset in place, not replaced
+    assert await _result(reuse_gateway, check) == fresh
+    assert await _serving(reuse_gateway) == runner
+
+
+async def test_one_runner_serves_many_runs(reuse_gateway: Gateway) -> None:
+    runner = await _serving(reuse_gateway)
+    for n in range(20):
+        assert await _result(reuse_gateway, f"x = {n}\nx * 2") == n * 2
+    assert await _serving(reuse_gateway) == runner
+
+
+@pytest.mark.parametrize(
+    ("change", "check", "fresh"),
+    [
+        (
+            "fd = os.open('/tmp/leak.txt', os.O_CREAT | os.O_WRONLY)\nos.write(fd, b's3cr3t')",
+            "os.listdir('/tmp')",
+            [],
+        ),
+        ("os.mkdir('/home/pyodide/d')", "os.listdir('/home/pyodide')", []),
+        ("os.utime('/tmp', (1, 1))", "os.stat('/tmp').st_mtime > 1", True),
+        ("os.chmod('/tmp', 0o500)", "oct(os.stat('/tmp').st_mode & 0o777)", "0o777"),
+        ("os.set_blocking(0, False)", "os.get_blocking(0)", True),
+        (
+            "os.dup2(os.open('/dev/null', os.O_WRONLY), 1)",
+            "os.fstat(1).st_ino == os.stat('/dev/null').st_ino",
+            False,
+        ),
+    ],
+)
+async def test_file_system_changes_of_a_run_are_gone_in_the_next(
+    reuse_gateway: Gateway, change: str, check: str, fresh: object
+) -> None:
+    """Files live in the JS side of Pyodide, which the memory copy does not cover: a run
+    that changed them (or descriptors, timestamps, modes) retires its runner."""
+    runner = await _serving(reuse_gateway)
+    await _result(reuse_gateway, f"import os\n{change}\n1")
+    assert await _result(reuse_gateway, f"import os\n{check}") == fresh
+    assert runner not in _processes()
+
+
+async def test_a_file_left_open_does_not_retire_the_runner(reuse_gateway: Gateway) -> None:
+    runner = await _serving(reuse_gateway)
+    opened = "import os\nfd = os.open('/dev/null', os.O_RDONLY)\nfd"
+    first = await _result(reuse_gateway, opened)
+    assert await _serving(reuse_gateway) == runner
+    assert await _result(reuse_gateway, opened) == first  # the descriptor was closed
+
+
+async def test_a_timed_out_run_takes_its_runner_with_it(reuse_gateway: Gateway) -> None:
+    runner = await _serving(reuse_gateway)
+    out = (await reuse_gateway.execute("while True:\n    pass", timeout_s=1.0)).to_json()
+    assert out["error"]["type"] == "TIMEOUT"
+    replacement = await _serving(reuse_gateway)
+    assert replacement != runner and runner not in _processes()
+    assert await _result(reuse_gateway, "1 + 1") == 2
+
+
+async def test_a_run_that_reached_js_retires_its_runner(js_gateway: Gateway) -> None:
+    """JS state (here a global of the Deno realm) is not in the memory copy: a run that
+    called Pyodide's JS FFI is never followed by another on the same runner."""
+    runner = await _serving(js_gateway)
+    assert await _result(js_gateway, "import js\njs.globalThis.leaked = 's3cr3t'\n1") == 1
+    assert await _result(js_gateway, "import js\nstr(getattr(js, 'leaked', None))") == "None"
+    assert runner not in _processes()
+
+
+async def test_a_forged_ready_does_not_get_the_runner_reused(reuse_gateway: Gateway) -> None:
+    """Guest code that speaks the protocol itself (forges `done`, then answers the reset)
+    lacks the runner's token: the host kills the runner."""
+    runner = await _serving(reuse_gateway)
+    forge = """
+import json, os
+fd = os.open('/dev/mcp_host', os.O_RDWR)
+done = {"op": "done", "ok": True, "result": "forged", "stdout": "", "logs": [], "error": None}
+os.write(fd, json.dumps(done).encode() + b"\\n")
+os.read(fd, 1 << 16)  # the host's reset
+os.write(fd, json.dumps({"op": "ready", "pid": 1, "token": "guess"}).encode() + b"\\n")
+os.read(fd, 1 << 16)  # waits for a run that never comes
+"""
+    assert await _result(reuse_gateway, forge) == "forged"
+    replacement = await _serving(reuse_gateway)
+    assert replacement != runner and runner not in _processes()
+    assert await _result(reuse_gateway, "1 + 1") == 2
+
+
+async def test_a_runner_keeps_the_last_index_it_was_sent() -> None:
+    """A run message without `index` runs with the last one that runner received, across
+    resets; `index_version` (the executor's record of it) starts empty."""
+    require_pyodide()
+    launcher = PyodideLauncher(allowed_imports=list(DEFAULT_ALLOWED_IMPORTS))
+    await launcher.start()
+    runner = await launcher.fork(memory_mb=256)
+    try:
+        assert runner.index_version is None and runner.reusable
+        one = {"srv": {"name": "srv", "tools": {"ping": "ping"}}}
+        two = {"other": {"name": "other", "tools": {}}}
+        base = {"op": "run", "input": None, "timeout_s": 10, "max_output_chars": 1000}
+        seen = []
+        for index in (one, None, two, None):
+            message = {**base, "code": "repr(tools)", **({"index": index} if index else {})}
+            await runner.send(message)  # type: ignore[arg-type]  # `index` left out on purpose
+            done = await runner.receive()
+            assert done is not None and done["op"] == "done", done
+            seen.append(done["result"])
+            assert await runner.reset()
+        assert seen == ["<tools: srv>", "<tools: srv>", "<tools: other>", "<tools: other>"]
+        assert runner.pid in _runners()
+    finally:
+        await runner.dispose()
+        await launcher.aclose()

@@ -122,21 +122,33 @@ class SandboxExecutor:
             # The retry forks afresh: idle workers may have died with the first one's cause.
             worker = await (self.pool.acquire() if attempt == 1 else self.pool.fork())
             conversation = Conversation(worker, router, hold=hold)
-            reported = False
+            done: DoneMessage | None = None
             try:
                 done = await conversation.run(message)
-                reported = True
                 return done
             except WorkerCrashed:
                 if attempt == 2 or conversation.requests:
                     raise
             finally:
-                worker.kill()  # at once: nothing of this run outlives it
+                # Only a run that ended normally (not a TIMEOUT) leaves a worker worth
+                # resetting; a timed out, crashed or cancelled one is killed at once:
+                # nothing of its run outlives it.
+                error: object = done.get("error") if done is not None else None
+                timed_out = isinstance(error, dict) and error.get("type") == ErrorType.TIMEOUT
+                reuse = (
+                    done is not None
+                    and worker.reusable
+                    and (error is None or isinstance(error, dict))
+                    and not timed_out
+                )
+                if not reuse:
+                    worker.kill()
                 try:
-                    if not reported:
+                    if done is None:
                         produced.append(worker.produced())
                 finally:
-                    self.pool.reap(worker)  # exit and cleanup need not delay the reply
+                    # The reset, or the exit and cleanup, need not delay the reply.
+                    self.pool.release(worker, reuse=reuse)
         raise AssertionError("unreachable")
 
 

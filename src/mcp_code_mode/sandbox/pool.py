@@ -1,8 +1,10 @@
 """Worker processes, the zygote that forks them, and the warm pool that keeps some ready.
 
-A worker serves exactly one run and is then killed; the pool asks the zygote for
-replacements in the background, so every run gets fresh state. Workers live in their
-own session and die by SIGKILL to their process group; they and the zygote die with
+Every run gets fresh state. A local worker serves exactly one run and is then killed; the
+pool asks the zygote for replacements in the background. A worker that can restore its
+own fresh state (`reusable`: a Pyodide runner) is reset after a run that ended normally
+and goes back to the pool; one whose reset fails is killed and replaced. Workers live in
+their own session and die by SIGKILL to their process group; they and the zygote die with
 the server (PR_SET_PDEATHSIG).
 """
 
@@ -54,16 +56,19 @@ def _scratch_root() -> str:
 
 
 class Worker(Protocol):
-    """A process that serves one run (or one interpreter session) over JSON lines.
+    """A process that serves runs (or one interpreter session) over JSON lines.
 
     The extension point of the sandbox: a `Launcher` starts workers, the executor talks to
-    them through `send` / `receive` (a `Channel`), and kills and disposes of them.
+    them through `send` / `receive` (a `Channel`), and kills and disposes of them, or, when
+    `reusable`, has the pool `reset()` them for another run.
     """
 
     pid: int
     workdir: str
+    reusable: bool
+    """Whether `reset()` can make the worker fresh again; if not, it serves one run."""
     index_version: int | None
-    """The version of the guest index the worker has (None: none); see `protocol`."""
+    """The version of the last tool index this worker was sent (None: none); it keeps it."""
 
     async def send(self, message: HostMessage) -> None: ...
 
@@ -75,6 +80,13 @@ class Worker(Protocol):
 
     def produced(self) -> tuple[str, list[str]]:
         """The stdout and log lines of the current run so far, even after a kill."""
+        ...
+
+    async def reset(self) -> bool:
+        """After a run that ended with `done`: restore the state runs start from, in place.
+
+        False when it could not; the worker must then be disposed of.
+        """
         ...
 
     async def dispose(self) -> None: ...
@@ -102,7 +114,9 @@ class Launcher(Protocol):
 
 
 class WorkerProcess:
-    """One worker, forked by the zygote, talking JSON lines over a Unix socket."""
+    """One worker, forked by the zygote, talking JSON lines over a Unix socket; one run."""
+
+    reusable = False
 
     def __init__(
         self,
@@ -155,6 +169,9 @@ class WorkerProcess:
         if self._mirror_fd is None:
             return "", []
         return read_mirror(self._mirror_fd)
+
+    async def reset(self) -> bool:
+        return False  # a forked worker serves one run: the zygote forks a fresh one
 
     async def dispose(self) -> None:
         """Kill, wait for the exit, close and remove the working directory; idempotent."""
@@ -334,7 +351,12 @@ class Zygote:
 
 
 class WorkerPool:
-    """Keeps `size` workers forked ahead; each `acquire()` hands out a worker of its own."""
+    """Keeps `size` workers ready; each `acquire()` hands out a worker of its own.
+
+    After a run the executor gives the worker back with `release()`: a reusable one is
+    reset in the background and returns to the pool; any other is disposed of and a
+    replacement is started.
+    """
 
     def __init__(self, *, size: int, launcher: Launcher, memory_mb: int) -> None:
         self.size = size
@@ -342,7 +364,11 @@ class WorkerPool:
         self._memory_mb = memory_mb
         self._idle: list[Worker] = []
         self._starting: set[asyncio.Task[None]] = set()
+        self._resetting: set[asyncio.Task[None]] = set()
         self._reaping: set[asyncio.Task[None]] = set()
+        # Callers of `acquire()` waiting for a reset or a start to finish: they get a worker,
+        # or None when it failed (then they look again).
+        self._waiters: list[asyncio.Future[Worker | None]] = []
         self._closed = False
 
     async def start(self) -> None:
@@ -353,35 +379,54 @@ class WorkerPool:
             await asyncio.gather(*self._starting, return_exceptions=True)
 
     async def acquire(self) -> Worker:
-        """A ready worker: an idle one when there is one, else one forked now."""
-        if self._closed:
-            raise WorkerCrashed("the worker pool is closed")
-        while self._idle:
-            worker = self._idle.pop()
-            if not worker.exited():
-                return worker  # its replacement is forked in `reap()`, after the run
-            self.reap(worker)
-        return await self.launcher.fork(memory_mb=self._memory_mb)
+        """A ready worker: an idle one, else one being reset (milliseconds) or started, else
+        a new one."""
+        while True:
+            if self._closed:
+                raise WorkerCrashed("the worker pool is closed")
+            while self._idle:
+                worker = self._idle.pop()
+                if not worker.exited():
+                    return worker  # its replacement, if any, is started after the run
+                self.reap(worker)
+            if len(self._waiters) >= len(self._resetting) + len(self._starting):
+                return await self.launcher.fork(memory_mb=self._memory_mb)
+            waited = await self._wait_for_worker()
+            if waited is not None:
+                return waited
 
     async def fork(self) -> Worker:
         """A brand-new worker, bypassing the idle ones."""
         return await self.launcher.fork(memory_mb=self._memory_mb)
+
+    def release(self, worker: Worker, *, reuse: bool) -> None:
+        """Take a worker back after its run, in the background: reset it for another run
+        when `reuse` (the run ended normally and the worker is `reusable`), else dispose."""
+        if not reuse or self._closed:
+            self.reap(worker)
+            return
+        task = asyncio.create_task(self._reset(worker))
+        self._resetting.add(task)
+        task.add_done_callback(self._resetting.discard)
 
     def reap(self, worker: Worker) -> None:
         """Dispose of a used worker in the background; `aclose()` waits for it."""
         task = asyncio.create_task(worker.dispose())
         self._reaping.add(task)
         task.add_done_callback(self._reaping.discard)
-        # Forking the replacement now, not while the run was going, keeps it off the run's
-        # two cores; a burst of runs beyond the pool forks on demand in `acquire()`.
+        # Starting the replacement now, not while the run was going, keeps it off the run's
+        # two cores; a burst of runs beyond the pool starts workers on demand in `acquire()`.
         self._refill()
 
     async def aclose(self) -> None:
         """Stop refilling, kill every worker, stop the launcher."""
         self._closed = True
-        for task in list(self._starting):
+        for task in [*self._starting, *self._resetting]:
             task.cancel()
-        await asyncio.gather(*self._starting, return_exceptions=True)
+        await asyncio.gather(*self._starting, *self._resetting, return_exceptions=True)
+        for waiter in self._waiters:
+            if not waiter.done():
+                waiter.set_result(None)
         idle, self._idle = self._idle, []
         await asyncio.gather(*(w.dispose() for w in idle), *self._reaping)
         await self.launcher.aclose()
@@ -390,8 +435,54 @@ class WorkerPool:
     def idle_count(self) -> int:
         return len(self._idle)
 
+    async def _wait_for_worker(self) -> Worker | None:
+        waiter: asyncio.Future[Worker | None] = asyncio.get_running_loop().create_future()
+        self._waiters.append(waiter)
+        try:
+            return await waiter
+        except asyncio.CancelledError:
+            handed = waiter.result() if waiter.done() and not waiter.cancelled() else None
+            if handed is not None:
+                self._give_back(handed)  # handed over just as the caller gave up
+            raise
+        finally:
+            with contextlib.suppress(ValueError):
+                self._waiters.remove(waiter)
+
+    async def _reset(self, worker: Worker) -> None:
+        fresh = False
+        try:
+            fresh = await worker.reset()
+        finally:
+            # No longer resetting: `reap()` below may then start a replacement.
+            self._resetting.discard(asyncio.current_task())
+            if fresh and not self._closed:
+                self._give_back(worker)
+            else:
+                self.reap(worker)  # shielded from our cancellation: the task is its own
+                self._wake_one(None)
+
+    def _give_back(self, worker: Worker) -> None:
+        """A ready worker: to a caller waiting for one, else idle (up to `size`)."""
+        if self._wake_one(worker):
+            return
+        if len(self._idle) < self.size and not self._closed:
+            self._idle.append(worker)
+        else:
+            self.reap(worker)  # more came back than the pool keeps (after a burst)
+
+    def _wake_one(self, worker: Worker | None) -> bool:
+        for waiter in self._waiters:
+            if not waiter.done():
+                waiter.set_result(worker)
+                return True
+        return False
+
     def _refill(self) -> None:
-        while not self._closed and len(self._idle) + len(self._starting) < self.size:
+        while (
+            not self._closed
+            and len(self._idle) + len(self._starting) + len(self._resetting) < self.size
+        ):
             task = asyncio.create_task(self._add_one())
             self._starting.add(task)
             task.add_done_callback(self._starting.discard)
@@ -401,8 +492,10 @@ class WorkerPool:
             worker = await self.launcher.fork(memory_mb=self._memory_mb)
         except (WorkerCrashed, OSError) as exc:
             logger.error("could not start a warm worker: %s", exc)
+            self._starting.discard(asyncio.current_task())  # no longer starting: look again
+            self._wake_one(None)
             return
         if self._closed:
             await worker.dispose()
         else:
-            self._idle.append(worker)
+            self._give_back(worker)

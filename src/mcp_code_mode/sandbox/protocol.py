@@ -3,6 +3,8 @@
 Host → worker: `init`, then one `run`, then `reply`s to the worker's requests.
 Worker → host: `ready`, then `call` / `query` requests, then `done`.
 Host → zygote: `init`, then `index` and `fork` requests (see `zygote.main`).
+A Pyodide runner serves run after run: after `done`, the host sends `reset`, and the runner
+answers `ready` (fresh again, with the token from its `init`) or `retired` (and exits).
 Stdlib only: the worker imports this module.
 
 The guest index (server identifier -> {"name", "tools": {tool id: name}, "error"?}) has a
@@ -28,6 +30,8 @@ __all__ = [
     "QueryRequest",
     "ReadyMessage",
     "ReplyMessage",
+    "ResetMessage",
+    "RetiredMessage",
     "RunMessage",
     "RunnerInitMessage",
     "SnapshotMessage",
@@ -53,6 +57,8 @@ class RunnerInitMessage(InitMessage):
     files: dict[str, str]
     root: str
     wheels: dict[str, str]
+    token: str  # proves a later `ready` comes from the runner, not from guest code
+    max_runs: int  # the runner retires after this many runs (0: no limit)
 
 
 class IndexMessage(TypedDict):
@@ -68,6 +74,7 @@ class ReadyMessage(TypedDict):
 
     op: Literal["ready"]
     pid: int
+    token: NotRequired[str]  # a Pyodide runner's, from its `init`
 
 
 class RunMessage(TypedDict):
@@ -141,7 +148,15 @@ class PauseMessage(TypedDict):
     op: Literal["pause"]
 
 
-HostMessage = InitMessage | RunnerInitMessage | RunMessage | ReplyMessage | PauseMessage
+class ResetMessage(TypedDict):
+    """Host → Pyodide runner, after its `done`: restore the state runs start from."""
+
+    op: Literal["reset"]
+
+
+HostMessage = (
+    InitMessage | RunnerInitMessage | RunMessage | ReplyMessage | PauseMessage | ResetMessage
+)
 """What the host sends a worker."""
 
 
@@ -151,7 +166,17 @@ class SnapshotMessage(TypedDict):
     op: Literal["snapshot"]
 
 
-ChildMessage = ReadyMessage | CallRequest | QueryRequest | DoneMessage | SnapshotMessage
+class RetiredMessage(TypedDict):
+    """Pyodide runner → host, instead of `ready` after a `reset`: it cannot be made fresh
+    (why, for the log) and exits."""
+
+    op: Literal["retired"]
+    reason: str
+
+
+ChildMessage = (
+    ReadyMessage | CallRequest | QueryRequest | DoneMessage | SnapshotMessage | RetiredMessage
+)
 """What a worker sends the host."""
 
 # The keys each message from a worker must have (the host trusts nothing it sends).
@@ -161,6 +186,7 @@ _CHILD_KEYS: dict[str, tuple[str, ...]] = {
     "query": ("id", "kind", "args"),
     "done": ("ok", "result", "stdout", "logs", "error"),
     "snapshot": (),  # a Pyodide runner made its memory snapshot
+    "retired": ("reason",),  # a Pyodide runner that could not be reset
 }
 
 

@@ -1,11 +1,15 @@
 """`MCP_EXECUTOR=pyodide`: guest code in CPython compiled to WebAssembly, inside Deno.
 
-Each run gets a fresh Deno process with its own Pyodide interpreter (kept warm in the
-pool). Deno grants read access to the Pyodide files only: no environment, network, file
-writes or subprocesses. Wasm memory is capped with V8's `--wasm-max-mem-pages`; a timeout
-kills the process group. The guest API is the same as the local executor's: the runner
-loads our guest runtime (`guest.py`, `worker.py`) into Pyodide and bridges tool calls to
-the host over stdin/stdout (`pyodide_runner.mjs`).
+Each runner is a Deno process with its own Pyodide interpreter (kept warm in the pool).
+Every run starts from the same fresh interpreter state: after a run that ended with `done`,
+the runner writes back the copy of Wasm memory it took when it first became ready (and
+refuses, so that it is killed and replaced, when the run left state that copy does not
+cover; see `pyodide_runner.mjs`). A run that timed out, crashed or was killed takes its
+process with it. Deno grants read access to the Pyodide files only: no environment,
+network, file writes or subprocesses. Wasm memory is capped with V8's
+`--wasm-max-mem-pages`; a timeout kills the process group. The guest API is the same as the
+local executor's: the runner loads our guest runtime (`guest.py`, `worker.py`) into Pyodide
+and bridges tool calls to the host over stdin/stdout.
 
 `setup_pyodide()` installs the npm `pyodide` package into a cache with npm; the Deno binary
 comes from the `deno` PyPI package (the `[pyodide]` extra).
@@ -21,6 +25,7 @@ import json
 import logging
 import os
 import resource
+import secrets
 import shutil
 import signal
 import subprocess
@@ -40,6 +45,8 @@ logger = logging.getLogger(__name__)
 
 PYODIDE_VERSION = "0.29.4"
 _START_TIMEOUT_S = 60.0
+_RESET_TIMEOUT_S = 2.0  # a reset takes milliseconds; a caller may wait this long for one
+_MAX_RUNS = 1000  # per runner, then it is replaced: bounds whatever slowly accumulates
 _GUEST_FILES = ("__init__.py", "guest.py", "protocol.py", "worker.py", "pyodide_guest.py")
 
 
@@ -87,14 +94,17 @@ def setup_pyodide(cache_dir: str | None = None) -> Path:
 
 
 class PyodideRunner:
-    """One Deno + Pyodide process serving one run; same interface as a local worker."""
+    """One Deno + Pyodide process serving run after run, each from the same fresh state."""
 
-    def __init__(self, proc: asyncio.subprocess.Process) -> None:
+    reusable = True
+
+    def __init__(self, proc: asyncio.subprocess.Process, *, token: str) -> None:
         assert proc.stdin is not None and proc.stdout is not None
         self.proc = proc
         self.pid = proc.pid
         self.workdir = ""
-        self.index_version: int | None = None  # a runner starts without a guest index
+        self.index_version: int | None = None  # the runner keeps the last index it was sent
+        self.token = token  # only the host and the runner's JS know it, never guest code
         self._disposed = False
         # Guest code can reach Deno's stdout: the channel checks every line.
         self._channel = Channel(proc.stdout, proc.stdin, peer="runner")
@@ -107,6 +117,28 @@ class PyodideRunner:
 
     def exited(self) -> bool:
         return self.proc.returncode is not None
+
+    async def reset(self) -> bool:
+        """After a run that ended with `done`: restore the state runs start from.
+
+        False when the runner could not (it retired: the run reached JS, changed files,
+        grew memory; or it did not answer with its token in time): dispose of it then.
+        """
+        try:
+            await self._channel.send({"op": "reset"})
+            async with asyncio.timeout(_RESET_TIMEOUT_S):
+                answer = await self._channel.receive()
+        except (ConnectionError, TimeoutError, WorkerCrashed):
+            return False
+        if answer is not None and answer["op"] == "retired":
+            logger.debug("Pyodide runner %d retired: %s", self.pid, answer["reason"])
+            return False
+        # Guest code can write raw lines, but it never has the token (see the runner).
+        return (
+            answer is not None
+            and answer["op"] == "ready"
+            and secrets.compare_digest(str(answer.get("token", "")).encode(), self.token.encode())
+        )
 
     def produced(self) -> tuple[str, list[str]]:
         return "", []  # no shared memory with a Deno process: a killed runner's output is lost
@@ -193,7 +225,7 @@ class PyodideLauncher:
                            "DENO_NO_UPDATE_CHECK": "1"},
             start_new_session=True, limit=LINE_LIMIT,
         )  # fmt: skip
-        return PyodideRunner(proc)
+        return PyodideRunner(proc, token=secrets.token_hex(16))
 
     async def _ensure_snapshot(self) -> Path | None:
         """A memory snapshot of a prepared interpreter, made once per runtime version."""
@@ -215,7 +247,7 @@ class PyodideLauncher:
             memory_mb=1024, args=["--make-snapshot", str(partial)], allow_write=str(partial)
         )
         try:
-            await maker.send(self._init_message())
+            await maker.send(self._init_message(maker))
             async with asyncio.timeout(_START_TIMEOUT_S):
                 done = await maker.receive()
         finally:
@@ -242,15 +274,22 @@ class PyodideLauncher:
             wheels[wheel.name] = base64.b64encode(wheel.read_bytes()).decode()
         return wheels
 
-    def _init_message(self) -> RunnerInitMessage:
-        return {"op": "init", "files": self._files, "root": self._root,
-                "allowed_imports": self._allowed_imports, "wheels": self._wheels}  # fmt: skip
+    def _init_message(self, runner: PyodideRunner) -> RunnerInitMessage:
+        return {
+            "op": "init",
+            "files": self._files,
+            "root": self._root,
+            "allowed_imports": self._allowed_imports,
+            "wheels": self._wheels,
+            "token": runner.token,
+            "max_runs": _MAX_RUNS,
+        }
 
     async def fork(self, *, memory_mb: int) -> PyodideRunner:
         args = [str(self._snapshot)] if self._snapshot else []
         runner = await self._spawn(memory_mb=memory_mb, args=args)
         try:
-            await runner.send(self._init_message())
+            await runner.send(self._init_message(runner))
             async with asyncio.timeout(_START_TIMEOUT_S):
                 ready = await runner.receive()
             if ready is None or ready["op"] != "ready":

@@ -1,26 +1,36 @@
-"""The Python side of the Pyodide runner: prepare the interpreter, run one `run` line.
+"""The Python side of the Pyodide runner: prepare the interpreter, then run one `run` at a time.
 
 Loaded into Pyodide's in-memory file system by `pyodide_runner.mjs` together with
 `guest.py`, `protocol.py` and `worker.py`; never imported by the host. Stdlib only.
+
+The host is reached through two character devices the runner registers, never through
+Pyodide's JavaScript FFI (see the runner): `/dev/mcp_host` carries protocol lines both
+ways, `/dev/mcp_timer` takes the run's time limit in milliseconds.
 """
 
 from __future__ import annotations
 
 import contextlib
+import gc
 import importlib
-import json
+import os
 import signal
 import sys
+from json import dumps, loads  # bound now: guest code may replace `json.dumps`
 from typing import Any
 
 from mcp_code_mode.sandbox import worker
 from mcp_code_mode.sandbox.guest import LAZY_HELPERS, GuestRuntime
 
-__all__ = ["attach", "install_wheels", "preload", "run_line"]
+__all__ = ["attach", "install_wheels", "preload", "run_next", "settle"]
+
+_HOST_DEVICE = "/dev/mcp_host"
+_TIMER_DEVICE = "/dev/mcp_timer"
+_READ_BYTES = 1 << 20
 
 _allowed: list[str] = []
-_bridge: dict[str, Any] = {}
-_index = worker.KnownIndex()  # a `run` without `index` uses the last one this runner got
+_fds: dict[str, int] = {}
+_index = worker.KnownIndex()  # the runner's JS adds the last index to a `run` without one
 
 
 def install_wheels(wheels: dict[str, str]) -> None:
@@ -57,31 +67,64 @@ def preload(allowed_imports: list[str]) -> None:
 
 
 def attach() -> None:
-    """Take the JS bridge to the host, then hide the ways out of the Wasm sandbox."""
-    from _mcp_host import arm_timer, exchange  # type: ignore[import-not-found]  # the JS bridge
-
-    _bridge["exchange"] = exchange
-    worker.soft_timer = (signal.SIGINT, lambda seconds: arm_timer(seconds * 1000))
+    """Open the devices to the host, then hide the ways out of the Wasm sandbox."""
+    _fds["host"] = os.open(_HOST_DEVICE, os.O_RDWR)
+    _fds["timer"] = os.open(_TIMER_DEVICE, os.O_WRONLY)
+    worker.soft_timer = (signal.SIGINT, _arm_timer)
     # Guest code reaches modules only through the allowlist importer; these also go from
-    # sys.modules so that nothing preloaded hands out the JS bridge by name.
-    for name in ("js", "pyodide_js", "_mcp_host"):
+    # sys.modules so that nothing preloaded hands out a JS object by name.
+    for name in ("js", "pyodide_js"):
         sys.modules.pop(name, None)
     # Run the snippet path once, so the first real run does not pay for warming it up.
     runtime = GuestRuntime(lambda message: [], _allowed)
     exec(worker.compile_guest("_ = [1 + 1]\n_"), runtime.namespace({}, None))
 
 
-def run_line(line: str) -> str:
-    """Run one `run` message (a JSON line) and return the `done` message as a JSON line."""
-    exchange = _bridge["exchange"]
+def settle() -> None:
+    """Collect garbage before the runner copies the state every run starts from."""
+    gc.collect()
 
-    def send(message: dict[str, Any] | None) -> dict[str, Any]:
-        # An empty line sends nothing: it only reads the host's next message (after a pause).
-        reply: dict[str, Any] = json.loads(exchange("" if message is None else json.dumps(message)))
-        return reply
 
-    message = json.loads(line)
-    run = worker.Run(send, int(message["max_output_chars"]))
-    runtime = GuestRuntime(run.request, _allowed)
-    done = worker.execute(message, run, runtime, index=_index.for_run(message))
-    return json.dumps(done)
+def run_next() -> None:
+    """Read one `run` message from the host, run it, and write the `done` message back."""
+    message = loads(_read_line())
+    run = worker.Run(_exchange, int(message["max_output_chars"]))
+    done = worker.execute(
+        message, run, GuestRuntime(run.request, _allowed), index=_index.for_run(message)
+    )
+    _write_line(_encode(done))
+
+
+def _exchange(message: dict[str, Any] | None) -> dict[str, Any]:
+    # None sends nothing: it only reads the host's next message (after a pause).
+    if message is not None:
+        _write_line(_encode(message))
+    reply: dict[str, Any] = loads(_read_line())
+    return reply
+
+
+def _encode(message: Any) -> str:
+    # Explicit separators: guest code may change JSONEncoder's class-level defaults.
+    return dumps(message, separators=(",", ":"))
+
+
+def _arm_timer(seconds: float) -> None:
+    os.write(_fds["timer"], repr(seconds * 1000).encode())
+
+
+def _read_line() -> str:
+    """The host's next line (a device read serves one line at a time, ending in "\\n")."""
+    parts: list[bytes] = []
+    while True:
+        chunk = os.read(_fds["host"], _READ_BYTES)
+        if not chunk:
+            raise EOFError("the host closed the runner's input")
+        parts.append(chunk)
+        if chunk.endswith(b"\n"):
+            return b"".join(parts)[:-1].decode()
+
+
+def _write_line(text: str) -> None:
+    data = memoryview((text + "\n").encode())
+    while data:
+        data = data[os.write(_fds["host"], data) :]
