@@ -107,9 +107,11 @@ class Gateway:
         return self
 
     async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None,
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
         tb: TracebackType | None,
-    ) -> None:  # fmt: skip
+    ) -> None:
         await self.aclose()
 
     async def start(self) -> None:
@@ -237,7 +239,8 @@ class Gateway:
 
         Call from inside the gateway's event loop; use the interpreter (it is synchronous)
         from another thread, e.g. through `asyncio.to_thread`. Sessions run on the local
-        executor's workers whatever MCP_EXECUTOR says (Pyodide runners serve one run each).
+        executor's workers whatever MCP_EXECUTOR says (a session keeps its state between
+        snippets, which a reset Pyodide runner would not).
         """
         from .sandbox.interpreter import MCPCodeInterpreter  # imports dspy: only when asked
 
@@ -253,8 +256,11 @@ class Gateway:
     def sandbox_info(self) -> dict[str, Any]:
         """The executor and its active isolation layers."""
         layers = self.executor.layers()
-        return {"executor": self.executor.name, "layers": [k for k, on in layers.items() if on],
-                "inactive": [k for k, on in layers.items() if not on]}  # fmt: skip
+        return {
+            "executor": self.executor.name,
+            "layers": [k for k, on in layers.items() if on],
+            "inactive": [k for k, on in layers.items() if not on],
+        }
 
     def needs_approval(self, server: str, tool: str) -> bool:
         """Whether calls to this tool need a person's approval (contract §8)."""
@@ -273,10 +279,11 @@ class Gateway:
         size = _json_size(args, self.settings.max_call_bytes)
         if size > self.settings.max_call_bytes:
             raise ToolCallFailed(
-                server, tool,
+                server,
+                tool,
                 f"the arguments are {size:,} bytes of JSON, over the "
                 f"{self.settings.max_call_bytes:,} allowed (MCP_CODE_MAX_CALL_BYTES)",
-            )  # fmt: skip
+            )
         return unwrap_result(await self.manager.call_tool(server, tool, args))
 
     def _guest_index(self) -> GuestIndex:
@@ -294,10 +301,14 @@ class Gateway:
             return self._index[1]
         index = catalog.guest_index()
         for row in down:
-            index.setdefault(_free_ident(row.name, index), {
-                "name": row.name, "tools": {},
-                "error": row.error or f"server {row.name!r} is {row.status}",
-            })  # fmt: skip
+            index.setdefault(
+                _free_ident(row.name, index),
+                {
+                    "name": row.name,
+                    "tools": {},
+                    "error": row.error or f"server {row.name!r} is {row.status}",
+                },
+            )
         self._index = (source, GuestIndex.of(index))
         return self._index[1]
 

@@ -106,9 +106,11 @@ async def test_killed_server_leaves_no_processes(tmp_path: Path) -> None:
     config.write_text(json.dumps({"servers": {"t": server_entry(TEST_SERVER)}}))
     proc = subprocess.Popen(
         [sys.executable, "-m", "mcp_code_mode.executor_server", "--config", str(config)],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
         env={"PATH": os.defpath, **QUIET, "MCP_CODE_POOL_SIZE": "3"},
-    )  # fmt: skip
+    )
     try:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
@@ -135,9 +137,11 @@ async def test_stdio_session_end_stops_everything(tmp_path: Path) -> None:
     config = tmp_path / "mcp_servers.json"
     config.write_text(json.dumps({"servers": {"t": server_entry(TEST_SERVER)}}))
     transport = StdioTransport(
-        sys.executable, ["-m", "mcp_code_mode.executor_server", "--config", str(config)],
-        env={**QUIET, "MCP_CODE_POOL_SIZE": "2"}, keep_alive=False,
-    )  # fmt: skip
+        sys.executable,
+        ["-m", "mcp_code_mode.executor_server", "--config", str(config)],
+        env={**QUIET, "MCP_CODE_POOL_SIZE": "2"},
+        keep_alive=False,
+    )
     async with Client(transport, init_timeout=60) as client:
         pid = (await client.call_tool("execute_code", {"code": "tools.t.pid()"})).structured_content
         assert pid is not None

@@ -26,9 +26,12 @@ async def js_gateway(write_config: ConfigWriter) -> AsyncIterator[Gateway]:
     """Pyodide with `js` deliberately allowed: only Deno's permissions stand in the way."""
     require_pyodide()
     gw = await start_gateway(
-        write_config({"t": server_entry(TEST_SERVER)}), executor="pyodide", extra_imports="js",
-        memory_mb=128, pool_size=1,
-    )  # fmt: skip
+        write_config({"t": server_entry(TEST_SERVER)}),
+        executor="pyodide",
+        extra_imports="js",
+        memory_mb=128,
+        pool_size=1,
+    )
     try:
         yield gw
     finally:

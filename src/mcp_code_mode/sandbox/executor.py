@@ -3,10 +3,10 @@
 One executor for every sandbox: what a worker is comes from its `Launcher` (the zygote's
 forked processes for `local`, Deno + Pyodide runners for `pyodide`), which also names
 the executor and reports its isolation layers. Here: the AST policy (in the server,
-before anything runs), one fresh worker per run, the conversation that answers its tool
-calls, a soft timer in the worker and a hard kill from the host at timeout + grace.
-Not stopped here: whatever the launcher's layers do not stop (see the README's
-security model).
+before anything runs), a fresh worker (or one its launcher made fresh again) per run, the
+conversation that answers its tool calls, a soft timer in the worker and a hard kill from
+the host at timeout + grace. Not stopped here: whatever the launcher's layers do not stop
+(see the README's security model).
 """
 
 from __future__ import annotations
@@ -42,9 +42,13 @@ class SandboxExecutor:
     """Runs each snippet in a fresh worker of `launcher`'s kind, from a warm pool."""
 
     def __init__(
-        self, launcher: Launcher, *, allowed_imports: Sequence[str], limits: Limits,
+        self,
+        launcher: Launcher,
+        *,
+        allowed_imports: Sequence[str],
+        limits: Limits,
         pool_size: int = 2,
-    ) -> None:  # fmt: skip
+    ) -> None:
         self.launcher = launcher
         self.allowed_imports = tuple(allowed_imports)
         self.limits = limits
@@ -79,10 +83,15 @@ class SandboxExecutor:
             return refused
         self.launcher.use_index(index)
         message: RunMessage = {
-            "op": "run", "code": code, "input": input, "index_version": index.version,
-            "index": index.servers, "timeout_s": timeout_s,
-            "max_output_chars": self.limits.max_output_chars, "seed": secrets.randbits(128),
-        }  # fmt: skip
+            "op": "run",
+            "code": code,
+            "input": input,
+            "index_version": index.version,
+            "index": index.servers,
+            "timeout_s": timeout_s,
+            "max_output_chars": self.limits.max_output_chars,
+            "seed": secrets.randbits(128),
+        }
         produced: list[tuple[str, list[str]]] = []  # stdout and logs of a killed worker
         try:
             async with asyncio.timeout(timeout_s + KILL_GRACE_S) as clock:
@@ -180,9 +189,11 @@ def check_code(code: str, allowed_imports: Sequence[str], limits: Limits) -> Exe
     """
     try:
         violation = check_policy(
-            code, allowed_imports=allowed_imports, max_chars=limits.max_chars,
+            code,
+            allowed_imports=allowed_imports,
+            max_chars=limits.max_chars,
             max_lines=limits.max_lines,
-        )  # fmt: skip
+        )
     except (RecursionError, MemoryError):
         return ExecutionResult.failure(
             ErrorType.POLICY_VIOLATION,
@@ -349,10 +360,12 @@ def _from_done(done: DoneMessage) -> ExecutionResult:
     try:
         error = ErrorDetail.model_validate(done["error"]) if done.get("error") else None
         return ExecutionResult(
-            ok=bool(done["ok"]) and error is None, result=done.get("result"),
-            stdout=str(done.get("stdout", "")), logs=[str(x) for x in done.get("logs", [])],
+            ok=bool(done["ok"]) and error is None,
+            result=done.get("result"),
+            stdout=str(done.get("stdout", "")),
+            logs=[str(x) for x in done.get("logs", [])],
             error=error,
-        )  # fmt: skip
+        )
     except (KeyError, TypeError, ValueError) as exc:  # pydantic's ValidationError is a ValueError
         raise WorkerCrashed(f"the worker sent a malformed result: {exc}") from None
 

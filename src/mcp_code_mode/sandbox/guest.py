@@ -56,14 +56,33 @@ GUEST_MODULE = "__main__"
 # `__doc__`, ...) is an ordinary read that reaches nothing new.
 REFUSED_DUNDERS = frozenset(
     [
-        "__globals__", "__code__", "__builtins__", "__subclasses__", "__getattribute__",
+        "__globals__",
+        "__code__",
+        "__builtins__",
+        "__subclasses__",
+        "__getattribute__",
         "__setattr__",
-        "__delattr__", "__reduce__", "__reduce_ex__", "__self__", "__func__", "__loader__",
-        "__spec__", "__import__", "__defaults__", "__kwdefaults__", "__objclass__",
-        "__getstate__", "__setstate__", "__class_getitem__", "__path__",
-        "__file__", "__cached__", "__traceback__", "__weakref__",
+        "__delattr__",
+        "__reduce__",
+        "__reduce_ex__",
+        "__self__",
+        "__func__",
+        "__loader__",
+        "__spec__",
+        "__import__",
+        "__defaults__",
+        "__kwdefaults__",
+        "__objclass__",
+        "__getstate__",
+        "__setstate__",
+        "__class_getitem__",
+        "__path__",
+        "__file__",
+        "__cached__",
+        "__traceback__",
+        "__weakref__",
     ]
-)  # fmt: skip
+)
 # Read like private attributes: fine on the guest's own objects, classes and functions
 # (`self.__dict__`, `inc.__closure__`, `Item.__mro__`), refused on everything else (a
 # builtin class's `__dict__` holds its descriptors; a library closure holds the library's
@@ -137,9 +156,21 @@ BLOCKED_ATTRIBUTES = frozenset(
 # Helpers that allowed modules import lazily; loaded ahead so the import succeeds in a worker.
 LAZY_HELPERS = ("_strptime", "calendar", "locale", "encodings.idna", "unicodedata", "time")
 _REMOVED_BUILTINS = (
-    "open", "exec", "eval", "compile", "__import__", "breakpoint", "input", "help",
-    "exit", "quit", "globals", "locals", "vars", "memoryview",
-)  # fmt: skip
+    "open",
+    "exec",
+    "eval",
+    "compile",
+    "__import__",
+    "breakpoint",
+    "input",
+    "help",
+    "exit",
+    "quit",
+    "globals",
+    "locals",
+    "vars",
+    "memoryview",
+)
 
 
 class ToolError(Exception):
@@ -369,9 +400,12 @@ def _module_view_class(module: Any, allowed: frozenset[str], private: bool) -> t
         return f"<module {module.__name__!r}>"
 
     namespace = {
-        "__slots__": (), "__getattr__": getattr_, "__setattr__": setattr_,
-        "__dir__": dir_, "__repr__": repr_,
-    }  # fmt: skip
+        "__slots__": (),
+        "__getattr__": getattr_,
+        "__setattr__": setattr_,
+        "__dir__": dir_,
+        "__repr__": repr_,
+    }
     return type("module", (ModuleView,), namespace)
 
 
@@ -559,9 +593,13 @@ class GuestRuntime:
         """The builtins guest code runs with (and string annotations are evaluated with)."""
         safe = _KEPT_BUILTINS.copy()
         safe.update(
-            __import__=self._import, getattr=guest_getattr, hasattr=_safe_hasattr,
-            setattr=_safe_setattr, delattr=_safe_delattr, _mcp_getattr_=guest_getattr,
-        )  # fmt: skip
+            __import__=self._import,
+            getattr=guest_getattr,
+            hasattr=_safe_hasattr,
+            setattr=_safe_setattr,
+            delattr=_safe_delattr,
+            _mcp_getattr_=guest_getattr,
+        )
         return safe
 
     def tool_function(self, server: str, tool: str) -> Callable[..., Any]:
@@ -614,9 +652,13 @@ class GuestRuntime:
         return outcome.get("value")
 
     def _import(
-        self, name: str, globals: Any = None, locals: Any = None, fromlist: Any = (),
+        self,
+        name: str,
+        globals: Any = None,
+        locals: Any = None,
+        fromlist: Any = (),
         level: int = 0,
-    ) -> Any:  # fmt: skip
+    ) -> Any:
         root = name.partition(".")[0]
         if level == 0 and name in LAZY_HELPERS and name in sys.modules:
             # C code importing its helper lazily (datetime.strptime -> _strptime) calls the

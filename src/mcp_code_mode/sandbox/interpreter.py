@@ -87,11 +87,15 @@ class MCPCodeInterpreter:
     """A dspy `CodeInterpreter` whose code runs in our sandbox and can call MCP tools."""
 
     def __init__(
-        self, *, router: ToolRouter | None = None,
+        self,
+        *,
+        router: ToolRouter | None = None,
         router_loop: asyncio.AbstractEventLoop | None = None,
-        index: GuestIndex | dict[str, Any] | None = None, allowed_imports: Sequence[str] = (),
-        limits: Limits | None = None, timeout_s: float = 30.0,
-    ) -> None:  # fmt: skip
+        index: GuestIndex | dict[str, Any] | None = None,
+        allowed_imports: Sequence[str] = (),
+        limits: Limits | None = None,
+        timeout_s: float = 30.0,
+    ) -> None:
         from ..settings import DEFAULT_ALLOWED_IMPORTS
 
         self._router: ToolRouter = router or _NoTools()
@@ -137,9 +141,11 @@ class MCPCodeInterpreter:
         """Run one snippet in the session; see the module docstring for the outcomes."""
         self.start()
         violation = check_policy(
-            code, allowed_imports=self.allowed_imports, max_chars=self.limits.max_chars,
+            code,
+            allowed_imports=self.allowed_imports,
+            max_chars=self.limits.max_chars,
             max_lines=self.limits.max_lines,
-        )  # fmt: skip
+        )
         if violation is not None:
             if violation.kind == "SYNTAX_ERROR":
                 raise SyntaxError(f"{violation.message} (line {violation.line})")
@@ -147,11 +153,16 @@ class MCPCodeInterpreter:
                 f"POLICY_VIOLATION (line {violation.line}): {violation.message}"
             )
         message: RunMessage = {
-            "op": "run", "code": code, "input": None, "index_version": self._index.version,
-            "index": self._index.servers, "timeout_s": self.timeout_s,
-            "max_output_chars": self.limits.max_output_chars, "session": True,
+            "op": "run",
+            "code": code,
+            "input": None,
+            "index_version": self._index.version,
+            "index": self._index.servers,
+            "timeout_s": self.timeout_s,
+            "max_output_chars": self.limits.max_output_chars,
+            "session": True,
             "variables": variables or {},
-        }  # fmt: skip
+        }
         done = self._call(self._converse(message))
         if done.get("submitted"):
             return FinalOutput(done["result"])

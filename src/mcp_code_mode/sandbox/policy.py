@@ -139,10 +139,12 @@ def _tool_attributes(tree: ast.AST) -> set[ast.Attribute]:
     if any(_binds_tools(node) for node in nodes):
         return set()
     servers = {
-        node for node in nodes
-        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+        node
+        for node in nodes
+        if isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
         and node.value.id == "tools"
-    }  # fmt: skip
+    }
     tools = {node for node in nodes if isinstance(node, ast.Attribute) and node.value in servers}
     chain = servers | tools
     if any(not isinstance(node.ctx, ast.Load) for node in chain):

@@ -214,11 +214,18 @@ class Zygote:
         home = _scratch_root()
         try:
             self._proc = await asyncio.create_subprocess_exec(
-                sys.executable, "-I", "-m", "mcp_code_mode.sandbox.zygote", str(child.fileno()),
-                pass_fds=(child.fileno(),), stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.DEVNULL, env=_minimal_env(home), cwd="/",
+                sys.executable,
+                "-I",
+                "-m",
+                "mcp_code_mode.sandbox.zygote",
+                str(child.fileno()),
+                pass_fds=(child.fileno(),),
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.DEVNULL,
+                env=_minimal_env(home),
+                cwd="/",
                 start_new_session=True,
-            )  # fmt: skip
+            )
         finally:
             child.close()
         parent.setblocking(False)
@@ -233,9 +240,13 @@ class Zygote:
             raise WorkerCrashed("the sandbox zygote did not start") from None
         # What every forked worker has, then what the zygote's probe found to hold.
         self.layers = {
-            "worker_process": True, "minimal_env": True, "empty_tmp_cwd": True,
-            "rlimits": True, "kill_on_timeout": True, **dict(ready.get("layers") or {}),
-        }  # fmt: skip
+            "worker_process": True,
+            "minimal_env": True,
+            "empty_tmp_cwd": True,
+            "rlimits": True,
+            "kill_on_timeout": True,
+            **dict(ready.get("layers") or {}),
+        }
 
     @property
     def alive(self) -> bool:

@@ -201,10 +201,14 @@ class PyodideLauncher:
         self._wheels = self._read_wheels()
         self._snapshot = await self._ensure_snapshot()
         self.layers = {
-            "wasm_sandbox": True, "deno_permissions_read_only": True, "no_env": True,
-            "no_network": True, "wasm_memory_cap": True, "kill_on_timeout": True,
+            "wasm_sandbox": True,
+            "deno_permissions_read_only": True,
+            "no_env": True,
+            "no_network": True,
+            "wasm_memory_cap": True,
+            "kill_on_timeout": True,
             "deno_memory_cap": _can_cap_memory(),
-        }  # fmt: skip
+        }
 
     async def _spawn(
         self, *, memory_mb: int, args: list[str], allow_write: str = ""
@@ -216,15 +220,28 @@ class PyodideLauncher:
         readable = ",".join([str(self._dir), *([str(self._snapshot)] if self._snapshot else [])])
         writable = [f"--allow-write={allow_write}"] if allow_write else []
         proc = await asyncio.create_subprocess_exec(
-            self._deno, "run", "--quiet", "--no-prompt", "--no-config", "--no-lock",
-            "--no-remote", "--unstable-detect-cjs", f"--allow-read={readable}", *writable,
-            f"--v8-flags=--wasm-max-mem-pages={pages}", runner_js, str(self._dir), *args,
-            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            self._deno,
+            "run",
+            "--quiet",
+            "--no-prompt",
+            "--no-config",
+            "--no-lock",
+            "--no-remote",
+            "--unstable-detect-cjs",
+            f"--allow-read={readable}",
+            *writable,
+            f"--v8-flags=--wasm-max-mem-pages={pages}",
+            runner_js,
+            str(self._dir),
+            *args,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.DEVNULL,  # guest code that reached Deno may write there
-            cwd=home, env={"PATH": os.defpath, "HOME": home, "NO_COLOR": "1",
-                           "DENO_NO_UPDATE_CHECK": "1"},
-            start_new_session=True, limit=LINE_LIMIT,
-        )  # fmt: skip
+            cwd=home,
+            env={"PATH": os.defpath, "HOME": home, "NO_COLOR": "1", "DENO_NO_UPDATE_CHECK": "1"},
+            start_new_session=True,
+            limit=LINE_LIMIT,
+        )
         return PyodideRunner(proc, token=secrets.token_hex(16))
 
     async def _ensure_snapshot(self) -> Path | None:

@@ -338,8 +338,11 @@ def execute(
     timeout_s = float(message["timeout_s"])
 
     def on_alarm(signum: int, frame: FrameType | None) -> None:
-        raise run.trip("TIMEOUT", f"the run exceeded its {timeout_s:g}s time limit "
-                       "(pass a larger timeout_s, up to MCP_CODE_MAX_TIMEOUT_S)")  # fmt: skip
+        raise run.trip(
+            "TIMEOUT",
+            f"the run exceeded its {timeout_s:g}s time limit "
+            "(pass a larger timeout_s, up to MCP_CODE_MAX_TIMEOUT_S)",
+        )
 
     timer = soft_timer
     if timer is not None:
@@ -363,8 +366,11 @@ def execute(
     except Fatal as exc:
         error = _error(exc.error_type, exc.message, _guest_line(exc.__traceback__))
     except MemoryError as exc:
-        error = _error("MEMORY_LIMIT", "MemoryError: the run exceeded its memory limit "
-                       "(raise MCP_CODE_MEMORY_MB)", _guest_line(exc.__traceback__))  # fmt: skip
+        error = _error(
+            "MEMORY_LIMIT",
+            "MemoryError: the run exceeded its memory limit (raise MCP_CODE_MEMORY_MB)",
+            _guest_line(exc.__traceback__),
+        )
     except ToolError as exc:
         error = _error("TOOL_ERROR", f"ToolError: {exc}", _guest_line(exc.__traceback__))
     except ImportRefused as exc:
@@ -385,9 +391,13 @@ def execute(
     if tripped is not None and (error is None or error["type"] != tripped.error_type):
         error = _error(tripped.error_type, tripped.message, None)
     done: DoneMessage = {
-        "op": "done", "ok": error is None, "result": result if error is None else None,
-        "stdout": capture.getvalue(), "logs": runtime.logs, "error": error,
-    }  # fmt: skip
+        "op": "done",
+        "ok": error is None,
+        "result": result if error is None else None,
+        "stdout": capture.getvalue(),
+        "logs": runtime.logs,
+        "error": error,
+    }
     if submitted is not None and error is None:
         done["submitted"] = True
     return done

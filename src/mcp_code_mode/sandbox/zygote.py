@@ -54,7 +54,10 @@ class _Control:
     def next(self) -> dict[str, Any] | None:
         """The next request; None once the host is gone."""
         while (end := self._buffer.find(b"\n")) < 0:
-            data, fds, _, _ = socket.recv_fds(self._sock, 1 << 16, 2)  # socket [, mirror]
+            try:
+                data, fds, _, _ = socket.recv_fds(self._sock, 1 << 16, 2)  # socket [, mirror]
+            except ConnectionResetError:  # the host closed with a request unread: it is gone
+                return None
             self._fds += fds
             if not data:
                 return None
