@@ -219,3 +219,85 @@ def test_the_cache_keeps_only_the_most_recent_entries(tmp_path: Path) -> None:
         cache.store(f"s{n}", entry, [{"name": "echo"}])
     assert len(list((tmp_path / "c").glob("*.json"))) == tool_cache._KEPT_FILES
     assert cache.load(f"s{tool_cache._KEPT_FILES + 4}", entry) == [{"name": "echo"}]
+
+
+# ---------------------------------------------------------------- found by an outside attack
+
+
+async def test_an_identifier_names_one_server_whichever_others_have_started(
+    tmp_path: Path,
+) -> None:
+    """`a-b` and `a_b` clash: `tools.a_b_2` is `a_b` before, during and after `a-b` starts."""
+    servers = {"a-b": server_entry(TEST_SERVER), "a_b": server_entry(TEST_SERVER)}
+    config = load_config(write(tmp_path, servers))
+    echo = {"name": "echo", "inputSchema": {"type": "object", "properties": {"text": {}}}}
+    # Only `a_b` is remembered: the catalog knows it before `a-b`, which comes first.
+    ToolCache(tmp_path / "cache").store("a_b", config.servers["a_b"], [echo])
+    async with gateway(tmp_path, servers, "on_demand") as gw:
+        second = await gw.execute("tools.a_b_2.echo(text='x')")
+        assert second.ok, second.error
+        assert [c.server for c in second.tool_calls] == ["a_b"]  # type: ignore[union-attr]
+        first = await gw.execute("tools.a_b.echo(text='y')")
+        assert [c.server for c in first.tool_calls] == ["a-b"]  # type: ignore[union-attr]
+        again = await gw.execute("tools.a_b_2.echo(text='z')")
+        assert [c.server for c in again.tool_calls] == ["a_b"]  # type: ignore[union-attr]
+
+
+async def test_oversized_code_is_refused_without_reading_it(tmp_path: Path) -> None:
+    async with gateway(tmp_path, {"t": server_entry(TEST_SERVER)}, "on_demand") as gw:
+        started = time.monotonic()
+        result = await gw.execute("x = 1\n" * 400_000)
+        assert not result.ok and result.error is not None
+        assert result.error.type == "POLICY_VIOLATION"
+        assert time.monotonic() - started < 5  # generous: it is refused before any parse
+        assert gw.manager.state("t") == "connecting"  # nothing was started for it
+
+
+@pytest.mark.parametrize("planted", ["fifo", "dev_zero", "directory"])
+def test_a_planted_cache_entry_is_a_miss_at_once(tmp_path: Path, planted: str) -> None:
+    import os
+
+    from mcp_code_mode.tool_cache import cache_key
+
+    config = load_config(write(tmp_path, {"t": server_entry(TEST_SERVER)}))
+    directory = tmp_path / "c"
+    directory.mkdir()
+    path = directory / f"{cache_key('t', config.servers['t'])}.json"
+    if planted == "fifo":
+        os.mkfifo(path)
+    elif planted == "dev_zero":
+        path.symlink_to("/dev/zero")
+    else:
+        path.mkdir()
+    started = time.monotonic()
+    assert ToolCache(directory).load("t", config.servers["t"]) is None
+    assert time.monotonic() - started < 2
+
+
+async def test_a_cached_schema_nested_past_the_serialiser_is_a_miss(tmp_path: Path) -> None:
+    servers = {"t": server_entry(TEST_SERVER)}
+    config = load_config(write(tmp_path, servers))
+    schema: dict[str, Any] = {"type": "object"}
+    for _ in range(150):
+        schema = {"type": "object", "properties": {"a": schema}}
+    ToolCache(tmp_path / "cache").store(
+        "t", config.servers["t"], [{"name": "deep", "inputSchema": schema}]
+    )
+    for _ in range(2):  # and again: the entry was replaced by what the upstream listed
+        async with gateway(tmp_path, servers, "on_demand") as gw:
+            result = await gw.execute("tools.t.echo(text='fine')")
+            assert result.ok and result.result == "fine", result.error
+
+
+async def test_discovery_answers_while_an_upstream_is_still_starting(tmp_path: Path) -> None:
+    from mcp_code_mode.gateway import DISCOVERY_WAIT_S
+
+    servers = {"slow": slow_entry(60.0), "t": server_entry(TEST_SERVER)}
+    gw = gateway(tmp_path, servers, "background", startup_timeout_s=120)
+    async with gw, Client(build_server(gw)) as client:
+        started = time.monotonic()
+        reply = await client.call_tool_mcp("list_servers", {})
+        assert time.monotonic() - started < DISCOVERY_WAIT_S + 10
+        rows = {r["name"]: r for r in json.loads(reply.content[0].text)}
+        assert rows["t"]["status"] == "ok"
+        assert rows["slow"]["status"] == "error" and "still starting" in rows["slow"]["error"]

@@ -79,6 +79,8 @@ class Catalog:
     Args:
         tools: per server (in config order), its tools in `tools/list` order.
         descriptions: the servers' descriptions from the config.
+        servers: every configured server, in config order: identifiers are assigned over
+            these first, so a server keeps its identifier whichever others have tools.
         ranking: how search weighs words and meaning.
         embeddings: where tool vectors are cached (default: the process's store under the
             cache directory). With `background` (the default) the search index is built on
@@ -95,11 +97,14 @@ class Catalog:
         embeddings: EmbeddingStore | None = None,
         background: bool = True,
         needs_approval: Callable[[str, mcp_types.Tool], bool] | None = None,
+        servers: Sequence[str] = (),
     ) -> None:
         self.formatter = formatter or ToolSchemaFormatter()
         self._ranking = ranking
         self.descriptions = dict(descriptions or {})
-        self.server_ids = assign_identifiers(tools)
+        # Over every configured server (`servers`, in config order) and not only those with
+        # tools: an identifier must not move to another server as upstreams come and go.
+        self.server_ids = assign_identifiers([*servers, *tools])
         self._by_server: dict[str, dict[str, ToolEntry]] = {}
         for server, server_tools in tools.items():
             ids = assign_identifiers(t.name for t in server_tools)

@@ -255,7 +255,7 @@ async def serve(
         async with gateway, _reporting_start(gateway):
             # Behind a balancer, ready (`/readyz`) means warm: every upstream has answered
             # or failed. Over stdio the client's own handshake overlaps their start.
-            await gateway.settle()
+            await gateway.settle(wait_s=None)
             yield build_server(gateway, lm=lm)
 
     await serve_http(settings, started, host=host, port=port)

@@ -29,7 +29,6 @@ from .errors import (
     UnknownToolError,
 )
 from .mcp_manager import Connect, MCPServerManager
-from .naming import to_identifier
 from .reach import servers_reached
 from .sandbox.base import ExecutionResult, Executor, GuestIndex, Limits, ToolCallRecord
 from .sandbox.executor import SandboxExecutor
@@ -43,11 +42,12 @@ from .tool_results import JSON, unwrap_result
 if TYPE_CHECKING:
     from .sandbox.interpreter import MCPCodeInterpreter
 
-__all__ = ["MAX_QUERY_CHARS", "Gateway"]
+__all__ = ["DISCOVERY_WAIT_S", "MAX_QUERY_CHARS", "Gateway"]
 
 logger = logging.getLogger(__name__)
 
 MAX_QUERY_CHARS = 1000  # of a search query, the part that is used (contract §7)
+DISCOVERY_WAIT_S = 5.0  # discovery waits this long at most for upstreams still starting
 
 
 class Gateway:
@@ -130,17 +130,27 @@ class Gateway:
             # The search index embeds tool texts in a thread: wait here, not in the first search.
             await asyncio.wrap_future(self.catalog.ready())
 
-    async def settle(self, servers: Collection[str] | None = None) -> None:
+    async def settle(
+        self, servers: Collection[str] | None = None, *, wait_s: float | None = DISCOVERY_WAIT_S
+    ) -> None:
         """Wait until the named upstreams (default: all) have tried to connect, starting any
-        that have not, and the search index is built; what discovery answers from."""
-        await self.manager.settle(servers)
+        that have not, and the search index is built; what discovery answers from.
+
+        An upstream still starting after `wait_s` (None: no limit) is left to start: the
+        answer then says so, rather than wait out its start-up timeout.
+        """
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(wait_s):
+                await self.manager.settle(servers)
         if servers is None:
             await asyncio.wrap_future(self.catalog.ready())
 
     def _remember_tools(self, server: str, tools: list[mcp_types.Tool]) -> None:
-        config = self.config.servers[server]
-        dumped = [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in tools]
-        self.tool_cache.store(server, config, dumped)
+        try:
+            dumped = [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in tools]
+        except (ValueError, RecursionError):  # nested past pydantic's limit: not worth keeping
+            return
+        self.tool_cache.store(server, self.config.servers[server], dumped)
 
     async def aclose(self) -> None:
         """Stop the executor and every upstream, even when cancelled."""
@@ -162,6 +172,7 @@ class Gateway:
             self._catalog = Catalog(
                 self.manager.tools(),
                 descriptions,
+                servers=list(servers),
                 needs_approval=lambda server, tool: servers[server].needs_approval(tool),
             )
         return self._catalog
@@ -185,7 +196,7 @@ class Gateway:
         try:
             # The upstreams the code can reach (by name, or any when it is dynamic) have
             # tried to connect: the guest's index has their own tool lists, not the cache's.
-            reached = servers_reached(code, self.config.enabled)
+            reached = self._servers_reached(code)
             with contextlib.suppress(TimeoutError):  # a hung upstream fails the call, in the run
                 async with asyncio.timeout(self.settings.clamp_timeout(timeout_s)):
                     await self.manager.settle(reached)
@@ -286,6 +297,14 @@ class Gateway:
             )
         return unwrap_result(await self.manager.call_tool(server, tool, args))
 
+    def _servers_reached(self, code: str) -> list[str] | None:
+        """The enabled servers `code` names (None: any); see `reach`. Code over the size
+        limit reaches none: the policy refuses it, and reading it would cost the loop."""
+        if len(code) > self.settings.max_chars:
+            return []
+        reached = servers_reached(code, list(self.config.servers))
+        return None if reached is None else [s for s in reached if s in self.config.enabled]
+
     def _guest_index(self) -> GuestIndex:
         """The guest index, made again only when the catalog or a server's status changed.
 
@@ -293,16 +312,17 @@ class Gateway:
         disabled), this costs the same whatever the number of servers and tools.
         """
         catalog = self.catalog
-        missing = len(self.config.servers) > len(catalog.server_ids)
+        missing = len(self.config.servers) > len(catalog.servers)
         rows = self.manager.statuses() if missing else []
-        down = [r for r in rows if r.status != "ok" and r.name not in catalog.server_ids]
+        listed = set(catalog.servers)
+        down = [r for r in rows if r.status != "ok" and r.name not in listed]
         source = (self.manager.tools_version, [(r.name, r.status, r.error) for r in down])
         if self._index is not None and self._index[0] == source:
             return self._index[1]
         index = catalog.guest_index()
         for row in down:
             index.setdefault(
-                _free_ident(row.name, index),
+                catalog.server_ids[row.name],
                 {
                     "name": row.name,
                     "tools": {},
@@ -446,15 +466,9 @@ def _cached_tools(cache: ToolCache, name: str, server: ServerConfig) -> list[mcp
     if raw is None:
         return None
     try:
-        return [mcp_types.Tool.model_validate(t) for t in raw]
-    except ValidationError:
+        tools = [mcp_types.Tool.model_validate(t) for t in raw]
+        for tool in tools:  # what cannot be dumped again would fail every comparison later
+            tool.model_dump(mode="json", by_alias=True, exclude_none=True)
+    except (ValidationError, ValueError, RecursionError):
         return None
-
-
-def _free_ident(name: str, index: dict[str, Any]) -> str:
-    ident, n = to_identifier(name), 1
-    base = ident
-    while ident in index:
-        n += 1
-        ident = f"{base}_{n}"
-    return ident
+    return tools

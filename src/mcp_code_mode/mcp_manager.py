@@ -301,6 +301,8 @@ class MCPServerManager:
                 reason = up.reason or f"upstream is {up.state}"
                 if up.state == "connecting" and up.attempting is None:
                     reason = "not started yet: it starts when code first uses it"
+                elif up.state == "connecting":
+                    reason = "still starting: it has not answered yet"
                 if up.state == "reconnecting":
                     reason = f"reconnecting; {reason}"
                 rows.append(ServerStatus(name, server.description, "error", 0, reason))
@@ -519,11 +521,11 @@ class MCPServerManager:
 
     def _set_tools(self, up: _Upstream, tools: list[mcp_types.Tool]) -> None:
         exposed = [t for t in tools if up.config.exposes(t.name)]
-        if not up.tools_known or _dump(exposed) != _dump(up.tools):
+        if not up.tools_known or not _same(exposed, up.tools):
             self.tools_version += 1
         up.tools, up.tools_known, up.tools_listed = exposed, True, True
         known = self._known_raw.get(up.name)
-        if known is None or _dump(known) != _dump(tools):
+        if known is None or not _same(known, tools):
             self._known_raw[up.name] = list(tools)
             if self._on_tools_listed is not None:
                 self._on_tools_listed(up.name, list(tools))
@@ -628,6 +630,15 @@ async def _wait(event: asyncio.Event, timeout_s: float) -> bool:
         return False
     event.clear()
     return True
+
+
+def _same(a: list[mcp_types.Tool], b: list[mcp_types.Tool]) -> bool:
+    """Whether two tool lists are equal as JSON; lists that cannot be dumped (nested past
+    pydantic's limit) are never the same, so they count as a change."""
+    try:
+        return _dump(a) == _dump(b)
+    except (ValueError, RecursionError):
+        return False
 
 
 def _dump(tools: list[mcp_types.Tool]) -> list[dict[str, Any]]:

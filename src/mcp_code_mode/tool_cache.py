@@ -16,6 +16,7 @@ import hashlib
 import json
 import logging
 import os
+import stat
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -65,10 +66,8 @@ class ToolCache:
         if path is None:
             return None
         try:
-            if path.stat().st_size > _MAX_FILE_BYTES:
-                return None
-            data = json.loads(path.read_bytes())
-        except (OSError, ValueError, RecursionError):
+            data = json.loads(_read_regular_file(path, _MAX_FILE_BYTES))
+        except (OSError, ValueError, RecursionError, MemoryError):
             return None
         tools = data.get("tools") if isinstance(data, dict) else None
         if not isinstance(tools, list) or not all(isinstance(t, dict) for t in tools):
@@ -101,6 +100,23 @@ class ToolCache:
         if self.directory is None:
             return None
         return self.directory / f"{cache_key(name, server)}.json"
+
+
+def _read_regular_file(path: Path, limit: int) -> bytes:
+    """The bytes of `path` if it is a regular file (not a link, FIFO or device) of at most
+    `limit` bytes; OSError otherwise. Opening never blocks (a planted FIFO)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > limit:
+            raise OSError(f"{path} is not a regular file of at most {limit} bytes")
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            data = f.read(limit + 1)
+    finally:
+        os.close(fd)
+    if len(data) > limit:
+        raise OSError(f"{path} grew past {limit} bytes")
+    return data
 
 
 def _prune(directory: Path) -> None:
