@@ -29,6 +29,8 @@ import numpy
 from numpy.typing import NDArray
 from tokenizers import Tokenizer
 
+from .settings import cache_root
+
 __all__ = ["Embedder", "EmbeddingStore", "Vectors", "default_cache_dir", "load_embedder"]
 
 logger = logging.getLogger(__name__)
@@ -147,10 +149,8 @@ def load_embedder() -> Embedder | None:
 
 
 def default_cache_dir() -> Path:
-    """`<MCP_CODE_CACHE_DIR or XDG_CACHE_HOME or ~/.cache>/mcp-code-mode/embeddings`
-    (the sandbox's `cache_root` rule, repeated here: the catalog layer does not import it)."""
-    base = os.environ.get("MCP_CODE_CACHE_DIR") or os.environ.get("XDG_CACHE_HOME")
-    return Path(base or Path.home() / ".cache").expanduser() / "mcp-code-mode" / "embeddings"
+    """`<MCP_CODE_CACHE_DIR or XDG_CACHE_HOME or ~/.cache>/mcp-code-mode/embeddings`."""
+    return cache_root() / "embeddings"
 
 
 class EmbeddingStore:

@@ -35,6 +35,7 @@ from importlib import resources
 from pathlib import Path
 
 from ..errors import CodeModeError, WorkerCrashed
+from ..settings import cache_root
 from .base import GuestIndex
 from .channel import LINE_LIMIT, Channel
 from .protocol import ChildMessage, HostMessage, RunnerInitMessage
@@ -51,12 +52,6 @@ _GUEST_FILES = ("__init__.py", "guest.py", "protocol.py", "worker.py", "pyodide_
 
 
 _KEPT_SNAPSHOTS = 3  # per Pyodide version: one per recent set of allowed imports and wheels
-
-
-def cache_root(base: str | None = None) -> Path:
-    """`<base>/mcp-code-mode`; base: MCP_CODE_CACHE_DIR, else XDG_CACHE_HOME, else ~/.cache."""
-    base = base or os.environ.get("MCP_CODE_CACHE_DIR") or os.environ.get("XDG_CACHE_HOME")
-    return Path(base or Path.home() / ".cache").expanduser() / "mcp-code-mode"
 
 
 def pyodide_dir(cache_dir: str | None = None) -> Path:
