@@ -58,6 +58,26 @@ async def test_pool_hands_out_distinct_warm_workers() -> None:
     assert not Path(workers[0].workdir).exists()
 
 
+async def test_closing_right_after_a_release_still_disposes_of_the_worker() -> None:
+    """A used worker's cleanup waits until the reply is out; closing the pool in that
+    window disposes of it all the same, and starts no replacement."""
+    pool = WorkerPool(
+        size=1, launcher=Zygote(allowed_imports=DEFAULT_ALLOWED_IMPORTS), memory_mb=256
+    )
+    await pool.start()
+    worker = await pool.acquire()
+    try:
+        pool.release(worker, reuse=False)
+        assert not worker.exited()  # not yet: its cleanup is a few milliseconds away
+    finally:
+        await pool.aclose()
+    assert worker.exited()
+    assert not Path(worker.workdir).exists()
+    assert pool.idle_count == 0
+    await asyncio.sleep(0.05)  # past the deferred cleanup: nothing fires after the close
+    assert pool.idle_count == 0
+
+
 async def test_a_reusable_worker_comes_back_after_its_reset() -> None:
     """A Pyodide runner released for reuse is reset and handed out again (the next acquire
     waits the milliseconds of its reset rather than starting a runner); one released

@@ -34,6 +34,10 @@ __all__ = ["Launcher", "Worker", "WorkerPool", "WorkerProcess", "Zygote"]
 logger = logging.getLogger(__name__)
 
 _START_TIMEOUT_S = 60.0
+# After a run, how long the used worker's cleanup and its replacement wait: the reply is
+# then on its way to the client, and a fork (a process start, on a machine of two cores)
+# no longer competes with it. About 1 ms of the `1+1` round trip here (bench/speed.py).
+_AFTER_REPLY_S = 0.005
 
 
 def _minimal_env(home: str) -> dict[str, str]:
@@ -377,6 +381,7 @@ class WorkerPool:
         self._starting: set[asyncio.Task[None]] = set()
         self._resetting: set[asyncio.Task[None]] = set()
         self._reaping: set[asyncio.Task[None]] = set()
+        self._reap_soon: dict[int, tuple[asyncio.TimerHandle, Worker]] = {}
         # Callers of `acquire()` waiting for a reset or a start to finish: they get a worker,
         # or None when it failed (then they look again).
         self._waiters: list[asyncio.Future[Worker | None]] = []
@@ -412,13 +417,26 @@ class WorkerPool:
 
     def release(self, worker: Worker, *, reuse: bool) -> None:
         """Take a worker back after its run, in the background: reset it for another run
-        when `reuse` (the run ended normally and the worker is `reusable`), else dispose."""
-        if not reuse or self._closed:
+        when `reuse` (the run ended normally and the worker is `reusable`), else dispose of
+        it and start its replacement a few milliseconds later, once the reply is out."""
+        if self._closed:
             self.reap(worker)
+            return
+        if not reuse:
+            # A worker not reused was killed already (see `SandboxExecutor`); what is left
+            # is the wait for its exit, the cleanup, and starting its replacement.
+            handle = asyncio.get_running_loop().call_later(
+                _AFTER_REPLY_S, self._reap_deferred, worker
+            )
+            self._reap_soon[id(worker)] = (handle, worker)
             return
         task = asyncio.create_task(self._reset(worker))
         self._resetting.add(task)
         task.add_done_callback(self._resetting.discard)
+
+    def _reap_deferred(self, worker: Worker) -> None:
+        self._reap_soon.pop(id(worker), None)
+        self.reap(worker)
 
     def reap(self, worker: Worker) -> None:
         """Dispose of a used worker in the background; `aclose()` waits for it."""
@@ -439,6 +457,10 @@ class WorkerPool:
             if not waiter.done():
                 waiter.set_result(None)
         idle, self._idle = self._idle, []
+        for handle, worker in self._reap_soon.values():
+            handle.cancel()
+            idle.append(worker)
+        self._reap_soon.clear()
         await asyncio.gather(*(w.dispose() for w in idle), *self._reaping)
         await self.launcher.aclose()
 
