@@ -3,13 +3,16 @@ catalog meanwhile (issue 19), through real stdio upstreams and a real MCP client
 
 from __future__ import annotations
 
+import asyncio
 import json
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 from fastmcp import Client
+from fastmcp.client.transports import StdioTransport
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -20,6 +23,7 @@ from mcp_code_mode.reach import servers_reached
 from mcp_code_mode.tool_cache import ToolCache
 
 from .support import QUIET, SECRET, TEST_SERVER, make_settings, server_entry
+from .test_upstream_healing import HEALING_SERVER
 
 START_DELAY_S = 3.0
 
@@ -167,6 +171,48 @@ async def test_on_demand_upstream_that_fails_to_start_fails_the_call_clearly(
         )
         assert result.ok and "/nonexistent/cmd" in result.result
         assert gw.manager.state("t") == "connecting"
+
+
+async def test_connecting_the_rest_keeps_what_a_run_already_started(tmp_path: Path) -> None:
+    """`serve` starts its gateway on demand and connects the upstreams a moment later: one
+    a run started meanwhile keeps its process; the others start then."""
+    servers = {"a": server_entry(HEALING_SERVER), "b": server_entry(HEALING_SERVER)}
+    async with gateway(tmp_path, servers, "on_demand") as gw:
+        first = await gw.execute("tools.a.boot()")
+        assert first.ok and gw.manager.state("b") == "connecting"
+        await gw.connect_upstreams()
+        await gw.connect_upstreams()  # twice: nothing more happens
+        await gw.settle()
+        assert gw.manager.state("a") == gw.manager.state("b") == "ok"
+        again = await gw.execute("[tools.a.boot(), tools.b.boot()]")
+        assert again.ok and again.result[0] == first.result
+        assert again.result[1]["pid"] != first.result["pid"]
+
+
+async def test_serve_over_stdio_connects_the_upstreams_without_being_asked(
+    tmp_path: Path,
+) -> None:
+    """Over stdio the upstreams start just after serving begins: with no call naming one
+    (the guest's `list_servers()` only looks), they all come up; a run that names one
+    before then starts it itself."""
+    servers = {"a": server_entry(HEALING_SERVER), "b": server_entry(HEALING_SERVER)}
+    transport = StdioTransport(
+        sys.executable,
+        ["-m", "mcp_code_mode.executor_server", "--config", str(write(tmp_path, servers))],
+        env={**QUIET, "MCP_CODE_CACHE_DIR": str(tmp_path / "cache")},
+        keep_alive=False,
+    )
+    async with Client(transport) as client:
+        named = await client.call_tool_mcp("execute_code", {"code": "tools.a.boot()['pid']"})
+        assert json.loads(named.content[0].text)["ok"]
+        look = {"code": "sorted(r['name'] for r in list_servers() if r['status'] == 'ok')"}
+        seen: Any = None
+        for _ in range(600):  # generous: a busy machine starts python slowly
+            seen = json.loads((await client.call_tool_mcp("execute_code", look)).content[0].text)
+            if seen.get("result") == ["a", "b"]:
+                break
+            await asyncio.sleep(0.05)
+        assert seen["result"] == ["a", "b"], seen
 
 
 # ---------------------------------------------------------------- reading the code

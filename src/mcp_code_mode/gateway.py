@@ -130,6 +130,11 @@ class Gateway:
             # The search index embeds tool texts in a thread: wait here, not in the first search.
             await asyncio.wrap_future(self.catalog.ready())
 
+    async def connect_upstreams(self) -> None:
+        """Start connecting every upstream not started yet, in the background: a gateway
+        made `on_demand` that serves from now on (see `executor_server.serve`)."""
+        await self.manager.start(connect="background")
+
     async def settle(
         self, servers: Collection[str] | None = None, *, wait_s: float | None = DISCOVERY_WAIT_S
     ) -> None:

@@ -202,17 +202,21 @@ class MCPServerManager:
         `"background"` returns at once while they connect (see `settle`); `"on_demand"`
         connects none: each connects when a call or `settle` first needs it (a
         short-lived gateway, such as `mcp-code-mode exec`, starts only what its code uses).
+        A later `start` of an `"on_demand"` manager starts the upstreams nothing has
+        started yet and supervises them all.
         """
         if connect == "on_demand":
             return
         for up in self._upstreams.values():
-            self._begin_attempt(up)
+            if up.attempting is None:  # else a call or `settle` started it already
+                self._begin_attempt(up)
         if connect == "wait":
             await self.settle()
         for up in self._upstreams.values():
-            up.supervisor = asyncio.create_task(
-                self._supervise(up), name=f"mcp-code-mode upstream {up.name}"
-            )
+            if up.supervisor is None:
+                up.supervisor = asyncio.create_task(
+                    self._supervise(up), name=f"mcp-code-mode upstream {up.name}"
+                )
 
     async def settle(self, servers: Iterable[str] | None = None) -> None:
         """Wait until each named upstream (default: every one) has tried to connect once.
