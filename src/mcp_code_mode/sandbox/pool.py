@@ -418,8 +418,11 @@ class WorkerPool:
     def release(self, worker: Worker, *, reuse: bool) -> None:
         """Take a worker back after its run, in the background: reset it for another run
         when `reuse` (the run ended normally and the worker is `reusable`), else dispose of
-        it and start its replacement a few milliseconds later, once the reply is out."""
-        if self._closed:
+        it and start its replacement: a few milliseconds later, once the reply is out, if
+        an idle worker is left for the next run."""
+        if self._closed or (not reuse and not self._idle):
+            # With no idle worker left, the replacement is needed now: the next run would
+            # otherwise fork one itself.
             self.reap(worker)
             return
         if not reuse:
