@@ -316,6 +316,8 @@ class Conversation:
 
         Once one call ends the run (TOOL_CALL_LIMIT), the rest are not started.
         """
+        if len(pending) == 1:  # the common case, without a task of its own
+            return [await self._outcome(pending[0]())]
         outcomes: list[Outcome | None] = [None] * len(pending)
         queue = iter(enumerate(pending))
         fatal: list[Outcome] = []
