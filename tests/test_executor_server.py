@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import signal
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +20,7 @@ from mcp import types as mcp_types
 
 from mcp_code_mode.executor_server import build_server
 from mcp_code_mode.gateway import Gateway
+from mcp_code_mode.sandbox.pool import _scratch_root
 
 from .support import (
     DATA_SERVER,
@@ -267,3 +270,49 @@ async def test_http_server_end_to_end(tmp_path: Path) -> None:
         proc.terminate()
         proc.wait(timeout=20)
     assert ROOT.exists()
+
+
+def test_sigterm_while_starting_disposes_of_the_warm_workers(tmp_path: Path) -> None:
+    """SIGTERM while fastmcp's server is still being imported (the sandbox's warm workers
+    are up by then) ends the server quietly, and their scratch directories go with them."""
+    root = Path(_scratch_root())
+
+    def scratch() -> set[str]:
+        return {p.name for p in root.glob("mcp-code-*")}
+
+    before = scratch()
+    config = tmp_path / "mcp_servers.json"
+    config.write_text(json.dumps({"servers": {}}))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mcp_code_mode.executor_server", "--config", str(config)],
+        cwd=tmp_path,
+        env={"PATH": "/usr/bin:/bin", **QUIET, "MCP_CODE_CACHE_DIR": str(tmp_path / "c")},
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdin is not None and proc.stderr is not None
+    try:
+        deadline = time.monotonic() + 60
+        while not scratch() - before and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.005)
+        assert scratch() - before, "no warm worker started"
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:  # a busy machine: serving had begun; stdin ends it
+            proc.stdin.close()
+            proc.wait(timeout=20)
+        assert proc.returncode == 0, proc.stderr.read().decode(errors="replace")[-2000:]
+        assert b"Traceback" not in proc.stderr.read()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        proc.stdin.close()
+        proc.stderr.close()
+    for _ in range(100):  # the workers' exits are asynchronous to ours
+        if not scratch() - before:
+            break
+        time.sleep(0.05)
+    assert not scratch() - before

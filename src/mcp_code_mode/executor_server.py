@@ -72,7 +72,10 @@ async def serve(
     builder = asyncio.ensure_future(asyncio.to_thread(_server_builder))
     try:
         if transport == "stdio":
-            await _serve_stdio(Gateway(settings, config, connect="on_demand"), builder, lm)
+            # From here a signal ends it quietly, during the start too: the sandbox's warm
+            # workers are then disposed of (their scratch directories with them).
+            gateway = Gateway(settings, config, connect="on_demand")
+            await _until_signal(_serve_stdio(gateway, builder, lm))
             return
         from .http_serving import serve_http
 
@@ -107,7 +110,7 @@ async def _serve_stdio(
     async with gateway:
         server = (await builder)(gateway, lm=lm)
         async with _reporting_start(gateway, connect_after_s=_UPSTREAMS_AFTER_S):
-            await _until_signal(server.run_stdio_async(show_banner=False))
+            await server.run_stdio_async(show_banner=False)
 
 
 def _server_builder() -> Callable[..., FastMCP]:

@@ -197,6 +197,15 @@ class WorkerProcess:
         shutil.rmtree(self.workdir, ignore_errors=True)
 
 
+def _remove_workdir(exchange: asyncio.Future[dict[str, Any]]) -> None:
+    """Remove the working directory a fork reply names (of a worker nobody will use)."""
+    if exchange.cancelled() or exchange.exception() is not None:
+        return
+    workdir = exchange.result().get("workdir")
+    if isinstance(workdir, str) and os.path.basename(workdir).startswith("mcp-code-"):
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
 class Zygote:
     """The preloaded process that forks workers (see `mcp_code_mode.sandbox.zygote`)."""
 
@@ -275,6 +284,9 @@ class Zygote:
             reader, writer = await asyncio.open_unix_connection(sock=host_end, limit=LINE_LIMIT)
         except BaseException:
             host_end.close()
+            if exchange is not None:
+                # A cancelled caller's worker exits at EOF; its directory is ours to remove.
+                exchange.add_done_callback(_remove_workdir)
             if mirror_fd is not None:
                 # A cancelled caller's request may still be sending the fd: close it after.
                 if exchange is None or exchange.done():
