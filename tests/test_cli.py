@@ -196,3 +196,15 @@ def test_exec_asks_on_a_terminal(tmp_path: Path, answer: str, posted: bool) -> N
         os.close(controller)
     assert "Approve board.post_message for this run? [y/N]" in stderr + stdout
     assert stdout.strip().splitlines()[-1] == ("1" if posted else "0"), stdout + stderr
+
+
+@pytest.mark.parametrize("port", ["99999", "-1", "http"])
+def test_serve_refuses_a_port_out_of_range(port: str) -> None:
+    """A port past 65535 would wrap around to another port: it is refused, named."""
+    done = subprocess.run(
+        [sys.executable, "-m", "mcp_code_mode.cli", "serve", "--transport", "http", "--port", port],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2 and "--port" in done.stderr and "Traceback" not in done.stderr

@@ -15,4 +15,15 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--transport", choices=["stdio", "http"], default="stdio")
     loopback_only = "http: address to bind; any but loopback needs MCP_CODE_HTTP_TOKEN"
     parser.add_argument("--host", default="127.0.0.1", help=loopback_only)
-    parser.add_argument("--port", type=int, default=8765, help="http: port (0: any free one)")
+    parser.add_argument("--port", type=_port, default=8765, help="http: port (0: any free one)")
+
+
+def _port(text: str) -> int:
+    """A TCP port, 0-65535 (a larger number would wrap around to another port)."""
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{port} is not a port: use 0-65535 (0: any free one)")
+    return port
