@@ -296,7 +296,8 @@ def test_sigterm_while_starting_disposes_of_the_warm_workers(tmp_path: Path) -> 
         deadline = time.monotonic() + 60
         while not scratch() - before and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.005)
-        assert scratch() - before, "no warm worker started"
+        ours = scratch() - before  # the server's warm workers' (others may come and go)
+        assert ours, "no warm worker started"
         proc.send_signal(signal.SIGTERM)
         try:
             proc.wait(timeout=10)
@@ -312,7 +313,7 @@ def test_sigterm_while_starting_disposes_of_the_warm_workers(tmp_path: Path) -> 
         proc.stdin.close()
         proc.stderr.close()
     for _ in range(100):  # the workers' exits are asynchronous to ours
-        if not scratch() - before:
+        if not ours & scratch():
             break
         time.sleep(0.05)
-    assert not scratch() - before
+    assert not ours & scratch()

@@ -16,7 +16,7 @@ from fastmcp import Client
 from fastmcp.client.transports import StdioTransport
 
 from mcp_code_mode.gateway import Gateway
-from mcp_code_mode.sandbox.pool import WorkerPool, Zygote, _scratch_root
+from mcp_code_mode.sandbox.pool import WorkerPool, Zygote
 from mcp_code_mode.sandbox.protocol import RunMessage
 from mcp_code_mode.sandbox.pyodide import PyodideLauncher
 from mcp_code_mode.settings import DEFAULT_ALLOWED_IMPORTS
@@ -170,12 +170,12 @@ async def test_stdio_session_end_stops_everything(tmp_path: Path) -> None:
     assert upstream not in _processes()
 
 
-async def test_a_fork_cancelled_in_flight_leaves_no_directory() -> None:
+async def test_a_fork_cancelled_in_flight_leaves_no_directory(tmp_path: Path) -> None:
     """A caller cancelled while the zygote is forking for it (a server stopped during its
     start) never gets the worker: the directory the zygote made for it is removed."""
-    root = Path(_scratch_root())
-    before = {p.name for p in root.glob("mcp-code-*")}
-    zygote = Zygote(allowed_imports=DEFAULT_ALLOWED_IMPORTS)
+    root = tmp_path / "scratch"  # its own: other processes' directories are not counted
+    root.mkdir()
+    zygote = Zygote(allowed_imports=DEFAULT_ALLOWED_IMPORTS, scratch_root=str(root))
     await zygote.start()
     try:
         for attempt in range(40):  # cancelled at moments from before the request to after
@@ -188,4 +188,4 @@ async def test_a_fork_cancelled_in_flight_leaves_no_directory() -> None:
     finally:
         await zygote.aclose()
     await asyncio.sleep(0.2)
-    assert {p.name for p in root.glob("mcp-code-*")} - before == set()
+    assert list(root.iterdir()) == []

@@ -211,8 +211,11 @@ class Zygote:
 
     name = "local"
 
-    def __init__(self, *, allowed_imports: Sequence[str]) -> None:
+    def __init__(self, *, allowed_imports: Sequence[str], scratch_root: str | None = None) -> None:
+        """`scratch_root`: where workers' working directories are made (default: a tmpfs
+        when there is one, see `_scratch_root`)."""
         self._allowed_imports = list(allowed_imports)
+        self._scratch_root = scratch_root
         self._proc: asyncio.subprocess.Process | None = None
         self._control: socket.socket | None = None
         self._buffer = b""
@@ -224,7 +227,7 @@ class Zygote:
 
     async def start(self) -> None:
         parent, child = socket.socketpair()
-        home = _scratch_root()
+        home = self._scratch_root or _scratch_root()
         try:
             self._proc = await asyncio.create_subprocess_exec(
                 sys.executable,
