@@ -10,10 +10,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import importlib
 import logging
 import signal
 import sys
-from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
+from collections.abc import AsyncIterator, Coroutine, Sequence
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from .config import load_config
@@ -53,8 +55,8 @@ async def serve(
 ) -> None:
     """Start the gateway, then serve MCP until the client goes away or a signal stops us.
 
-    Over stdio, SIGINT and SIGTERM end serving quietly: the gateway then closes its
-    upstreams and workers outside any cancellation, so Ctrl-C prints no traceback. Over
+    Over stdio, SIGINT and SIGTERM end serving quietly, during the start too: the gateway
+    then closes its upstreams and workers, so Ctrl-C prints no traceback. Over
     HTTP, `http_serving.serve_http` adds the probes, the token and Host/Origin checks and
     the drain (contract §9).
     """
@@ -69,13 +71,14 @@ async def serve(
         lm = make_lm(settings)
     config = load_config(config_path or settings.servers_config)
     # fastmcp's server is imported in a thread while the sandbox's processes start.
-    builder = asyncio.ensure_future(asyncio.to_thread(_server_builder))
+    app = f"{__package__}.mcp_app"
+    importing = asyncio.ensure_future(asyncio.to_thread(importlib.import_module, app))
     try:
         if transport == "stdio":
             # From here a signal ends it quietly, during the start too: the sandbox's warm
             # workers are then disposed of (their scratch directories with them).
             gateway = Gateway(settings, config, connect="on_demand")
-            await _until_signal(_serve_stdio(gateway, builder, lm))
+            await _until_signal(_serve_stdio(gateway, importing, lm))
             return
         from .http_serving import serve_http
 
@@ -84,7 +87,7 @@ async def serve(
         @contextlib.asynccontextmanager
         async def started() -> AsyncIterator[FastMCP]:
             async with gateway:
-                build = await builder
+                await importing
                 # Only now: connecting imports fastmcp's client, which must not race the
                 # thread's import of its server (imports in two threads can deadlock).
                 await gateway.connect_upstreams()
@@ -92,31 +95,24 @@ async def serve(
                     # Behind a balancer, ready (`/readyz`) means warm: every upstream has
                     # answered or failed.
                     await gateway.settle(wait_s=None)
-                    yield build(gateway, lm=lm)
+                    yield build_server(gateway, lm=lm)
 
         await serve_http(settings, started, host=host, port=port)
     finally:
-        await asyncio.gather(builder, return_exceptions=True)
+        await asyncio.gather(importing, return_exceptions=True)
 
 
-async def _serve_stdio(
-    gateway: Gateway, builder: asyncio.Future[Callable[..., FastMCP]], lm: Any
-) -> None:
+async def _serve_stdio(gateway: Gateway, importing: asyncio.Future[ModuleType], lm: Any) -> None:
     """Serve once the sandbox is warm and the app imported. The upstreams start in the
     background `_UPSTREAMS_AFTER_S` later, after the client's handshake: their processes
     would compete with it for the cores. Until they answer, the catalog comes from the
     tool cache; a run or a discovery call that needs one starts it at once. (Nothing
     connects before the app is imported: see `serve`'s HTTP branch.)"""
     async with gateway:
-        server = (await builder)(gateway, lm=lm)
+        await importing
+        server = build_server(gateway, lm=lm)
         async with _reporting_start(gateway, connect_after_s=_UPSTREAMS_AFTER_S):
             await server.run_stdio_async(show_banner=False)
-
-
-def _server_builder() -> Callable[..., FastMCP]:
-    from .mcp_app import build_server as build
-
-    return build
 
 
 @contextlib.asynccontextmanager
