@@ -181,7 +181,12 @@ async def test_connecting_the_rest_keeps_what_a_run_already_started(tmp_path: Pa
         first = await gw.execute("tools.a.boot()")
         assert first.ok and gw.manager.state("b") == "connecting"
         await gw.connect_upstreams()
-        await gw.connect_upstreams()  # twice: nothing more happens
+        await gw.connect_upstreams()  # twice: no second supervisor per upstream
+        supervisors = [t.get_name() for t in asyncio.all_tasks()]
+        assert sorted(n for n in supervisors if n.startswith("mcp-code-mode upstream ")) == [
+            "mcp-code-mode upstream a",
+            "mcp-code-mode upstream b",
+        ]
         await gw.settle()
         assert gw.manager.state("a") == gw.manager.state("b") == "ok"
         again = await gw.execute("[tools.a.boot(), tools.b.boot()]")
