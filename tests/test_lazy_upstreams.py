@@ -177,12 +177,14 @@ async def test_connecting_the_rest_keeps_what_a_run_already_started(tmp_path: Pa
     """`serve` starts its gateway on demand and connects the upstreams a moment later: one
     a run started meanwhile keeps its process; the others start then."""
     servers = {"a": server_entry(HEALING_SERVER), "b": server_entry(HEALING_SERVER)}
+    # The session's shared gateways run in this event loop too: count only new supervisors.
+    before = asyncio.all_tasks()
     async with gateway(tmp_path, servers, "on_demand") as gw:
         first = await gw.execute("tools.a.boot()")
         assert first.ok and gw.manager.state("b") == "connecting"
         await gw.connect_upstreams()
         await gw.connect_upstreams()  # twice: no second supervisor per upstream
-        supervisors = [t.get_name() for t in asyncio.all_tasks()]
+        supervisors = [t.get_name() for t in asyncio.all_tasks() - before]
         assert sorted(n for n in supervisors if n.startswith("mcp-code-mode upstream ")) == [
             "mcp-code-mode upstream a",
             "mcp-code-mode upstream b",
