@@ -122,7 +122,20 @@ async def test_zygote_restarts_after_it_dies(gateway: Gateway) -> None:
     assert results == [2, 2, 2, 2]
 
 
+def _workdirs(pids: set[int]) -> set[Path]:
+    """The scratch directories (`mcp-code-*`) that these processes work in."""
+    found = set()
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            cwd = Path(os.readlink(f"/proc/{pid}/cwd"))
+            if cwd.name.startswith("mcp-code-"):
+                found.add(cwd)
+    return found
+
+
 async def test_killed_server_leaves_no_processes(tmp_path: Path) -> None:
+    """SIGKILL gives the server no chance to clean up: its zygote kills the workers and
+    removes their directories."""
     config = tmp_path / "mcp_servers.json"
     config.write_text(json.dumps({"servers": {"t": server_entry(TEST_SERVER)}}))
     proc = subprocess.Popen(
@@ -140,6 +153,9 @@ async def test_killed_server_leaves_no_processes(tmp_path: Path) -> None:
                 break
             await asyncio.sleep(0.1)
         assert len(tree) >= 5, tree
+        await asyncio.sleep(0.5)  # the warm workers are in their directories by now
+        workdirs = _workdirs(_descendants(proc.pid))
+        assert len(workdirs) >= 3, workdirs
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.wait()
@@ -152,6 +168,25 @@ async def test_killed_server_leaves_no_processes(tmp_path: Path) -> None:
             break
         await asyncio.sleep(0.05)
     assert not alive, f"left behind after SIGKILL of the server: {alive}"
+    assert not {str(d) for d in workdirs if d.exists()}
+
+
+async def test_zygote_closed_first_cleans_up_its_workers(tmp_path: Path) -> None:
+    """A host that ends the zygote's channel with workers it never disposed of (as a
+    crashed server does) leaves neither the workers nor their directories."""
+    root = tmp_path / "scratch"
+    root.mkdir()
+    zygote = Zygote(allowed_imports=DEFAULT_ALLOWED_IMPORTS, scratch_root=str(root))
+    await zygote.start()
+    try:
+        workers = [await zygote.fork(memory_mb=256) for _ in range(3)]
+        assert len(list(root.iterdir())) == 3
+    finally:
+        await zygote.aclose()
+    assert list(root.iterdir()) == []
+    assert all(worker.exited() for worker in workers)
+    for worker in workers:
+        await worker.dispose()
 
 
 async def test_stdio_session_end_stops_everything(tmp_path: Path) -> None:

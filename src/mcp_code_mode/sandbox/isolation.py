@@ -67,10 +67,10 @@ def _c() -> Any:
     return _libc
 
 
-def die_with_parent() -> bool:
-    """Ask the kernel to SIGKILL this process when its parent dies (Linux)."""
+def die_with_parent(signum: int = signal.SIGKILL) -> bool:
+    """Ask the kernel to send `signum` (SIGKILL) to this process when its parent dies (Linux)."""
     try:
-        return bool(_c().prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0)
+        return bool(_c().prctl(_PR_SET_PDEATHSIG, signum, 0, 0, 0) == 0)
     except (OSError, AttributeError):
         return False
 

@@ -5,7 +5,8 @@ pool asks the zygote for replacements in the background. A worker that can resto
 own fresh state (`reusable`: a Pyodide runner) is reset after a run that ended normally
 and goes back to the pool; one whose reset fails is killed and replaced. Workers live in
 their own session and die by SIGKILL to their process group; they and the zygote die with
-the server (PR_SET_PDEATHSIG).
+the server (PR_SET_PDEATHSIG). A server that dies without disposing of its workers leaves
+their directories to the zygote, which removes them before it exits.
 """
 
 from __future__ import annotations

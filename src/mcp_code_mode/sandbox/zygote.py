@@ -7,6 +7,10 @@ the new worker (SCM_RIGHTS). Forking this small process takes about a millisecon
 happens outside the server's event loop. Guest code never runs in the zygote, so every
 worker starts from the same clean state. Stdlib only.
 
+If the host goes away without disposing of its workers (it was SIGKILLed, or closed the
+channel early), the zygote kills the workers it forked and removes their working
+directories before it exits: the host can no longer do it.
+
 The host also sends the guest index here (an `index` message, once per version): workers
 forked after it arrived inherit it, and their runs need not carry it. The `forked` reply
 says which version the new worker has.
@@ -19,10 +23,13 @@ import gc
 import importlib
 import json
 import os
+import select
+import shutil
 import signal
 import socket
 import sys
 import tempfile
+import time
 from typing import Any
 
 from mcp_code_mode.sandbox import worker
@@ -72,9 +79,70 @@ class _Control:
         return fds
 
 
+class _Forked:
+    """The workers forked so far whose working directories still exist.
+
+    The host removes a worker's directory when it disposes of the worker; those entries
+    are dropped at the next fork, so this holds about a pool's worth. What is left when
+    the host is gone is the zygote's to clean up (`remove_all`).
+    """
+
+    def __init__(self) -> None:
+        self._live: dict[str, int | None] = {}  # workdir -> pidfd of its worker (if known)
+
+    def add(self, workdir: str) -> None:
+        """Before the fork: the directory is tracked from the moment it exists."""
+        for known, pidfd in list(self._live.items()):
+            if not os.path.isdir(known):
+                del self._live[known]
+                if pidfd is not None:
+                    os.close(pidfd)
+        self._live[workdir] = None
+
+    def forked(self, workdir: str, pid: int) -> None:
+        # A pidfd, not the pid: once the worker is gone its pid may be another process's.
+        with contextlib.suppress(OSError):
+            self._live[workdir] = os.pidfd_open(pid)
+
+    def close_in_worker(self) -> None:
+        """In a new worker: its siblings' pidfds are not its to hold."""
+        for pidfd in self._live.values():
+            if pidfd is not None:
+                os.close(pidfd)
+        self._live.clear()
+
+    def remove_all(self) -> None:
+        """Kill the workers, wait (briefly) until they are gone, remove their directories."""
+        pidfds = [fd for fd in self._live.values() if fd is not None]
+        for pidfd in pidfds:
+            with contextlib.suppress(OSError):
+                signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+        poller = select.poll()  # a pidfd polls readable once its process has exited
+        for pidfd in pidfds:
+            poller.register(pidfd, select.POLLIN)
+        waiting, deadline = set(pidfds), time.monotonic() + 1.0
+        while waiting and (left := deadline - time.monotonic()) > 0:
+            for pidfd, _ in poller.poll(left * 1000):
+                waiting.discard(pidfd)
+                poller.unregister(pidfd)
+        for workdir in self._live:
+            shutil.rmtree(workdir, ignore_errors=True)
+        self._live.clear()
+
+
 def main() -> None:
     control = socket.socket(fileno=int(sys.argv[1]))
-    die_with_parent()
+    forked = _Forked()
+    zygote = os.getpid()
+
+    def host_gone(signum: int, frame: object) -> None:
+        if os.getpid() == zygote:  # not in a worker between its fork and its reset
+            forked.remove_all()
+        os._exit(0)
+
+    # When the host dies the kernel sends SIGTERM (and the channel ends): clean up, exit.
+    signal.signal(signal.SIGTERM, host_gone)
+    die_with_parent(signal.SIGTERM)
     requests = _Control(control)
     init = requests.next()
     if init is None or init.get("op") != "init":
@@ -93,8 +161,11 @@ def main() -> None:
             continue
         fds = requests.take_fds()
         workdir = tempfile.mkdtemp(prefix="mcp-code-")
+        forked.add(workdir)
         pid = os.fork()
         if pid == 0:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            forked.close_in_worker()
             control.close()
             signal.signal(signal.SIGCHLD, signal.SIG_DFL)
             serve(
@@ -107,14 +178,18 @@ def main() -> None:
                 mirror_fd=fds[1] if len(fds) > 1 else None,
             )
             os._exit(0)
+        forked.forked(workdir, pid)
         for fd in fds:
             os.close(fd)
-        forked = {"op": "forked", "pid": pid, "workdir": workdir, "index_version": index.version}
+        reply = {"op": "forked", "pid": pid, "workdir": workdir, "index_version": index.version}
         try:
-            control.sendall(encode(forked))
+            control.sendall(encode(reply))
         except (BrokenPipeError, ConnectionResetError):  # the host closed the pool mid-fork
-            os._exit(0)
-    os._exit(0)  # the host closed the channel: shut down
+            break
+    # The host closed the channel: what it did not dispose of is ours to clean up.
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    forked.remove_all()
+    os._exit(0)
 
 
 def _warm_up(allowed_imports: list[str]) -> None:
