@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -181,6 +182,9 @@ async def test_zygote_closed_first_cleans_up_its_workers(tmp_path: Path) -> None
     try:
         workers = [await zygote.fork(memory_mb=256) for _ in range(3)]
         assert len(list(root.iterdir())) == 3
+        # A worker without its directory still counts (one that removed its own, say).
+        shutil.rmtree(workers[0].workdir)
+        workers.append(await zygote.fork(memory_mb=256))
     finally:
         await zygote.aclose()
     assert list(root.iterdir()) == []
@@ -223,4 +227,39 @@ async def test_a_fork_cancelled_in_flight_leaves_no_directory(tmp_path: Path) ->
     finally:
         await zygote.aclose()
     await asyncio.sleep(0.2)
+    assert list(root.iterdir()) == []
+
+
+def _zygotes() -> set[int]:
+    """The zygotes this test process started."""
+    return {
+        pid
+        for pid, (ppid, _, cmdline) in _processes().items()
+        if ppid == os.getpid() and b"mcp_code_mode.sandbox.zygote" in cmdline
+    }
+
+
+async def test_fork_after_the_zygote_was_sent_sigterm_gets_a_worker(tmp_path: Path) -> None:
+    """SIGTERM (from an operator, or the kernel on the server's death) makes the zygote kill
+    its workers and exit. A fork asked for meanwhile gets a worker from a new zygote."""
+    root = tmp_path / "scratch"
+    root.mkdir()
+    before = _zygotes()
+    zygote = Zygote(allowed_imports=DEFAULT_ALLOWED_IMPORTS, scratch_root=str(root))
+    await zygote.start()
+    try:
+        for _ in range(5):
+            (current,) = _zygotes() - before
+            old = await zygote.fork(memory_mb=256)
+            os.kill(current, signal.SIGTERM)
+            new = await zygote.fork(memory_mb=256)  # at once: the zygote may still be exiting
+            for _ in range(100):
+                if old.exited():
+                    break
+                await asyncio.sleep(0.01)
+            assert old.exited()  # killed by its zygote
+            await old.dispose()
+            await new.dispose()
+    finally:
+        await zygote.aclose()
     assert list(root.iterdir()) == []

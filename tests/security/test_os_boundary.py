@@ -290,6 +290,18 @@ async def test_sibling_worker_cannot_be_traced_or_read(local_gateway: Gateway) -
     assert (await victim).to_json()["result"] == "alive:" + token
 
 
+async def test_worker_keeps_its_parent_death_signal(local_gateway: Gateway) -> None:
+    """A worker that cleared its parent-death signal would outlive a killed zygote."""
+    code = (
+        _LIBC
+        + "libc.prctl(1, 0, 0, 0, 0)\nsig = ctypes.c_int(-1)\n"
+        + "libc.prctl(2, ctypes.byref(sig), 0, 0, 0)\nsig.value"
+    )
+    out = await attempt(local_gateway, code)
+    assert out["ok"], out
+    assert out["result"] == 9  # still SIGKILL
+
+
 # -- what must keep working under the filter --------------------------------------------------
 
 WORKING = table(

@@ -207,6 +207,10 @@ def _remove_workdir(exchange: asyncio.Future[dict[str, Any]]) -> None:
         shutil.rmtree(workdir, ignore_errors=True)
 
 
+class _ZygoteExited(WorkerCrashed):
+    """The zygote went away while asked to fork: no worker came of the request."""
+
+
 class Zygote:
     """The preloaded process that forks workers (see `mcp_code_mode.sandbox.zygote`)."""
 
@@ -275,6 +279,13 @@ class Zygote:
 
     async def fork(self, *, memory_mb: int) -> WorkerProcess:
         """A new worker that has confined itself and said `ready`."""
+        try:
+            return await self._fork(memory_mb)
+        except _ZygoteExited:
+            # It went away between two forks (say, it was sent SIGTERM): ask a new one.
+            return await self._fork(memory_mb)
+
+    async def _fork(self, memory_mb: int) -> WorkerProcess:
         host_end, child_end = socket.socketpair()
         mirror_fd = create_mirror_fd()
         exchange: asyncio.Future[dict[str, Any]] | None = None
@@ -326,10 +337,14 @@ class Zygote:
                     await self._stop()
                     await self.start()
                 assert self._control is not None
-                await self._send_index()
                 request = encode({"op": "fork", "memory_mb": memory_mb})
                 fds = [child_end.fileno(), *([mirror_fd] if mirror_fd is not None else [])]
-                socket.send_fds(self._control, [request], fds)
+                try:
+                    await self._send_index()
+                    socket.send_fds(self._control, [request], fds)
+                except (BrokenPipeError, ConnectionResetError):
+                    await self._stop()  # it exited but was not reaped yet
+                    raise _ZygoteExited("the sandbox zygote exited") from None
                 child_end.close()
                 return await self._receive()
         finally:
@@ -349,9 +364,13 @@ class Zygote:
         assert self._control is not None
         loop = asyncio.get_running_loop()
         while b"\n" not in self._buffer:
-            chunk = await loop.sock_recv(self._control, 1 << 16)
+            try:
+                chunk = await loop.sock_recv(self._control, 1 << 16)
+            except ConnectionResetError:
+                chunk = b""
             if not chunk:
-                raise WorkerCrashed("the sandbox zygote exited")
+                await self._stop()
+                raise _ZygoteExited("the sandbox zygote exited")
             self._buffer += chunk
         line, _, self._buffer = self._buffer.partition(b"\n")
         message: dict[str, Any] = json.loads(line)

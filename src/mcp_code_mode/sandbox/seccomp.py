@@ -18,6 +18,8 @@ Refused, and why:
 - `ptrace`, `process_vm_readv`/`writev`, `pidfd_getfd`: another process's memory or files.
   As a non-root user, the server and every worker share one uid.
 - `keyctl`, `add_key`, `request_key`: the kernel keyrings are shared per uid.
+- `prctl(PR_SET_PDEATHSIG, ...)`: a worker must die with its zygote; clearing its
+  parent-death signal would let it outlive the server. Other `prctl` options are allowed.
 - `bpf`, `perf_event_open`, `userfaultfd`, `io_uring_*`: large kernel surfaces that serve no
   guest code; io_uring's operations would also bypass this filter.
 - The mount API (`mount` ... `mount_setattr`), `kexec_*`, `*_module`: only a worker that
@@ -97,6 +99,8 @@ DENIED: Final[dict[str, tuple[int, int]]] = {
 }
 """System calls refused with EPERM, whatever their arguments."""
 
+_PRCTL: Final = (157, 167)
+_PR_SET_PDEATHSIG: Final = 1
 _CLONE: Final = (56, 220)
 _CLONE3: Final = (435, 435)
 _SECCOMP: Final = (317, 277)
@@ -154,6 +158,9 @@ def _steps(machine: str) -> list[_Step]:
         steps.append((_JGE, "eperm", 0, x32_bit))  # x32 numbers would dodge the list below
     steps += [(_JEQ, "eperm", 0, numbers[column]) for numbers in DENIED.values()]
     steps += [
+        (_JEQ, 0, 2, _PRCTL[column]),  # not prctl: on to clone (the number is still loaded)
+        (_LD_W_ABS, 0, 0, _ARG0),
+        (_JEQ, "eperm", "allow", _PR_SET_PDEATHSIG),
         (_JEQ, "enosys", 0, _CLONE3[column]),  # its flags sit in memory the filter cannot read
         (_JEQ, 0, "allow", _CLONE[column]),
         (_LD_W_ABS, 0, 0, _ARG0),

@@ -79,55 +79,72 @@ class _Control:
         return fds
 
 
-class _Forked:
-    """The workers forked so far whose working directories still exist.
+def _exited(pidfd: int) -> bool:
+    """Whether the process of `pidfd` has exited (its pidfd polls readable)."""
+    poller = select.poll()
+    poller.register(pidfd, select.POLLIN)
+    return bool(poller.poll(0))
 
-    The host removes a worker's directory when it disposes of the worker; those entries
+
+class _Forked:
+    """The workers forked so far that are alive or whose directories still exist.
+
+    The host kills a worker and removes its directory when it disposes of it; such entries
     are dropped at the next fork, so this holds about a pool's worth. What is left when
     the host is gone is the zygote's to clean up (`remove_all`).
     """
 
     def __init__(self) -> None:
-        self._live: dict[str, int | None] = {}  # workdir -> pidfd of its worker (if known)
+        # workdir -> (pid, pidfd): the pidfd while the worker may be alive, else None.
+        self._workers: dict[str, tuple[int, int | None]] = {}
 
     def add(self, workdir: str) -> None:
         """Before the fork: the directory is tracked from the moment it exists."""
-        for known, pidfd in list(self._live.items()):
-            if not os.path.isdir(known):
-                del self._live[known]
-                if pidfd is not None:
-                    os.close(pidfd)
-        self._live[workdir] = None
+        for known, (pid, pidfd) in list(self._workers.items()):
+            if pidfd is not None and _exited(pidfd):
+                os.close(pidfd)
+                pidfd = None
+                self._workers[known] = (pid, None)
+            # Alive, a worker is kept even without its directory (it may have removed it).
+            if pidfd is None and not os.path.isdir(known):
+                del self._workers[known]
+        self._workers[workdir] = (0, None)
 
     def forked(self, workdir: str, pid: int) -> None:
+        pidfd = None
         # A pidfd, not the pid: once the worker is gone its pid may be another process's.
         with contextlib.suppress(OSError):
-            self._live[workdir] = os.pidfd_open(pid)
+            pidfd = os.pidfd_open(pid)
+        self._workers[workdir] = (pid, pidfd)
 
     def close_in_worker(self) -> None:
         """In a new worker: its siblings' pidfds are not its to hold."""
-        for pidfd in self._live.values():
+        for _, pidfd in self._workers.values():
             if pidfd is not None:
                 os.close(pidfd)
-        self._live.clear()
+        self._workers.clear()
 
     def remove_all(self) -> None:
         """Kill the workers, wait (briefly) until they are gone, remove their directories."""
-        pidfds = [fd for fd in self._live.values() if fd is not None]
-        for pidfd in pidfds:
+        alive = [(p, fd) for p, fd in self._workers.values() if fd is not None and not _exited(fd)]
+        for pid, pidfd in alive:
+            # While it lives, a worker's pid is its own and names its process group (it
+            # called setsid): whatever it started goes too.
+            with contextlib.suppress(OSError):
+                os.killpg(pid, signal.SIGKILL)
             with contextlib.suppress(OSError):
                 signal.pidfd_send_signal(pidfd, signal.SIGKILL)
-        poller = select.poll()  # a pidfd polls readable once its process has exited
-        for pidfd in pidfds:
+        poller = select.poll()
+        for _, pidfd in alive:
             poller.register(pidfd, select.POLLIN)
-        waiting, deadline = set(pidfds), time.monotonic() + 1.0
+        waiting, deadline = {fd for _, fd in alive}, time.monotonic() + 1.0
         while waiting and (left := deadline - time.monotonic()) > 0:
             for pidfd, _ in poller.poll(left * 1000):
                 waiting.discard(pidfd)
                 poller.unregister(pidfd)
-        for workdir in self._live:
+        for workdir in self._workers:
             shutil.rmtree(workdir, ignore_errors=True)
-        self._live.clear()
+        self._workers.clear()
 
 
 def main() -> None:
