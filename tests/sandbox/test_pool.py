@@ -23,6 +23,7 @@ from mcp_code_mode.sandbox.pyodide import PyodideLauncher
 from mcp_code_mode.settings import DEFAULT_ALLOWED_IMPORTS
 
 from ..conftest import require_pyodide
+from ..security.helpers import zygote_pids
 from ..support import QUIET, TEST_SERVER, server_entry
 from .test_local import _processes
 
@@ -230,26 +231,17 @@ async def test_a_fork_cancelled_in_flight_leaves_no_directory(tmp_path: Path) ->
     assert list(root.iterdir()) == []
 
 
-def _zygotes() -> set[int]:
-    """The zygotes this test process started."""
-    return {
-        pid
-        for pid, (ppid, _, cmdline) in _processes().items()
-        if ppid == os.getpid() and b"mcp_code_mode.sandbox.zygote" in cmdline
-    }
-
-
 async def test_fork_after_the_zygote_was_sent_sigterm_gets_a_worker(tmp_path: Path) -> None:
     """SIGTERM (from an operator, or the kernel on the server's death) makes the zygote kill
     its workers and exit. A fork asked for meanwhile gets a worker from a new zygote."""
     root = tmp_path / "scratch"
     root.mkdir()
-    before = _zygotes()
+    before = zygote_pids()
     zygote = Zygote(allowed_imports=DEFAULT_ALLOWED_IMPORTS, scratch_root=str(root))
     await zygote.start()
     try:
         for _ in range(5):
-            (current,) = _zygotes() - before
+            (current,) = zygote_pids() - before
             old = await zygote.fork(memory_mb=256)
             os.kill(current, signal.SIGTERM)
             new = await zygote.fork(memory_mb=256)  # at once: the zygote may still be exiting
