@@ -9,8 +9,8 @@ from mcp import types as mcp_types
 
 from mcp_code_mode.catalog import Catalog
 from mcp_code_mode.config import load_config
-from mcp_code_mode.mcp_manager import MCPServerManager
 from mcp_code_mode.tool_formatter import count_tokens
+from mcp_code_mode.upstreams import MCPServerManager
 
 from .support import DATA_SERVER, NOTES_SERVER, ConfigWriter, server_entry
 

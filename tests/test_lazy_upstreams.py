@@ -20,7 +20,7 @@ from mcp_code_mode.config import load_config
 from mcp_code_mode.executor_server import build_server
 from mcp_code_mode.gateway import Gateway
 from mcp_code_mode.reach import servers_reached
-from mcp_code_mode.tool_cache import ToolCache
+from mcp_code_mode.upstreams.cache import ToolCache
 
 from .support import QUIET, SECRET, TEST_SERVER, make_settings, server_entry
 from .test_upstream_healing import HEALING_SERVER
@@ -263,7 +263,7 @@ def test_servers_reached_on_deep_nesting_is_all_or_none() -> None:
 
 
 def test_the_cache_keeps_only_the_most_recent_entries(tmp_path: Path) -> None:
-    from mcp_code_mode import tool_cache
+    from mcp_code_mode.upstreams import cache as tool_cache
 
     config = load_config(write(tmp_path, {"t": server_entry(TEST_SERVER)}))
     cache = ToolCache(tmp_path / "c")
@@ -310,7 +310,7 @@ async def test_oversized_code_is_refused_without_reading_it(tmp_path: Path) -> N
 def test_a_planted_cache_entry_is_a_miss_at_once(tmp_path: Path, planted: str) -> None:
     import os
 
-    from mcp_code_mode.tool_cache import cache_key
+    from mcp_code_mode.upstreams.cache import cache_key
 
     config = load_config(write(tmp_path, {"t": server_entry(TEST_SERVER)}))
     directory = tmp_path / "c"
@@ -353,4 +353,4 @@ async def test_discovery_answers_while_an_upstream_is_still_starting(tmp_path: P
         assert time.monotonic() - started < DISCOVERY_WAIT_S + 10
         rows = {r["name"]: r for r in json.loads(reply.content[0].text)}
         assert rows["t"]["status"] == "ok"
-        assert rows["slow"]["status"] == "error" and "still starting" in rows["slow"]["error"]
+        assert rows["slow"]["status"] == "starting" and "still starting" in rows["slow"]["error"]

@@ -70,6 +70,7 @@ DEFAULTS = {
     "executor": "local",
     "timeout_s": 30.0,
     "max_timeout_s": 300.0,
+    "max_concurrent_starts": None,
     "memory_mb": 256,
     "startup_timeout_s": 60.0,
     "max_tool_calls": 1000,

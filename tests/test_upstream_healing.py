@@ -43,14 +43,15 @@ def free_port() -> int:
 class HttpUpstream:
     """A healing upstream over streamable HTTP on a fixed port, which a test can restart."""
 
-    def __init__(self, *, legacy: bool) -> None:
+    def __init__(self, *, legacy: bool, extra_args: tuple[str, ...] = ()) -> None:
+        self.extra_args = extra_args
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/mcp"
         self.legacy = legacy
         self.proc: subprocess.Popen[bytes] | None = None
 
     async def start(self) -> None:
-        args = [sys.executable, HEALING_SERVER, "--port", str(self.port)]
+        args = [sys.executable, HEALING_SERVER, "--port", str(self.port), *self.extra_args]
         self.proc = subprocess.Popen(
             [*args, "--legacy"] if self.legacy else args,
             env={**os.environ, "FASTMCP_LOG_LEVEL": "WARNING"},

@@ -247,7 +247,7 @@ async def _run(settings: Settings, args: argparse.Namespace) -> int:
 def _warn_down_servers(gateway: Gateway) -> None:
     """A warning on stderr for each upstream that tried to connect and failed."""
     for row in gateway.list_servers():
-        if row["status"] == "error" and gateway.manager.state(row["name"]) != "connecting":
+        if row["status"] == "error":
             print(f"warning: server {row['name']!r}: {row['error']}", file=sys.stderr)
 
 

@@ -6,21 +6,37 @@ import fnmatch
 import json
 import os
 import re
+import shlex
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TextIO
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Self, TextIO
 
 import mcp_types
 from dotenv import dotenv_values
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    ValidationError,
+    model_validator,
+)
 
 from .errors import ConfigError
 
 if TYPE_CHECKING:
     from fastmcp.client.transports import ClientTransport
 
-__all__ = ["GatewayConfig", "ServerConfig", "load_config"]
+__all__ = [
+    "GatewayConfig",
+    "HttpServer",
+    "ServerConfig",
+    "SseServer",
+    "StdioServer",
+    "load_config",
+]
 
 Transport = Literal["stdio", "http", "sse"]
 _TRANSPORT_ALIASES: dict[str, Transport] = {
@@ -42,15 +58,17 @@ class _FieldProblem(ValueError):
         super().__init__(message)
 
 
-class ServerConfig(BaseModel):
-    """One upstream MCP server: stdio (`command`) or HTTP/SSE (`url`)."""
+class _ServerEntry(BaseModel):
+    """What every server entry may hold (contract §2); a subclass per transport kind adds
+    how it connects. `ServerConfig` picks the subclass once, at validation: nothing else
+    switches on the transport kind."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
     command: str | None = None
     args: tuple[str, ...] = ()
     url: str | None = None
-    transport: Transport | None = Field(None, validation_alias="type")
+    transport: Transport
     description: str = ""
     env: dict[str, str] = Field(default_factory=dict)
     cwd: str | None = None
@@ -67,36 +85,14 @@ class ServerConfig(BaseModel):
         if not isinstance(data, dict):
             return data
         data = dict(data)
-        if "transport" in data and "type" in data:
-            raise _FieldProblem("transport", "give either 'transport' or 'type', not both")
-        kind = data.pop("transport", data.pop("type", None))
-        if kind is not None:
-            if not isinstance(kind, str) or kind.lower() not in _TRANSPORT_ALIASES:
-                raise _FieldProblem(
-                    "transport",
-                    f"unknown transport {kind!r}; use one of stdio, http, streamable-http, sse",
-                )
-            data["type"] = _TRANSPORT_ALIASES[kind.lower()]
-        return data
-
-    @model_validator(mode="after")
-    def _resolve_transport(self) -> ServerConfig:
-        if self.command is not None and self.url is not None:
+        kind = _kind(data)
+        data.pop("type", None)
+        data["transport"] = kind
+        if data.get("command") is not None and data.get("url") is not None:
             raise _FieldProblem(
                 "url", "give either 'command' (stdio) or 'url' (http/sse), not both"
             )
-        kind = self.transport
-        if kind is None:
-            if self.url is not None:
-                kind = "sse" if self.url.rstrip("/").endswith("/sse") else "http"
-            else:
-                kind = "stdio"
-            object.__setattr__(self, "transport", kind)
-        if kind == "stdio" and not self.command:
-            raise _FieldProblem("command", "a stdio server needs a 'command' (and usually 'args')")
-        if kind in ("http", "sse") and not self.url:
-            raise _FieldProblem("url", f"a {kind} server needs a 'url'")
-        return self
+        return data
 
     def needs_approval(self, tool: mcp_types.Tool) -> bool:
         """Whether a call to `tool` needs a person's approval (contract §8).
@@ -115,31 +111,152 @@ class ServerConfig(BaseModel):
             return False
         return not any(fnmatch.fnmatchcase(tool, p) for p in self.deny_tools)
 
+    def identity(self) -> dict[str, Any]:
+        """What starts this server and where it is: its tool-cache key is a hash of it."""
+        raise NotImplementedError
+
+    def where(self) -> str:
+        """`command: ...` or `url: ...`: what a person needs to find it."""
+        raise NotImplementedError
+
     def to_transport(self, *, stderr: TextIO | None = None) -> ClientTransport:
         """A fresh fastmcp transport for this entry (one per connection attempt).
 
-        `stderr` (a real file) takes a stdio server's stderr instead of the terminal.
+        `stderr` (a real file) takes a stdio server's stderr instead of the terminal;
+        other kinds have none and ignore it.
         """
+        raise NotImplementedError
+
+    def localised(self, base: Path) -> Self:
+        """This entry with paths resolved against the config file's folder `base`."""
+        return self
+
+
+class StdioServer(_ServerEntry):
+    """A server started as a child process, spoken to over its stdin and stdout."""
+
+    transport: Literal["stdio"] = "stdio"
+    has_stderr: ClassVar[bool] = True
+
+    @model_validator(mode="after")
+    def _needs_command(self) -> StdioServer:
+        if not self.command:
+            raise _FieldProblem("command", "a stdio server needs a 'command' (and usually 'args')")
+        return self
+
+    def identity(self) -> dict[str, Any]:
+        return {
+            "transport": self.transport,
+            "command": self.command,
+            "args": list(self.args),
+            "env": self.env,
+            "cwd": self.cwd,
+        }
+
+    def where(self) -> str:
+        return "command: " + shlex.join([self.command or "", *self.args])
+
+    def to_transport(self, *, stderr: TextIO | None = None) -> ClientTransport:
         # fastmcp's client stack is imported when a connection is made, not with the config:
         # a run that reaches no upstream never pays for it.
-        from fastmcp.client.transports import SSETransport, StdioTransport, StreamableHttpTransport
+        from fastmcp.client.transports import StdioTransport
 
-        if self.transport == "stdio":
-            assert self.command is not None  # checked by the validator
-            return StdioTransport(
-                command=self.command,
-                args=list(self.args),
-                # mcp's stdio_client merges this over its minimal default environment.
-                env={"PYTHONUNBUFFERED": "1", **self.env},
-                cwd=self.cwd,
-                keep_alive=False,
-                log_file=stderr,
-            )
+        assert self.command is not None  # checked by the validator
+        return StdioTransport(
+            command=self.command,
+            args=list(self.args),
+            # mcp's stdio_client merges this over its minimal default environment.
+            env={"PYTHONUNBUFFERED": "1", **self.env},
+            cwd=self.cwd,
+            keep_alive=False,
+            log_file=stderr,
+        )
+
+    def localised(self, base: Path) -> Self:
+        """`python` becomes this interpreter; `cwd` is resolved against `base`."""
+        command = sys.executable if self.command in ("python", "python3") else self.command
+        cwd = base / self.cwd if self.cwd else base
+        return self.model_copy(update={"command": command, "cwd": str(cwd)})
+
+
+class _UrlServer(_ServerEntry):
+    has_stderr: ClassVar[bool] = False
+
+    @model_validator(mode="after")
+    def _needs_url(self) -> _UrlServer:
+        if not self.url:
+            raise _FieldProblem("url", f"a {self.transport} server needs a 'url'")
+        return self
+
+    def identity(self) -> dict[str, Any]:
+        return {"transport": self.transport, "url": self.url, "headers": self.headers}
+
+    def where(self) -> str:
+        return f"url: {self.url}"
+
+
+class HttpServer(_UrlServer):
+    """A server reached over streamable HTTP."""
+
+    transport: Literal["http"] = "http"
+
+    def to_transport(self, *, stderr: TextIO | None = None) -> ClientTransport:
+        from fastmcp.client.transports import StreamableHttpTransport
+
         assert self.url is not None
-        headers = dict(self.headers) or None
-        if self.transport == "sse":
-            return SSETransport(self.url, headers=headers)
-        return StreamableHttpTransport(self.url, headers=headers)
+        return StreamableHttpTransport(self.url, headers=dict(self.headers) or None)
+
+
+class SseServer(_UrlServer):
+    """A server reached over the older HTTP+SSE transport."""
+
+    transport: Literal["sse"] = "sse"
+
+    def to_transport(self, *, stderr: TextIO | None = None) -> ClientTransport:
+        from fastmcp.client.transports import SSETransport
+
+        assert self.url is not None
+        return SSETransport(self.url, headers=dict(self.headers) or None)
+
+
+def _tag(data: Any) -> str:
+    """Which model validates an entry. A kind that is wrong goes to `StdioServer`, whose
+    validator then names the problem (a discriminator cannot say what is wrong)."""
+    if not isinstance(data, dict):
+        return str(getattr(data, "transport", "stdio"))
+    try:
+        return _kind(data)
+    except _FieldProblem:
+        return "stdio"
+
+
+def _kind(data: dict[str, Any]) -> Transport:
+    """The transport kind of a raw entry: `transport` (alias `type`); else from `command` /
+    `url`, SSE when the URL ends in `/sse`."""
+    if "transport" in data and "type" in data:
+        raise _FieldProblem("transport", "give either 'transport' or 'type', not both")
+    kind = data.get("transport", data.get("type"))
+    if kind is not None:
+        if not isinstance(kind, str) or kind.lower() not in _TRANSPORT_ALIASES:
+            raise _FieldProblem(
+                "transport",
+                f"unknown transport {kind!r}; use one of stdio, http, streamable-http, sse",
+            )
+        return _TRANSPORT_ALIASES[kind.lower()]
+    url = data.get("url")
+    if isinstance(url, str) and data.get("command") is None:
+        return "sse" if url.rstrip("/").endswith("/sse") else "http"
+    return "stdio"
+
+
+ServerConfig = Annotated[
+    Annotated[StdioServer, Tag("stdio")]
+    | Annotated[HttpServer, Tag("http")]
+    | Annotated[SseServer, Tag("sse")],
+    Discriminator(_tag),
+]
+"""One server entry: a `StdioServer`, `HttpServer` or `SseServer`."""
+_KINDS = frozenset(_TRANSPORT_ALIASES.values())
 
 
 class GatewayConfig(BaseModel):
@@ -224,7 +341,7 @@ def load_config(
             redacted, file=problem.file, server=problem.server, field=problem.field
         ) from None
     base = file.resolve().parent
-    servers = {name: _localise(server, base) for name, server in config.servers.items()}
+    servers = {name: server.localised(base) for name, server in config.servers.items()}
     return GatewayConfig(servers=servers, path=file.resolve(), secrets=secrets)
 
 
@@ -274,6 +391,8 @@ def _interpolate(
 def _to_config_error(exc: ValidationError, file: str) -> ConfigError:
     first = exc.errors()[0]
     loc = [str(part) for part in first["loc"]]
+    if len(loc) > 2 and loc[0] == "servers" and loc[2] in _KINDS:
+        del loc[2]  # the union's tag: which model validated the entry
     server = loc[1] if len(loc) > 1 and loc[0] == "servers" else None
     field = ".".join(loc[2:]) or (loc[0] if len(loc) == 1 else None)
     problem = (first.get("ctx") or {}).get("error")
@@ -282,15 +401,6 @@ def _to_config_error(exc: ValidationError, file: str) -> ConfigError:
     message = first["msg"]
     if first["type"] == "extra_forbidden":
         message = "unknown key; allowed keys are " + ", ".join(
-            sorted(ServerConfig.model_fields.keys() - {"transport"} | {"transport", "type"})
+            sorted(_ServerEntry.model_fields.keys() | {"type"})
         )
     return ConfigError(message, file=file, server=server, field=field)
-
-
-def _localise(server: ServerConfig, base: Path) -> ServerConfig:
-    """Resolve `python` to this interpreter and the stdio `cwd` against the config folder."""
-    if server.transport != "stdio":
-        return server
-    command = sys.executable if server.command in ("python", "python3") else server.command
-    cwd = base / server.cwd if server.cwd else base
-    return server.model_copy(update={"command": command, "cwd": str(cwd)})

@@ -135,8 +135,9 @@ async def _reporting_start(
         await gateway.manager.settle()
         print(f"mcp-code-mode: {len(gateway.catalog.entries)} upstream tools", file=sys.stderr)
         for row in gateway.list_servers():
-            if row["status"] == "error":
-                print(f"mcp-code-mode: server {row['name']!r}: {row['error']}", file=sys.stderr)
+            if row["status"] in ("error", "starting"):
+                line = f"server {row['name']!r} ({row['status']}): {row['error']}"
+                print(f"mcp-code-mode: {line}", file=sys.stderr)
 
     task = asyncio.create_task(report_upstreams())
     try:

@@ -28,7 +28,6 @@ from .errors import (
     ToolCallLimitExceeded,
     UnknownToolError,
 )
-from .mcp_manager import Connect, MCPServerManager
 from .reach import servers_reached
 from .sandbox.base import ExecutionResult, Executor, GuestIndex, Limits, ToolCallRecord
 from .sandbox.executor import SandboxExecutor
@@ -36,8 +35,8 @@ from .sandbox.pool import Launcher, Zygote
 from .sandbox.pyodide import PyodideLauncher
 from .sandbox.reply import bound_reply
 from .settings import Settings, cache_root
-from .tool_cache import ToolCache
 from .tool_results import JSON, unwrap_result
+from .upstreams import Connect, MCPServerManager, ToolCache
 
 if TYPE_CHECKING:
     from .sandbox.interpreter import MCPCodeInterpreter
@@ -88,6 +87,7 @@ class Gateway:
             config,
             default_timeout_s=settings.timeout_s,
             startup_timeout_s=settings.startup_timeout_s,
+            max_concurrent_starts=settings.max_concurrent_starts,
             known_tools=known,
             on_tools_listed=self._remember_tools,
         )

@@ -67,6 +67,9 @@ class Settings(BaseSettings):
     startup_timeout_s: float = Field(
         60.0, gt=0, validation_alias=_env("MCP_CODE_STARTUP_TIMEOUT_S")
     )
+    max_concurrent_starts: int | None = Field(
+        None, gt=0, validation_alias=_env("MCP_CODE_MAX_CONCURRENT_STARTS")
+    )  # upstreams starting at once; None: twice the CPU count, at least 4
     max_tool_calls: int = Field(1000, ge=0, validation_alias=_env("MCP_CODE_MAX_TOOL_CALLS"))
     max_concurrent_calls: int = Field(
         16, gt=0, validation_alias=_env("MCP_CODE_MAX_CONCURRENT_CALLS")

@@ -15,12 +15,14 @@ import argparse
 import asyncio
 import json
 import os
+import time
 import uuid
 from typing import Any
 
 from fastmcp import Context, FastMCP
+from fastmcp.server.middleware import Middleware
 from mcp import types as mcp_types
-from starlette.middleware import Middleware
+from starlette.middleware import Middleware as AsgiMiddleware
 
 mcp = FastMCP("healing")
 
@@ -54,6 +56,14 @@ async def sleep(seconds: float) -> float:
 
 
 @mcp.tool
+async def block(seconds: float) -> float:
+    """Keep this whole process busy (its event loop blocked, so even a ping waits), then
+    return the seconds blocked."""
+    time.sleep(seconds)
+    return seconds
+
+
+@mcp.tool
 def stats() -> dict:
     """How many `sleep` calls started, were cancelled and finished."""
     return dict(_STATS)
@@ -69,6 +79,20 @@ async def add_tool(name: str, ctx: Context) -> str:
     mcp.tool(added, name=name, description=f"Added at run time: {name}.")
     await ctx.send_notification(mcp_types.ToolListChangedNotification())
     return name
+
+
+class SlowListing(Middleware):
+    """Every tools/list after the first keeps the process busy for `seconds` first."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.listed = 0
+
+    async def on_list_tools(self, context: Any, call_next: Any) -> Any:
+        self.listed += 1
+        if self.listed > 1:
+            time.sleep(self.seconds)
+        return await call_next(context)
 
 
 class LegacyOnly:
@@ -114,11 +138,14 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--port", type=int, default=None)
     parser.add_argument("--legacy", action="store_true")
+    parser.add_argument("--slow-list", type=float, default=0.0)
     options = parser.parse_args()
+    if options.slow_list:
+        mcp.add_middleware(SlowListing(options.slow_list))
     if options.port is None:
         mcp.run(show_banner=False)
     else:
-        middleware = [Middleware(LegacyOnly)] if options.legacy else None
+        middleware = [AsgiMiddleware(LegacyOnly)] if options.legacy else None
         mcp.run(
             transport="http",
             host="127.0.0.1",

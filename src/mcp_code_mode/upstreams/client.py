@@ -1,7 +1,7 @@
 """The fastmcp side of one upstream connection: its client, its HTTP stack, and what its
 failures mean.
 
-`mcp_manager` imports this module when it first connects to an upstream, not before:
+`connection` imports this module when it first connects to an upstream, not before:
 fastmcp's client stack (and with it the MCP SDK) takes more time to import than a run
 that reaches no upstream takes in all (`mcp-code-mode exec --code "1+1"`).
 """
@@ -9,6 +9,7 @@ that reaches no upstream takes in all (`mcp-code-mode exec --code "1+1"`).
 from __future__ import annotations
 
 import functools
+import json
 import logging
 import ssl
 from collections.abc import Callable
@@ -20,39 +21,17 @@ import httpx2
 import mcp_types
 from fastmcp import Client
 from fastmcp.client.messages import MessageHandler
-from fastmcp.client.transports import ClientTransport, StdioTransport, StreamableHttpTransport
-from mcp.shared.exceptions import MCPError
+from fastmcp.client.transports import ClientTransport, StreamableHttpTransport
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
-from pydantic import ValidationError
 
-from . import __version__
+from .. import __version__
 
-__all__ = [
-    "Link",
-    "close",
-    "describe",
-    "failure_message",
-    "is_modern",
-    "new_client",
-    "refused_for_session",
-    "session_ended",
-    "timed_out",
-    "transport_failed",
-]
+__all__ = ["Link", "check_alive", "close", "is_modern", "new_client", "session_ended"]
 
 logger = logging.getLogger(__name__)
 
+_SESSION_ERROR_BYTES = 4096  # of a 400 body, read to see whether it names the session
 _CLIENT_INFO = mcp_types.Implementation(name="mcp-code-mode", version=__version__)
-# What a dead transport raises (beside an MCP "connection closed" error): the process or
-# socket is gone. Anything else is a problem with one message, not with the connection.
-_TRANSPORT_ERRORS = (
-    OSError,
-    EOFError,
-    anyio.ClosedResourceError,
-    anyio.BrokenResourceError,
-    anyio.EndOfStream,
-    httpx2.TransportError,
-)
 
 
 @dataclass(slots=True, eq=False)
@@ -68,8 +47,6 @@ def new_client(
     link: Link,
     *,
     name: str,
-    timeout_s: float,
-    startup_timeout_s: float,
     on_tools_changed: Callable[[], None],
     on_session_gone: Callable[[], None],
 ) -> Client[Any]:
@@ -80,10 +57,13 @@ def new_client(
     """
     if isinstance(transport, StreamableHttpTransport):  # before it connects
         transport.httpx_client_factory = _http_client_factory(link, on_session_gone)
+    # No client-wide timeouts: a call passes its own, and start-up is bounded by the
+    # connection's deadline, which extends while the upstream is still working on it
+    # (a server with 10,000 tools may take minutes to answer `initialize`).
     link.client = Client(
         transport,
-        timeout=timeout_s,
-        init_timeout=startup_timeout_s,
+        timeout=None,
+        init_timeout=None,
         client_info=_CLIENT_INFO,
         message_handler=_Notifications(on_tools_changed, name),
     )
@@ -95,46 +75,19 @@ def is_modern(client: Client[Any]) -> bool:
     return client.protocol_version in MODERN_PROTOCOL_VERSIONS
 
 
-def failure_message(exc: Exception, *, timeout_s: float) -> str:
-    """What a failed request means, for a request whose connection is still there."""
-    if timed_out(exc):
-        return f"timed out after {timeout_s:g}s; the call was cancelled upstream"
-    if isinstance(exc, ValidationError):
-        return f"the upstream sent a malformed reply: {_summarise(exc)}"
-    if isinstance(exc, MCPError):
-        return exc.message
-    return f"the call failed ({type(exc).__name__}: {describe(exc)})"
-
-
 def session_ended(client: Client[Any]) -> bool:
     """Whether the client's connection is gone, though nobody has called it since."""
-    if not client.is_connected():
-        return True
-    # When a stdio upstream's process exits, the fastmcp 4.1.2 client still says it is
-    # connected (its session only learns on the next request); fastmcp itself asks the
-    # transport's `_is_session_dead` (the SDK dispatcher has closed) before reusing one.
-    transport = client.transport
-    return isinstance(transport, StdioTransport) and transport._is_session_dead()
+    return not client.is_connected()
 
 
-def transport_failed(link: Link, exc: Exception) -> bool:
-    """Whether a failed request means the connection itself is gone."""
-    return (
-        isinstance(exc, _TRANSPORT_ERRORS)
-        or (isinstance(exc, MCPError) and exc.code == mcp_types.CONNECTION_CLOSED)
-        or session_ended(link.client)
-    )
-
-
-def refused_for_session(link: Link, exc: Exception) -> bool:
-    """Whether a failed call was refused only because its HTTP session was gone (so unsent)."""
-    return link.session_gone and isinstance(exc, MCPError) and not timed_out(exc)
-
-
-def timed_out(exc: BaseException) -> bool:
-    return isinstance(exc, TimeoutError) or (
-        isinstance(exc, MCPError) and exc.code == mcp_types.REQUEST_TIMEOUT
-    )
+async def check_alive(client: Client[Any], *, timeout_s: float) -> None:
+    """One request whose cost does not grow with the catalog: `ping`, or on a 2026-07-28
+    connection (which has no ping) `server/discover`. Raises what the request raised."""
+    with anyio.fail_after(timeout_s):
+        if is_modern(client):
+            await client.session.send_discover(client.protocol_version or "")
+        else:
+            await client.ping()
 
 
 async def close(client: Client[Any]) -> None:
@@ -142,14 +95,6 @@ async def close(client: Client[Any]) -> None:
         await client.close()  # type: ignore[no-untyped-call]
     except Exception as exc:  # teardown of a broken transport must not stop the others
         logger.debug("error while closing upstream client: %s", exc)
-
-
-def describe(exc: BaseException) -> str:
-    if isinstance(exc, ExceptionGroup) and exc.exceptions:
-        return describe(exc.exceptions[0])
-    if isinstance(exc, MCPError):
-        return exc.message
-    return str(exc).strip() or type(exc).__name__
 
 
 class _Notifications(MessageHandler):
@@ -179,15 +124,15 @@ def _http_client_factory(
       session; an idle server-to-client stream is not an error.
     - One TLS context for every client: httpx builds one per client otherwise, which
       costs 0.1-0.3 s of every reconnect.
-    - A response hook that records an HTTP 404 for a request that carried our session
-      id: the upstream no longer knows the session. The SDK reports it only as an
-      error reply ("Session terminated", or the upstream's own JSON-RPC error body),
-      and fastmcp 4.1.2 does not start a new session, although the spec says a
-      client must.
+    - A response hook that records that the upstream no longer knows our session id
+      (see `_refuses_session`). The SDK reports it only as an error reply ("Session
+      terminated", or "Server returned an error response" for a body it cannot read),
+      and fastmcp 4.1.2 does not start a new session, although the spec says a client
+      must.
     """
 
     async def on_response(response: httpx2.Response) -> None:
-        if response.status_code == 404 and response.request.headers.get("mcp-session-id"):
+        if response.request.headers.get("mcp-session-id") and await _refuses_session(response):
             link.session_gone = True
             on_session_gone()
 
@@ -209,18 +154,28 @@ def _http_client_factory(
     return factory
 
 
+async def _refuses_session(response: httpx2.Response) -> bool:
+    """Whether an answer to a request that carried our session id says the session is gone.
+
+    The spec's answer is 404. Servers built on the TypeScript SDK's older examples (npm
+    `@modelcontextprotocol/server-everything` among them) answer 400 with a JSON-RPC error
+    "Bad Request: No valid session ID provided" instead; other 400s are about the request.
+    """
+    if response.status_code == 404:
+        return True
+    if response.status_code != 400:
+        return False
+    if int(response.headers.get("content-length") or 0) > _SESSION_ERROR_BYTES:
+        return False
+    body = (await response.aread())[:_SESSION_ERROR_BYTES]
+    try:
+        message = json.loads(body)["error"]["message"]
+    except (ValueError, KeyError, TypeError):
+        return False
+    return isinstance(message, str) and "session" in message.lower()
+
+
 @functools.cache
 def _ssl_context() -> ssl.SSLContext:
     """Made once per process: 0.1-0.3 s each time."""
     return httpx2.create_ssl_context()
-
-
-def _summarise(exc: ValidationError) -> str:
-    """The first problem pydantic found, without its URLs and input dumps."""
-    errors = exc.errors(include_url=False, include_input=False)
-    if not errors:
-        return str(exc).splitlines()[0]
-    first = errors[0]
-    where = ".".join(str(part) for part in first["loc"]) or "result"
-    more = f" (and {len(errors) - 1} more problems)" if len(errors) > 1 else ""
-    return f"{where}: {first['msg']}{more}"

@@ -22,30 +22,20 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .config import ServerConfig
+from ..config import ServerConfig
 
 __all__ = ["ToolCache", "cache_key"]
 
 logger = logging.getLogger(__name__)
 
-_FORMAT = 1  # bump when the file layout changes: old files become misses
+_FORMAT = 2  # bump when the file layout changes: old files become misses
 _MAX_FILE_BYTES = 64 << 20  # a larger file is not ours (or not sane): a miss
 _KEPT_FILES = 256  # the most recently written; configs come and go (tests, temp dirs)
 
 
 def cache_key(name: str, server: ServerConfig) -> str:
     """The hash that names a server's entry: what starts it and where it is."""
-    identity = {
-        "format": _FORMAT,
-        "name": name,
-        "transport": server.transport,
-        "command": server.command,
-        "args": list(server.args),
-        "env": server.env,
-        "cwd": server.cwd,
-        "url": server.url,
-        "headers": server.headers,
-    }
+    identity = {"format": _FORMAT, "name": name, **server.identity()}
     text = json.dumps(identity, sort_keys=True, ensure_ascii=True)
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 

@@ -11,8 +11,8 @@ import pytest
 
 from mcp_code_mode.config import load_config
 from mcp_code_mode.errors import ToolCallFailed
-from mcp_code_mode.mcp_manager import MCPServerManager
 from mcp_code_mode.tool_results import unwrap_result
+from mcp_code_mode.upstreams import MCPServerManager
 
 from .support import SECRET, TEST_SERVER, ConfigWriter, server_entry, start_gateway
 
@@ -46,10 +46,13 @@ async def test_one_failing_server_leaves_the_rest_working(write_config: ConfigWr
         assert time.perf_counter() - started < 15
         rows = {r["name"]: r for r in gw.list_servers()}
         assert rows["good"]["status"] == "ok" and rows["good"]["tool_count"] >= 10
-        for name in ("bad", "quits", "slow"):
+        for name in ("bad", "quits"):
             assert rows[name]["status"] == "error", rows[name]
             assert rows[name]["error"]
-        assert "1s" in rows["slow"]["error"]
+        # Slow is not dead: past its start-up timeout a live process is still `starting`,
+        # and the row says why (contract §3).
+        assert rows["slow"]["status"] == "starting", rows["slow"]
+        assert "1s" in rows["slow"]["error"] and "still waiting" in rows["slow"]["error"]
         assert rows["off"] == {
             "name": "off",
             "description": "",

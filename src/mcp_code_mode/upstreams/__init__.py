@@ -1,0 +1,12 @@
+"""The upstream MCP servers: one `UpstreamConnection` each, held by an `MCPServerManager`.
+
+Importing this package is cheap: fastmcp's client stack (`client`, `errors`) is imported
+when the first upstream connects.
+"""
+
+from __future__ import annotations
+
+from .cache import ToolCache
+from .manager import Connect, MCPServerManager, ServerStatus
+
+__all__ = ["Connect", "MCPServerManager", "ServerStatus", "ToolCache"]

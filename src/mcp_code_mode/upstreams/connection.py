@@ -1,0 +1,417 @@
+"""UpstreamConnection: one upstream server's client, state machine, supervision and tools.
+
+    connecting ─→ ok ─→ lost ─→ reconnecting ─→ ok
+         └──────→ error ←───────────┘  └──────→ error ─→ reconnecting
+
+It moves only on what the transport and the protocol report (contract §6, §7):
+
+- `ok → lost`: the transport failed (process gone, connection refused or closed, end of
+  stream) or an HTTP upstream no longer knows our session. Nothing else: a timeout, an
+  error reply or a malformed reply fails that one request (`errors.classify`), so a slow
+  upstream is never restarted and a guest cannot reset an upstream that others share.
+- `lost | error → reconnecting`: on the next call, or from the supervisor (backoff with
+  jitter). One attempt at a time, shared by every call that waits for it.
+- Start-up converges: attempts pass a `StartGate` (bounded concurrency), and an attempt
+  is not killed for being slow while it is still working: after `startup_timeout_s`
+  without an answer the upstream is reported `starting` with the reason, its gate slot
+  goes to the next one, and it keeps going until `startup_ceiling_s`. A process that
+  exits ends its attempt at once (its pipe closes), so only a live one is waited for.
+- Health costs the same at 10 tools and at 10,000: successful traffic counts as a sign of
+  life; an idle connection gets one `ping` (or `server/discover`) per `health_interval_s`;
+  tools are listed again on `tools/list_changed`, and on a 2026-07-28 connection (which
+  cannot announce a change between calls) at most every `refresh_interval_s`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+import mcp_types
+
+from ..config import ServerConfig
+from ..encodable import encodable_text
+from ..errors import ToolCallFailed
+from ..tool_results import error_text
+from .gate import StartGate
+from .stderr_log import StderrLog
+from .tool_list import ToolList
+
+if TYPE_CHECKING:
+    from .client import Link
+
+__all__ = ["ConnectionTiming", "UpstreamConnection", "UpstreamState"]
+
+logger = logging.getLogger(__name__)
+
+UpstreamState = Literal["connecting", "ok", "lost", "reconnecting", "error"]
+_TRANSITIONS: dict[UpstreamState, frozenset[UpstreamState]] = {
+    "connecting": frozenset({"ok", "error"}),
+    "ok": frozenset({"lost"}),
+    "lost": frozenset({"reconnecting"}),
+    "reconnecting": frozenset({"ok", "error"}),
+    "error": frozenset({"reconnecting"}),
+}
+# After the n-th failure in a row the supervisor waits about this long (the last value
+# repeats; each wait is jittered by ±50% so a herd of upstreams spreads out).
+_RETRY_DELAYS_S = (0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0)
+
+
+@dataclass(slots=True)
+class ConnectionTiming:
+    """How long things may take; shared by every connection of a manager (tests tune it)."""
+
+    health_interval_s: float = 10.0
+    health_timeout_s: float = 10.0
+    refresh_interval_s: float = 600.0
+    startup_ceiling_factor: float = 10.0  # times startup_timeout_s, while it is still working
+
+
+class UpstreamConnection:
+    """One upstream: connects, heals, answers calls and keeps its tool list current."""
+
+    def __init__(
+        self,
+        name: str,
+        config: ServerConfig,
+        *,
+        timeout_s: float,
+        startup_timeout_s: float,
+        gate: StartGate,
+        timing: ConnectionTiming,
+        tools: ToolList,
+        redact: Callable[[str], str],
+    ) -> None:
+        self.name = name
+        self.config = config
+        self.timeout_s = timeout_s  # each call
+        self.startup_timeout_s = startup_timeout_s
+        self.tools = tools
+        self.state: UpstreamState = "connecting"
+        self.reason: str | None = None  # why it is not `ok`
+        self._gate = gate
+        self._redact = redact
+        self._timing = timing
+        self._stderr = StderrLog() if config.has_stderr else None
+        self._link: Link | None = None
+        self._failures = 0  # failed attempts and losses since it last answered
+        self._attempt: asyncio.Task[None] | None = None
+        self._attempt_started = 0.0
+        self._slow = False  # the attempt in flight is past startup_timeout_s
+        self._last_answer = 0.0  # monotonic time of the last successful request
+        self._wake = asyncio.Event()  # tells the supervisor: lost
+        self._supervisor: asyncio.Task[None] | None = None
+        self._closing = False
+
+    # ------------------------------------------------------------------ life cycle
+
+    @property
+    def started(self) -> bool:
+        return self._attempt is not None
+
+    def begin(self) -> asyncio.Task[None]:
+        """The connection attempt in flight, started now if there is none."""
+        task = self._attempt
+        if task is None or task.done():
+            self._attempt_started = time.monotonic()
+            self._slow = False
+            task = self._attempt = asyncio.create_task(self._connect_once())
+        return task
+
+    def supervise(self) -> None:
+        """Start the background loop that heals and checks this upstream (once)."""
+        if self._supervisor is None and not self._closing:
+            self._supervisor = asyncio.create_task(
+                self._supervise(), name=f"mcp-code-mode upstream {self.name}"
+            )
+
+    async def settle(self) -> None:
+        """Wait until the first attempt has answered, failed, or gone past its start-up
+        deadline (it keeps going then, reported `starting`)."""
+        task = self.begin() if self.state == "connecting" else self._attempt
+        if task is None or task.done():
+            return
+        waited = time.monotonic() - self._attempt_started
+        remaining = max(0.0, self.startup_timeout_s - waited)
+        await asyncio.wait({asyncio.shield(task)}, timeout=remaining)
+
+    async def aclose(self) -> None:
+        self._closing = True
+        tasks = [t for t in (self._supervisor, self._attempt, self.tools.refreshing) if t]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        link = self._link
+        self._set_link(None)
+        try:
+            if link is not None:
+                from . import client
+
+                await client.close(link.client)
+        finally:
+            if self._stderr is not None:
+                self._stderr.close()
+
+    # ------------------------------------------------------------------ what is true now
+
+    def observe(self) -> None:
+        """Notice a connection that ended while nobody was calling."""
+        link = self._link
+        if self.state == "ok" and link is not None and not self._closing:
+            from . import client
+
+            if link.session_gone:
+                self._lose(link, "the upstream no longer knows our session")
+            elif client.session_ended(link.client):
+                self._lose(link, "connection lost: the connection closed")
+
+    def status_reason(self) -> str:
+        """Why it is not `ok`, for `list_servers`."""
+        if self.state == "connecting" and self._attempt is None:
+            return "not started yet: it starts when code first uses it"
+        if self.state == "connecting" and self._slow:
+            return self.reason or "still starting"
+        if self.state == "connecting":
+            return "still starting: it has not answered yet"
+        reason = self.reason or f"upstream is {self.state}"
+        return f"reconnecting; {reason}" if self.state == "reconnecting" else reason
+
+    # ------------------------------------------------------------------ calls
+
+    async def call_tool(self, tool: str, arguments: dict[str, Any]) -> mcp_types.CallToolResult:
+        """Call `tool` and return its successful result; see `MCPServerManager.call_tool`."""
+        from . import errors
+
+        for attempt in (0, 1):
+            link = await self._ready(tool)
+            try:
+                result = await link.client.call_tool_mcp(tool, arguments, timeout=self.timeout_s)
+            except Exception as exc:  # foreign errors: mapped by `classify`, once
+                failure = errors.classify(exc, session_gone=link.session_gone)
+                if failure.kind is errors.FailureKind.SESSION_GONE and attempt == 0:
+                    self._lose(link, failure.message)
+                    logger.info("upstream %s: session gone; resending %s once", self.name, tool)
+                    continue
+                if failure.connection_lost:
+                    await self._stderr_drained()
+                raise self._call_failure(link, tool, failure) from None
+            break
+        self._answered()
+        await self.tools.settle_refresh(self.timeout_s)
+        if result.is_error:
+            raise self._failure(tool, error_text(result))
+        return result
+
+    def _call_failure(self, link: Link, tool: str, failure: Any) -> ToolCallFailed:
+        from . import client, errors
+
+        if failure.kind is errors.FailureKind.TIMEOUT:
+            message = f"timed out after {self.timeout_s:g}s; the call was cancelled upstream"
+            return self._failure(tool, message)
+        if failure.connection_lost or client.session_ended(link.client):
+            self._lose(link, failure.message)
+            return self._failure(tool, f"upstream failed: {failure.message}{self._context()}")
+        return self._failure(tool, failure.message)
+
+    async def _ready(self, tool: str) -> Link:
+        self.observe()
+        if self.state != "ok":
+            await self._heal()
+        if self.state == "ok" and self._link is not None:
+            return self._link
+        raise self._failure(tool, f"server is unavailable: {self.status_reason()}")
+
+    async def _heal(self) -> None:
+        """Wait for an attempt that started no earlier than this call (calls share them;
+        a cancelled caller leaves the attempt running for the others)."""
+        arrived = time.monotonic()
+        while not self._closing:
+            task = self.begin()
+            recent = self._attempt_started >= arrived
+            await asyncio.shield(task)
+            if self.is_ok() or recent:
+                return
+
+    def _failure(self, tool: str, message: str) -> ToolCallFailed:
+        """A failed call, its message free of secrets and unencodable text."""
+        return ToolCallFailed(self.name, tool, encodable_text(self._redact(message)))
+
+    def is_ok(self) -> bool:
+        """Whether it is `ok` now (a method, so a check after an await is read afresh)."""
+        return self.state == "ok"
+
+    def _set_link(self, link: Link | None) -> None:
+        self._link = link
+        self.tools.attach(link)
+
+    def _answered(self) -> None:
+        self._last_answer = time.monotonic()
+        self._failures = 0
+
+    # ------------------------------------------------------------------ the state machine
+
+    def _move(self, state: UpstreamState, reason: str | None = None) -> None:
+        if state not in _TRANSITIONS[self.state]:
+            raise RuntimeError(f"upstream {self.name}: no transition {self.state} -> {state}")
+        logger.debug("upstream %s: %s -> %s (%s)", self.name, self.state, state, reason)
+        self.state = state
+        if reason is not None or state == "ok":
+            self.reason = None if reason is None else self._redact(reason)
+
+    def _lose(self, link: Link, reason: str) -> None:
+        """`ok → lost` for this link (a stale link's news is old news)."""
+        if self._link is not link or self.state != "ok" or self._closing:
+            return
+        self._failures += 1
+        self._move("lost", reason + self._context())
+        logger.warning("upstream %s: %s", self.name, self.reason)
+        self._wake.set()
+
+    async def _connect_once(self) -> None:
+        """One attempt, through the start gate: `connecting | lost | error → ok | error`."""
+        from . import client, errors
+
+        first = self.state == "connecting"
+        if self.state == "ok":
+            return
+        if not first:
+            self._move("reconnecting")
+        old = self._link
+        self._set_link(None)
+        if old is not None:  # a stdio upstream's old process must be gone first
+            await asyncio.shield(client.close(old.client))
+        ceiling_s = self.startup_timeout_s * self._timing.startup_ceiling_factor
+        try:
+            async with asyncio.timeout(ceiling_s):
+                link, listed = await self._gate.run(
+                    self._open(list_tools=not self.tools.listed),
+                    hold_s=self.startup_timeout_s,
+                    on_slow=self._on_slow,
+                )
+        except Exception as exc:  # any failure is this server's status, never raised
+            self._failures += 1
+            await self._stderr_drained()
+            reason = errors.describe(exc)
+            if isinstance(exc, TimeoutError):
+                reason = f"no answer within {ceiling_s:g}s (raise the entry's timeout_s)"
+            verb = "failed to start" if first or not self.tools.listed else "cannot reconnect"
+            self._move("error", f"{verb}: {reason}{self._context()}")
+            return
+        except BaseException:  # cancelled: only aclose does that
+            self._move("error", f"the connection attempt was cancelled{self._context()}")
+            raise
+        if self._closing:  # aclose ran meanwhile: this client is nobody's to close
+            await asyncio.shield(client.close(link.client))
+            return
+        self._set_link(link)
+        self._move("ok")
+        self._answered()
+        if listed is not None:
+            self.tools.replace(listed)
+        else:
+            self.tools.want_refresh(link, announced=False)
+        logger.info("upstream %s: %s", self.name, "connected" if first else "reconnected")
+
+    def _on_slow(self) -> None:
+        self._slow = True
+        self.reason = self._redact(
+            f"no answer within {self.startup_timeout_s:g}s yet; still waiting while it "
+            f"works (up to {self.startup_timeout_s * self._timing.startup_ceiling_factor:g}s)"
+            + self._context()
+        )
+        logger.warning("upstream %s: %s", self.name, self.reason)
+
+    async def _open(self, *, list_tools: bool) -> tuple[Link, list[mcp_types.Tool] | None]:
+        """A new client, connected (and its tools listed); closed on failure."""
+        from . import client
+
+        link = client.Link()
+        # The hooks close over `link`, so a stale connection's news never touches its successor.
+        stderr = None
+        if self._stderr is not None:
+            stderr = self._stderr.open(lambda: self._lose(link, "connection lost: it exited"))
+        fresh = client.new_client(
+            self.config.to_transport(stderr=stderr),
+            link,
+            name=self.name,
+            on_tools_changed=lambda: self.tools.want_refresh(link, announced=True),
+            on_session_gone=lambda: self._lose(link, "the upstream no longer knows our session"),
+        )
+        try:
+            await fresh.__aenter__()  # type: ignore[no-untyped-call]
+            listed = await fresh.list_tools() if list_tools else None
+        except BaseException:
+            await asyncio.shield(client.close(fresh))
+            raise
+        finally:
+            if self._stderr is not None:
+                self._stderr.spawned()
+        return link, listed
+
+    # ------------------------------------------------------------------ background work
+
+    async def _supervise(self) -> None:
+        """Heal with jittered backoff while down; check health while idle and up."""
+        while not self._closing:
+            if self.state == "ok":
+                woken = await _wait(self._wake, self._timing.health_interval_s)
+                if not woken and self.state == "ok":
+                    await self._check()
+                continue
+            if self.state == "connecting" and self._attempt is not None:
+                await asyncio.shield(self._attempt)  # the first attempt, however slow
+                continue
+            step = _RETRY_DELAYS_S[min(max(self._failures - 1, 0), len(_RETRY_DELAYS_S) - 1)]
+            await asyncio.sleep(step * random.uniform(0.5, 1.5))
+            if not self.is_ok() and not self._closing:  # a call may have healed it
+                await self._heal()
+
+    async def _check(self) -> None:
+        """One health check, unless traffic has shown it alive since the last one."""
+        from . import client, errors
+
+        self.observe()
+        link = self._link
+        if self.state != "ok" or link is None:
+            return
+        now = time.monotonic()
+        if self.tools.stale(now, self._timing.refresh_interval_s, client.is_modern(link.client)):
+            self.tools.want_refresh(link, announced=False)
+        if now - self._last_answer < self._timing.health_interval_s:
+            return
+        try:
+            await client.check_alive(link.client, timeout_s=self._timing.health_timeout_s)
+        except Exception as exc:  # mapped by `classify`: only a dead transport counts
+            failure = errors.classify(exc, session_gone=link.session_gone)
+            if failure.connection_lost:
+                self._lose(link, failure.message)
+            else:
+                logger.debug("upstream %s: health check: %s", self.name, failure.message)
+            return
+        self._answered()
+
+    async def _stderr_drained(self) -> None:
+        """Let the stderr of a process that just died be read, for the error message."""
+        if self._stderr is not None:
+            await self._stderr.drained(timeout_s=0.5)
+
+    def _context(self) -> str:
+        """`; command: ...; stderr: ...` or `; url: ...`: what a person needs to fix it."""
+        tail = self._stderr.tail() if self._stderr is not None else ""
+        return f"; {self.config.where()}{tail}"
+
+
+async def _wait(event: asyncio.Event, timeout_s: float) -> bool:
+    """Wait for `event` (and clear it) for at most `timeout_s`; whether it was set."""
+    try:
+        async with asyncio.timeout(timeout_s):
+            await event.wait()
+    except TimeoutError:
+        return False
+    event.clear()
+    return True

@@ -1,0 +1,83 @@
+"""Where a stdio upstream's stderr goes: a pipe we read, not the terminal.
+
+An upstream's expected errors (often a long rich traceback) are its own business; their
+last lines appear in our error messages when it fails to start or dies. The pipe is also
+how we learn, at once and without asking the transport, that the process has exited: its
+end of the pipe closes (once every process that inherited it is gone).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+from collections.abc import Callable
+from typing import TextIO
+
+__all__ = ["StderrLog"]
+
+_TAIL_BYTES = 2000
+_TAIL_LINES = 5
+_CHUNK_BYTES = 65536
+
+
+class StderrLog:
+    """The stderr of the upstream's current process: its last lines and its end."""
+
+    def __init__(self) -> None:
+        self._tail = bytearray()
+        self._write: TextIO | None = None
+        self._reader: asyncio.Task[None] | None = None
+
+    def open(self, on_exit: Callable[[], None]) -> TextIO:
+        """A new pipe for the next process; hand the returned file to the transport.
+
+        `on_exit` is called when the process (and all that inherited its stderr) is gone.
+        Call `spawned` once the process runs, so only it holds the writing end.
+        """
+        self.close()
+        self._tail.clear()
+        read_fd, write_fd = os.pipe()
+        self._write = os.fdopen(write_fd, "w", encoding="utf-8", errors="replace")
+        self._reader = asyncio.create_task(self._read(read_fd, on_exit))
+        return self._write
+
+    def spawned(self) -> None:
+        """Close our copy of the writing end: the pipe now ends with the process."""
+        if self._write is not None:
+            with contextlib.suppress(OSError):
+                self._write.close()
+            self._write = None
+
+    async def drained(self, *, timeout_s: float) -> None:
+        """Wait (at most `timeout_s`) until everything the process wrote has been read."""
+        if self._reader is not None and self._write is None:
+            await asyncio.wait({self._reader}, timeout=timeout_s)
+
+    def tail(self) -> str:
+        """`; stderr: <last lines>` of what the process wrote, or nothing."""
+        text = self._tail.decode("utf-8", errors="replace")
+        lines = [line.strip() for line in text.splitlines() if line.strip()]
+        return f"; stderr: {' | '.join(lines[-_TAIL_LINES:])}" if lines else ""
+
+    def close(self) -> None:
+        """Stop reading (the process is being replaced or shut down)."""
+        self.spawned()
+        if self._reader is not None:
+            self._reader.cancel()
+            self._reader = None
+
+    async def _read(self, fd: int, on_exit: Callable[[], None]) -> None:
+        loop = asyncio.get_running_loop()
+        reader = asyncio.StreamReader()
+        pipe = os.fdopen(fd, "rb", buffering=0)
+        transport, _ = await loop.connect_read_pipe(
+            lambda: asyncio.StreamReaderProtocol(reader), pipe
+        )
+        try:
+            while chunk := await reader.read(_CHUNK_BYTES):
+                self._tail += chunk
+                del self._tail[:-_TAIL_BYTES]
+        finally:
+            transport.close()
+        on_exit()
