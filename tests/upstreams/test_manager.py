@@ -14,7 +14,7 @@ from mcp_code_mode.errors import ToolCallFailed
 from mcp_code_mode.tool_results import unwrap_result
 from mcp_code_mode.upstreams import MCPServerManager
 
-from .support import SECRET, TEST_SERVER, ConfigWriter, server_entry, start_gateway
+from ..support import SECRET, TEST_SERVER, ConfigWriter, server_entry, start_gateway
 
 
 def _alive(pid: int) -> bool:
