@@ -10,7 +10,8 @@ import pytest
 
 from mcp_code_mode.catalog import Catalog, SearchHit
 from mcp_code_mode.embeddings import Embedder, EmbeddingStore
-from mcp_code_mode.ranking import LexicalRanker, Ranking, ToolText
+from mcp_code_mode.lexical import LexicalRanker
+from mcp_code_mode.ranking import Ranking, ToolText
 from tests.test_catalog import DESCRIPTIONS, TOOLS, tool
 
 LEXICAL = Ranking(semantic_weight=0)
@@ -69,10 +70,10 @@ def test_typos_are_repaired(ranking: Ranking, query: str, best: tuple[str, str])
 
 
 def test_typo_repair_is_for_unknown_words_of_four_letters_or_more() -> None:
-    ranker = LexicalRanker([ToolText("list_events", "List events.", (), (), "cal", "")], LEXICAL)
+    ranker = LexicalRanker.of([ToolText("list_events", "List events.", (), (), "cal", "")], LEXICAL)
     assert ranker.scores("lsit").max() > 0
     assert ranker.scores("lst").max() == 0  # too short to guess
-    off = LexicalRanker(
+    off = LexicalRanker.of(
         [ToolText("list_events", "List events.", (), (), "cal", "")],
         Ranking(typos=False, semantic_weight=0),
     )

@@ -8,6 +8,7 @@ and cached on disk by `embeddings.EmbeddingStore`; everything else here is pure.
 from __future__ import annotations
 
 import difflib
+import functools
 from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
@@ -21,12 +22,14 @@ from .tool_formatter import ToolSchemaFormatter, ToolStubSource, one_line
 
 if TYPE_CHECKING:
     from .embeddings import EmbeddingStore
-    from .ranking import Ranker, Ranking, SemanticRanker, ToolText
+    from .ranking import Ranking, Scores
+    from .search_index import SearchIndex, ToolGroup
 
 __all__ = ["Catalog", "SearchHit", "ToolEntry"]
 
 _SHOWN_CHARS = 100  # of an unknown name, in an error message
 MAX_QUERY_CHARS = 1000  # of a search query, the part that is ranked (contract §7)
+MAX_SEARCH_LIMIT = 100  # hits of one search, whatever limit is asked for
 _PREFER_FACTOR = 1.15  # of the scores of the servers a search says it is already using
 
 
@@ -84,7 +87,13 @@ class Catalog:
         ranking: how search weighs words and meaning.
         embeddings: where tool vectors are cached (default: the process's store under the
             cache directory). With `background` (the default) the search index is built on
-            first use (or `ready()`), its embeddings in a thread; without, here and now.
+            first use (or `ready()`) in a thread; without, here and now.
+        needs_approval: whether a tool needs approval (contract §8). Pass the same callable
+            to every catalog of a gateway: with `previous`, entries are reused only then.
+        previous: the catalog this one replaces. The search index parts (texts, terms,
+            embeddings) and entries of each server whose tools, description and ranking are
+            unchanged are taken from it, so a change to one upstream reads and embeds that
+            upstream alone. `previous` is not kept.
     """
 
     def __init__(
@@ -98,6 +107,7 @@ class Catalog:
         background: bool = True,
         needs_approval: Callable[[str, mcp_types.Tool], bool] | None = None,
         servers: Sequence[str] = (),
+        previous: Catalog | None = None,
     ) -> None:
         self.formatter = formatter or ToolSchemaFormatter()
         self._ranking = ranking
@@ -105,29 +115,59 @@ class Catalog:
         # Over every configured server (`servers`, in config order) and not only those with
         # tools: an identifier must not move to another server as upstreams come and go.
         self.server_ids = assign_identifiers([*servers, *tools])
+        self._needs_approval = needs_approval
+        self._groups: dict[str, ToolGroup] = {}
         self._by_server: dict[str, dict[str, ToolEntry]] = {}
         for server, server_tools in tools.items():
-            ids = assign_identifiers(t.name for t in server_tools)
-            self._by_server[server] = {
-                t.name: ToolEntry(
-                    server,
-                    t.name,
-                    self.server_ids[server],
-                    ids[t.name],
-                    t,
-                    needs_approval=bool(needs_approval and needs_approval(server, t)),
-                )
-                for t in server_tools
-            }
+            kept = self._reused(previous, server, server_tools)
+            self._by_server[server] = (
+                kept if kept is not None else self._entries(server, server_tools)
+            )
         self.entries: tuple[ToolEntry, ...] = tuple(
             e for entries in self._by_server.values() for e in entries.values()
         )
+        self._spans: dict[str, tuple[int, int]] = {}  # each server's entries, start to end
+        offset = 0
+        for server, entries in self._by_server.items():
+            self._spans[server] = (offset, offset + len(entries))
+            offset += len(entries)
         self._embeddings = embeddings
         self._background = background
-        self._semantic: SemanticRanker | None = None
-        self._built_ranker: Ranker | None = None
+        self._index: Future[SearchIndex] | None = None
         if not background:
-            self._ranker  # noqa: B018  # built now, embeddings included
+            self.ready().result()  # built now, embeddings included
+
+    def _entries(self, server: str, tools: Sequence[mcp_types.Tool]) -> dict[str, ToolEntry]:
+        ids = assign_identifiers(t.name for t in tools)
+        approval = self._needs_approval
+        return {
+            t.name: ToolEntry(
+                server,
+                t.name,
+                self.server_ids[server],
+                ids[t.name],
+                t,
+                needs_approval=bool(approval and approval(server, t)),
+            )
+            for t in tools
+        }
+
+    def _reused(
+        self, previous: Catalog | None, server: str, tools: Sequence[mcp_types.Tool]
+    ) -> dict[str, ToolEntry] | None:
+        """Take `previous`'s search parts for `server` when its tools are unchanged, and its
+        entries too when identifiers and approval are the same; None: make the entries."""
+        group = previous._groups.get(server) if previous is not None else None
+        if previous is None or group is None or previous._ranking != self._ranking:
+            return None
+        if not group.matches(self.descriptions.get(server, ""), tools, self.ranking):
+            return None
+        self._groups[server] = group
+        entries = previous._by_server.get(server)
+        same = previous.server_ids.get(server) == self.server_ids[server]
+        if entries is None or not same or previous._needs_approval != self._needs_approval:
+            return None
+        return entries
 
     @property
     def ranking(self) -> Ranking:
@@ -138,34 +178,27 @@ class Catalog:
             self._ranking = Ranking()
         return self._ranking
 
-    @property
-    def _ranker(self) -> Ranker:
-        """The search index, built on first use: a run that only calls tools never needs it
-        (its lexical part takes a moment at a thousand tools, its embeddings a thread)."""
-        if self._built_ranker is None:
-            # Imported here: numpy, bm25s and the embeddings cost a run that never searches.
+    def ready(self) -> Future[Any]:
+        """Done once search has every index it will use (built in a thread, unless the
+        catalog was made with `background=False`); `await asyncio.wrap_future(catalog.ready())`
+        keeps the first search off the loop. Starts the build if nothing has yet."""
+        if self._index is None:
+            # Imported here: numpy and the embeddings cost a run that never searches.
             from .embeddings import EmbeddingStore
-            from .ranking import FusedRanker, LexicalRanker, SemanticRanker
+            from .search_index import ToolGroup, build_index
 
-            groups = [[self._text(e) for e in group.values()] for group in self._by_server.values()]
+            for server, entries in self._by_server.items():
+                if server not in self._groups:
+                    description = self.descriptions.get(server, "")
+                    tools = [e.schema for e in entries.values()]
+                    self._groups[server] = ToolGroup(server, description, tools, self.ranking)
+            store = None
             if self.ranking.semantic_weight > 0 and self.entries:
                 store = self._embeddings or EmbeddingStore.default()
-                self._semantic = SemanticRanker.build(groups, store, background=self._background)
-            lexical = LexicalRanker([t for group in groups for t in group], self.ranking)
-            weight = self.ranking.semantic_weight
-            self._built_ranker = FusedRanker(lexical, self._semantic, weight=weight)
-        return self._built_ranker
-
-    def ready(self) -> Future[Any]:
-        """Done once search has every index it will use (the embeddings build in a thread);
-        `await asyncio.wrap_future(catalog.ready())` keeps the first search off the loop.
-        Builds the index if nothing has yet."""
-        self._ranker  # noqa: B018  # built now, its embeddings in the background
-        if self._semantic is None:
-            done: Future[Any] = Future()
-            done.set_result(None)
-            return done
-        return self._semantic.ready()
+            groups = [self._groups[server] for server in self._by_server]
+            background = self._background and bool(self.entries)  # nothing to wait for
+            self._index = build_index(groups, self.ranking, store, background=background)
+        return self._index
 
     @property
     def servers(self) -> list[str]:
@@ -217,27 +250,30 @@ class Catalog:
             prefer: servers the caller is already using: their matches rank a little higher.
         """
         if server is not None:
-            self._server(server)  # an unknown server is an error listing the known ones
+            self._server(server)  # an unknown server is an error naming the closest ones
+        limit = min(limit, MAX_SEARCH_LIMIT)
         if limit <= 0 or not self.entries:
             return []
-        import numpy
-
-        exact = self._exact_matches(query)
-        scores = self._ranker.scores(query[:MAX_QUERY_CHARS])
-        if prefer:
-            preferred = numpy.array([e.server in prefer for e in self.entries])
-            scores = numpy.where(preferred, scores * _PREFER_FACTOR, scores)
-        order = numpy.argsort(-scores, kind="stable")
-        ranked = [(float(scores[i]), self.entries[i]) for i in order if scores[i] > 0]
-        if server is not None:
-            exact = [e for e in exact if e.server == server]
-            ranked = [(s, e) for s, e in ranked if e.server == server]
-        top = max((s for s, _ in ranked), default=1.0)
-        ordered = [(top + 1.0, e) for e in exact] + [(s, e) for s, e in ranked if e not in exact]
+        start, end = self._spans[server] if server is not None else (0, len(self.entries))
+        exact = [i for i in self._exact_matches(query) if start <= i < end]
+        scores = self.ready().result().scores(query[:MAX_QUERY_CHARS])
+        for preferred in set(prefer):
+            if preferred in self._spans:
+                low, high = self._spans[preferred]
+                scores[low:high] *= _PREFER_FACTOR
+        window = scores[start:end]
+        ranked = [start + int(i) for i in _top(window, limit + len(exact))]
+        best = float(window.max(initial=0.0)) if window.size else 0.0
+        ordered = [(best if best > 0 else 1.0) + 1.0 for _ in exact]
+        chosen = exact + [i for i in ranked if i not in exact]
+        ordered += [float(scores[i]) for i in chosen[len(exact) :]]
         return [
-            SearchHit(e.server, e.tool, self.signature(e), _described(e), s)
-            for s, e in ordered[:limit]
+            self._hit(self.entries[i], score)
+            for i, score in zip(chosen[:limit], ordered[:limit], strict=True)
         ]
+
+    def _hit(self, entry: ToolEntry, score: float) -> SearchHit:
+        return SearchHit(entry.server, entry.tool, self.signature(entry), _described(entry), score)
 
     def docs(self, server: str, tool: str | None = None) -> str:
         """Python-stub documentation of one tool, or of every tool of one server.
@@ -269,31 +305,42 @@ class Catalog:
             + f"; servers: {', '.join(names) or '(none)'}"
         )
 
-    def _exact_matches(self, query: str) -> list[ToolEntry]:
-        """Entries named exactly like the query: original names first, then identifiers."""
+    def _exact_matches(self, query: str) -> list[int]:
+        """Entries named exactly like the query: original names (or `server.tool`) first,
+        then identifiers; each in catalog order."""
         q = query.strip().lower()
         if not q:
             return []
-        by_name = [e for e in self.entries if q in (e.tool.lower(), f"{e.server}.{e.tool}".lower())]
-        by_id = [e for e in self.entries if q == e.tool_id.lower() and e not in by_name]
-        return by_name + by_id
+        by_name, by_id = self._names
+        named = by_name.get(q, [])
+        return named + [i for i in by_id.get(q, []) if i not in named]
 
-    def _text(self, entry: ToolEntry) -> ToolText:
-        from .ranking import ToolText
+    @functools.cached_property
+    def _names(self) -> tuple[dict[str, list[int]], dict[str, list[int]]]:
+        """Entry positions by lower-cased original name and `server.tool`, and by identifier."""
+        by_name: dict[str, list[int]] = {}
+        by_id: dict[str, list[int]] = {}
+        for i, e in enumerate(self.entries):
+            by_name.setdefault(e.tool.lower(), []).append(i)
+            by_name.setdefault(f"{e.server}.{e.tool}".lower(), []).append(i)
+            by_id.setdefault(e.tool_id.lower(), []).append(i)
+        return by_name, by_id
 
-        schema = entry.schema.input_schema or {}
-        properties = schema.get("properties") or {}
-        if not isinstance(properties, dict):  # an upstream's schema is not checked
-            properties = {}
-        docs = [str(p.get("description") or "") for p in properties.values() if isinstance(p, dict)]
-        return ToolText(
-            name=entry.tool,
-            description=entry.schema.description or "",
-            params=tuple(str(name) for name in properties),
-            param_docs=tuple(d for d in docs if d),
-            server=entry.server,
-            server_description=self.descriptions.get(entry.server, ""),
-        )
+
+def _top(scores: Scores, k: int) -> list[int]:
+    """Positions of the `k` best positive scores, best first, ties in position order;
+    O(n) numpy work and O(k log k) sorting, whatever the catalog's size."""
+    import numpy
+
+    positive = numpy.flatnonzero(scores > 0)
+    if positive.size > k:
+        values = scores[positive]
+        kth = numpy.partition(values, positive.size - k)[positive.size - k]
+        above = positive[values > kth]
+        tied = positive[values == kth][: k - above.size]
+        positive = numpy.concatenate([above, tied])
+    order = numpy.lexsort((positive, -scores[positive]))
+    return [int(i) for i in positive[order]]
 
 
 def _described(entry: ToolEntry) -> str:

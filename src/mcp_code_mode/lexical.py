@@ -1,0 +1,247 @@
+"""BM25 over tool text, assembled from per-upstream parts.
+
+`ToolTerms` holds one upstream's tools as term counts (their words found once, kept while the
+tools stay the same); `LexicalRanker` joins the parts into one index with numpy, so a catalog
+rebuilt because one upstream changed reads no other upstream's text again. Scores are those of
+bm25s's Lucene variant (k1 1.5, b 0.75), with which the ranking was tuned.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import gc
+import itertools
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+import numpy
+from numpy.typing import NDArray
+
+from .ranking import Ranking, Scores, ToolText, split_words, stem_words
+
+__all__ = ["LexicalRanker", "ToolTerms"]
+
+_K1, _B = 1.5, 0.75
+_EMPTY = "_"  # the one term of a document without words (bm25s's convention)
+_TYPO_MIN_CHARS = 4  # shorter unknown words are too ambiguous to repair
+_TYPO_MAX_CHARS = 40  # longer ones are no typos, and their deletions cost O(n²)
+_MEMO_TEXTS = 32768  # texts whose words are remembered across upstreams ...
+_MEMO_TEXT_CHARS = 1000  # ... if no longer than this
+
+Ints = NDArray[numpy.int64]
+
+
+@dataclass(frozen=True, slots=True)
+class _Counts:
+    """Documents as (document, term, count) triples over a vocabulary of their own."""
+
+    terms: list[str]
+    size: int  # documents
+    doc: Ints
+    term: Ints
+    count: NDArray[numpy.float64]
+
+    @classmethod
+    def of(cls, ids: Ints, lengths: Ints, terms: list[str]) -> _Counts:
+        """From the term ids of every document, end to end, and each document's length."""
+        docs = numpy.repeat(numpy.arange(lengths.size, dtype=numpy.int64), lengths)
+        size = max(len(terms), 1)
+        keys, counts = numpy.unique(docs * size + ids, return_counts=True)
+        return cls(
+            terms, int(lengths.size), keys // size, keys % size, counts.astype(numpy.float64)
+        )
+
+
+class ToolTerms:
+    """One upstream's tools as BM25 term counts: their own words, and concept-folded terms.
+
+    A document is the tool's name 3 times, its description, its parameters (and their
+    descriptions with `Ranking.parameter_docs`), and the server's name and description
+    `Ranking.server_weight` times.
+    """
+
+    def __init__(self, texts: Sequence[ToolText], ranking: Ranking) -> None:
+        self.texts = tuple(texts)
+        self.size = len(texts)
+        memo = _memo(ranking)
+        with _collection_paused():
+            documents = [_document(ranking, t, memo) or [_EMPTY] for t in texts]
+        lengths = numpy.fromiter((len(d) for d in documents), numpy.int64, self.size)
+        self.lengths = lengths.astype(numpy.float64)
+        words = list(itertools.chain.from_iterable(documents))
+        vocabulary = {w: i for i, w in enumerate(dict.fromkeys(words))}
+        ids = numpy.fromiter(map(vocabulary.__getitem__, words), numpy.int64, len(words))
+        own = list(vocabulary)
+        self.own = _Counts.of(ids, lengths, own)
+        folded: dict[str, int] = {}
+        to_folded = numpy.fromiter(
+            (folded.setdefault(t, len(folded)) for t in ranking.fold(own)), numpy.int64, len(own)
+        )
+        self.folded = _Counts.of(to_folded[ids], lengths, list(folded))
+
+    @functools.cached_property
+    def surface_words(self) -> frozenset[str]:
+        """Lower-cased words of the tools' text a typo may be one edit from (built on use)."""
+        return frozenset(
+            w.lower()
+            for tool in self.texts
+            for text in (tool.name, tool.description, *tool.params, tool.server)
+            for w in split_words(text)
+            if _TYPO_MIN_CHARS - 1 <= len(w) <= _TYPO_MAX_CHARS + 1 and not w.isdigit()
+        )
+
+
+class _Index:
+    """A BM25 score per (term, document), by term (compressed sparse columns)."""
+
+    def __init__(self, parts: Sequence[_Counts], lengths: NDArray[numpy.float64]) -> None:
+        every_term = itertools.chain.from_iterable(p.terms for p in parts)
+        self.vocabulary = {t: i for i, t in enumerate(dict.fromkeys(every_term))}
+        docs, terms = [numpy.zeros(0, numpy.int64)], [numpy.zeros(0, numpy.int64)]
+        counts = [numpy.zeros(0)]
+        offset = 0
+        for part in parts:
+            ids = numpy.fromiter(map(self.vocabulary.__getitem__, part.terms), numpy.int64)
+            docs.append(part.doc + offset)
+            terms.append(ids[part.term])
+            counts.append(part.count)
+            offset += part.size
+        doc, term, tf = (numpy.concatenate(a) for a in (docs, terms, counts))
+        df = numpy.bincount(term, minlength=len(self.vocabulary))
+        n = float(lengths.size)
+        idf = numpy.log(1 + (n - df + 0.5) / (df + 0.5)).astype(numpy.float32)
+        average = lengths.mean() if lengths.size else 1.0
+        tfc = tf / (_K1 * ((1 - _B) + _B * lengths[doc] / average) + tf)
+        score = (idf[term].astype(numpy.float64) * tfc).astype(numpy.float32)
+        order = numpy.argsort(term, kind="stable")
+        self.docs, self.data = doc[order], score[order]
+        self.starts = numpy.concatenate(([0], numpy.cumsum(df))).astype(numpy.int64)
+
+    def add(self, scores: NDArray[numpy.floating], term: str, weight: float = 1.0) -> None:
+        """Add `term`'s score of every document, times `weight`, to `scores`."""
+        i = self.vocabulary[term]
+        start, end = self.starts[i], self.starts[i + 1]
+        # weighted in float32, as bm25s's scores were (the ranking was tuned on those)
+        scores[self.docs[start:end]] += numpy.float32(weight) * self.data[start:end]
+
+
+class LexicalRanker:
+    """BM25 over fielded tool text: one index of concept-folded terms, one of own words.
+
+    Args:
+        groups: the tools' term counts, one part per upstream, in catalog order.
+    """
+
+    def __init__(self, groups: Sequence[ToolTerms], ranking: Ranking) -> None:
+        self.ranking = ranking
+        self._groups = tuple(groups)
+        lengths = (
+            numpy.concatenate([g.lengths for g in groups]) if groups else numpy.zeros(0)
+        ).astype(numpy.float64)
+        self._size = int(lengths.size)
+        self._folded = _Index([g.folded for g in groups], lengths)
+        self._own = _Index([g.own for g in groups], lengths)
+
+    @classmethod
+    def of(cls, texts: Sequence[ToolText], ranking: Ranking) -> LexicalRanker:
+        """The ranker of tools taken as one group."""
+        return cls([ToolTerms(texts, ranking)], ranking)
+
+    def scores(self, query: str) -> Scores:
+        weighted = self._terms(query)
+        scores = numpy.zeros(self._size)
+        for term, weight in weighted.items():
+            self._folded.add(scores, term, weight)
+        own = self.ranking.own_words(self.ranking.words(query))
+        own = [w for w in own if w in self._own.vocabulary]
+        if weighted and own:
+            column = numpy.zeros(self._size, dtype=numpy.float32)
+            for word in own:
+                self._own.add(column, word)
+            scores += numpy.float32(self.ranking.own_word_weight) * column
+        return scores
+
+    def _terms(self, query: str) -> dict[str, float]:
+        """Query terms found in the catalog, with weights: 1 a time the term is written, or
+        a share of 1 for each repair of a typo."""
+        weighted: dict[str, float] = {}
+        vocabulary = self._folded.vocabulary
+        for word in (w.lower() for w in split_words(query)):
+            terms = self.ranking.tokenize(word)
+            known = [t for t in terms if t in vocabulary]
+            repairs = [] if known or not terms else self._repairs(word)
+            for term in known:
+                weighted[term] = weighted.get(term, 0.0) + 1.0
+            for term in repairs:
+                weighted[term] = weighted.get(term, 0.0) + 1.0 / len(repairs)
+        return weighted
+
+    def _repairs(self, word: str) -> list[str]:
+        if not self.ranking.typos or not _TYPO_MIN_CHARS <= len(word) <= _TYPO_MAX_CHARS:
+            return []
+        index = self._typo_index
+        found = {w for variant in _deletions(word) for w in index.get(variant, ())}
+        terms = {t for w in found if abs(len(w) - len(word)) <= 1 for t in self.ranking.tokenize(w)}
+        return sorted(t for t in terms if t in self._folded.vocabulary)
+
+    @functools.cached_property
+    def _typo_index(self) -> dict[str, set[str]]:
+        """Catalog words under each of their one-letter deletions (SymSpell), built on first use."""
+        surface = frozenset().union(*(g.surface_words for g in self._groups))
+        # with their stems, so that a misspelt base form finds an inflected word
+        # ("swich" → "switches" by way of "switch")
+        words = surface | {w for w in stem_words(sorted(surface)) if len(w) > 2}
+        index: dict[str, set[str]] = {}
+        for word in words:
+            for variant in _deletions(word):
+                index.setdefault(variant, set()).add(word)
+        return index
+
+
+def _document(ranking: Ranking, tool: ToolText, memo: dict[str, list[str]]) -> list[str]:
+    """The tool's own words, the name 3 times and the server `server_weight` times.
+    `memo` keeps the words of texts already seen; its lists must not be modified."""
+    params = " ".join(tool.params)
+    if ranking.parameter_docs:
+        params += " " + " ".join(tool.param_docs)
+    server = f"{tool.server} {tool.server_description}"
+    words = []
+    for text in (tool.name, tool.description, params, server):
+        found = memo.get(text)
+        if found is None:
+            found = ranking.words(text)
+            if len(text) <= _MEMO_TEXT_CHARS:
+                if len(memo) >= _MEMO_TEXTS:
+                    memo.clear()
+                memo[text] = found
+        words.append(found)
+    name, description, params_words, server_words = words
+    return name * 3 + description + params_words + server_words * ranking.server_weight
+
+
+@functools.cache
+def _memo(ranking: Ranking) -> dict[str, list[str]]:
+    """The words of texts seen, for one `Ranking`, across upstreams: upstreams repeat texts
+    (`owner`, `repo`, a server's description on each of its tools, another instance of a
+    server). Bounded: short texts only, forgotten all at once when full."""
+    return {}
+
+
+@contextlib.contextmanager
+def _collection_paused() -> Iterator[None]:
+    """No cyclic garbage collection while documents are made. They are ~10^5 small
+    containers, which set off full collections over the whole process heap (the gateway's is
+    large): half the build time at 1,000 tools. The collector runs again right after."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _deletions(word: str) -> set[str]:
+    """`word` and every string one deleted letter away from it."""
+    return {word, *(word[:i] + word[i + 1 :] for i in range(len(word)))}

@@ -1,0 +1,161 @@
+"""The search index of a catalog, made of per-upstream parts a rebuilt catalog reuses.
+
+A `ToolGroup` is what search reads of one upstream's tools: their texts, BM25 term counts and
+embeddings, each computed once, on first use. A catalog rebuilt because one upstream's tools
+changed hands the unchanged groups on, so only the changed upstream's text is read and
+embedded again; `SearchIndex` then joins the parts (numpy work, no text).
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import threading
+from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+
+import mcp_types
+import numpy
+
+from .embeddings import DocumentGroup, Embedder, EmbeddingStore, Vectors
+from .lexical import LexicalRanker, ToolTerms
+from .ranking import FusedRanker, Ranking, Scores, SemanticRanker, ToolText, semantic_documents
+
+__all__ = ["SearchIndex", "ToolGroup", "build_index"]
+
+logger = logging.getLogger(__name__)
+_DOCUMENTS_RECIPE = "ranking.semantic_documents v1"  # change with what it makes of a tool
+
+
+class ToolGroup:
+    """One upstream's tools as search reads them; its parts are made on first use.
+
+    Args:
+        server: the upstream's name.
+        description: its description from the config.
+        tools: its tools, in `tools/list` order.
+    """
+
+    def __init__(
+        self, server: str, description: str, tools: Sequence[mcp_types.Tool], ranking: Ranking
+    ) -> None:
+        self.server = server
+        self.description = description
+        self.tools = tuple(tools)
+        self.ranking = ranking
+        self._lock = threading.Lock()
+        self._vectors: tuple[EmbeddingStore, Vectors] | None = None
+
+    def matches(self, description: str, tools: Sequence[mcp_types.Tool], ranking: Ranking) -> bool:
+        """Whether this group is what these tools would make (then it can be reused)."""
+        return (
+            description == self.description
+            and ranking == self.ranking
+            and len(tools) == len(self.tools)
+            and all(a is b or a == b for a, b in zip(tools, self.tools, strict=True))
+        )
+
+    @functools.cached_property
+    def texts(self) -> tuple[ToolText, ...]:
+        return tuple(_text(self.server, self.description, t) for t in self.tools)
+
+    @functools.cached_property
+    def terms(self) -> ToolTerms:
+        return ToolTerms(self.texts, self.ranking)
+
+    def vectors(self, store: EmbeddingStore) -> Vectors | None:
+        """The tools' embeddings made by `store`, if made yet (None: not yet)."""
+        with self._lock:
+            kept = self._vectors
+        return kept[1] if kept is not None and kept[0] is store else None
+
+    def documents(self) -> DocumentGroup:
+        """What is embedded of these tools, named by the tools' texts: the cache key costs
+        no more than hashing them, and the documents are made only when not cached."""
+        header = (_DOCUMENTS_RECIPE, self.server, self.description)
+        sources = [header] + [
+            (t.name, t.description, str(len(t.params)), *t.params, *t.param_docs)
+            for t in self.texts
+        ]
+        texts = self.texts
+        return DocumentGroup(sources, len(texts), lambda: [semantic_documents(t) for t in texts])
+
+    def keep_vectors(self, store: EmbeddingStore, vectors: Vectors) -> None:
+        with self._lock:
+            self._vectors = (store, vectors)
+
+
+def _text(server: str, description: str, tool: mcp_types.Tool) -> ToolText:
+    schema = tool.input_schema or {}
+    properties = schema.get("properties") or {}
+    if not isinstance(properties, dict):  # an upstream's schema is not checked
+        properties = {}
+    docs = [str(p.get("description") or "") for p in properties.values() if isinstance(p, dict)]
+    return ToolText(
+        name=tool.name,
+        description=tool.description or "",
+        params=tuple(str(name) for name in properties),
+        param_docs=tuple(d for d in docs if d),
+        server=server,
+        server_description=description,
+    )
+
+
+class SearchIndex:
+    """Scores of every tool of a catalog for a query: BM25 fused with embeddings."""
+
+    def __init__(
+        self, groups: Sequence[ToolGroup], ranking: Ranking, store: EmbeddingStore | None
+    ) -> None:
+        lexical = LexicalRanker([g.terms for g in groups], ranking)
+        semantic = None
+        if store is not None and ranking.semantic_weight > 0 and any(g.tools for g in groups):
+            semantic = _semantic(groups, store)
+        self._ranker = FusedRanker(lexical, semantic, weight=ranking.semantic_weight)
+
+    def scores(self, query: str) -> Scores:
+        """One score per tool, in catalog order (0: no match)."""
+        return self._ranker.scores(query)
+
+
+def _semantic(groups: Sequence[ToolGroup], store: EmbeddingStore) -> SemanticRanker | None:
+    """The embedding ranker, with the model loaded for the queries too (here, not in the
+    first search, which may run on an event loop); None without a model."""
+    with_tools = [g for g in groups if g.tools]
+    missing = [g for g in with_tools if g.vectors(store) is None]
+    try:
+        made = store.group_vectors([g.documents() for g in missing])
+        embedder: Embedder | None = store.embedder()
+    except Exception:  # the builder's boundary: search goes on with BM25 alone
+        logger.exception("tool embeddings failed; search uses words only")
+        return None
+    if made is None or embedder is None:
+        return None
+    for group, vectors in zip(missing, made, strict=True):
+        group.keep_vectors(store, vectors)
+    parts = [g.vectors(store) for g in with_tools]
+    kept = [p for p in parts if p is not None]
+    empty = numpy.zeros((0, embedder.dim), dtype=numpy.float32)
+    return SemanticRanker(numpy.concatenate(kept) if kept else empty, embedder)
+
+
+def build_index(
+    groups: Sequence[ToolGroup],
+    ranking: Ranking,
+    store: EmbeddingStore | None,
+    *,
+    background: bool,
+) -> Future[SearchIndex]:
+    """The index of `groups`, built now or in the builder thread (off the caller's loop)."""
+    if background:
+        return _builder().submit(SearchIndex, groups, ranking, store)
+    built: Future[SearchIndex] = Future()
+    built.set_result(SearchIndex(groups, ranking, store))
+    return built
+
+
+@functools.cache
+def _builder() -> ThreadPoolExecutor:
+    """One thread builds every catalog's index, in order: groups two catalogs share are
+    made once, by the first build that needs them."""
+    return ThreadPoolExecutor(max_workers=1, thread_name_prefix="mcp-code-mode-index")
