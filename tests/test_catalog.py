@@ -296,11 +296,12 @@ def test_unknown_tool_lists_tools_and_suggests(catalog: Catalog) -> None:
         assert t.name in message
 
 
-def test_unknown_tool_with_nothing_close_still_lists_tools(catalog: Catalog) -> None:
+def test_unknown_tool_with_nothing_close_says_how_to_list_the_tools(catalog: Catalog) -> None:
     with pytest.raises(UnknownToolError) as info:
         catalog.get("files", "zzzzqqqq")
     assert suggestions(str(info.value)) == []
-    assert "readFile" in str(info.value)
+    assert "it has 6 tools: get_tool_docs('files') lists them" in str(info.value)
+    assert "readFile" not in str(info.value)  # more than 5: none is named unless close
 
 
 def test_unknown_tool_suggests_the_camel_case_name(catalog: Catalog) -> None:

@@ -7,27 +7,34 @@ and cached on disk by `embeddings.EmbeddingStore`; everything else here is pure.
 
 from __future__ import annotations
 
-import difflib
+import fnmatch
 import functools
-from collections.abc import Callable, Collection, Mapping, Sequence
+import re
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import mcp_types
 
 from .errors import UnknownToolError
 from .naming import assign_identifiers
-from .tool_formatter import ToolSchemaFormatter, ToolStubSource, one_line
+from .tool_formatter import ToolSchemaFormatter, ToolStubSource, clip, one_line
 
 if TYPE_CHECKING:
+    from .close_names import NameIndex
     from .embeddings import EmbeddingStore
-    from .ranking import Ranking, Scores
+    from .ranking import Ranking
     from .search_index import SearchIndex, ToolGroup
 
 __all__ = ["Catalog", "SearchHit", "ToolEntry"]
 
-_SHOWN_CHARS = 100  # of an unknown name, in an error message
+_SHOWN_CHARS = 100  # of a name, in an error message
+_LISTED_TOOLS = 5  # tool names an unknown-tool error gives at most (contract §6)
+_LISTED_SERVERS = 10  # servers an unknown-server error lists, past which it names the closest
+_MAX_PATTERN_CHARS = 100  # of a tool name pattern in `docs`
+HIT_SIGNATURE_CHARS = 300  # of a search hit's signature
+HIT_NAME_CHARS = 256  # of a search hit's tool name
 MAX_QUERY_CHARS = 1000  # of a search query, the part that is ranked (contract §7)
 MAX_SEARCH_LIMIT = 100  # hits of one search, whatever limit is asked for
 _PREFER_FACTOR = 1.15  # of the scores of the servers a search says it is already using
@@ -134,6 +141,8 @@ class Catalog:
         self._embeddings = embeddings
         self._background = background
         self._index: Future[SearchIndex] | None = None
+        self._tool_names: dict[str, NameIndex] = {}  # per server, made on a first unknown name
+        self._tool_ids: dict[str, dict[str, str]] = {}  # per server, made on first use
         if not background:
             self.ready().result()  # built now, embeddings included
 
@@ -196,8 +205,9 @@ class Catalog:
             if self.ranking.semantic_weight > 0 and self.entries:
                 store = self._embeddings or EmbeddingStore.default()
             groups = [self._groups[server] for server in self._by_server]
+            names = [(e.server, e.tool, e.tool_id) for e in self.entries]
             background = self._background and bool(self.entries)  # nothing to wait for
-            self._index = build_index(groups, self.ranking, store, background=background)
+            self._index = build_index(groups, names, self.ranking, store, background=background)
         return self._index
 
     @property
@@ -209,15 +219,11 @@ class Catalog:
         return list(self._server(server).values())
 
     def get(self, server: str, tool: str) -> ToolEntry:
-        """The entry for original MCP names; unknown names raise with the closest ones."""
+        """The entry for original MCP names; unknown names raise naming the closest ones."""
         entries = self._server(server)
         if tool in entries:
             return entries[tool]
-        raise UnknownToolError(
-            f"server {_shown(server)} has no tool {_shown(tool)}"
-            + _suggest(tool, list(entries))
-            + f"; its tools: {', '.join(entries) or '(none)'}"
-        )
+        raise self._unknown_tool(server, tool)
 
     def guest_index(self) -> dict[str, dict[str, Any]]:
         """What the worker needs to build `tools.<server>.<tool>`: identifiers → original names."""
@@ -255,14 +261,17 @@ class Catalog:
         if limit <= 0 or not self.entries:
             return []
         start, end = self._spans[server] if server is not None else (0, len(self.entries))
-        exact = [i for i in self._exact_matches(query) if start <= i < end]
-        scores = self.ready().result().scores(query[:MAX_QUERY_CHARS])
+        index = self.ready().result()
+        exact = [i for i in index.exact(query) if start <= i < end]
+        scores = index.scores(query[:MAX_QUERY_CHARS])
         for preferred in set(prefer):
             if preferred in self._spans:
                 low, high = self._spans[preferred]
                 scores[low:high] *= _PREFER_FACTOR
+        from .search_index import top_positions
+
         window = scores[start:end]
-        ranked = [start + int(i) for i in _top(window, limit + len(exact))]
+        ranked = [start + i for i in top_positions(window, limit + len(exact))]
         best = float(window.max(initial=0.0)) if window.size else 0.0
         ordered = [(best if best > 0 else 1.0) + 1.0 for _ in exact]
         chosen = exact + [i for i in ranked if i not in exact]
@@ -273,74 +282,84 @@ class Catalog:
         ]
 
     def _hit(self, entry: ToolEntry, score: float) -> SearchHit:
-        return SearchHit(entry.server, entry.tool, self.signature(entry), _described(entry), score)
+        signature = clip(self.signature(entry), HIT_SIGNATURE_CHARS)
+        tool = clip(entry.tool, HIT_NAME_CHARS)
+        return SearchHit(entry.server, tool, signature, _described(entry), score)
 
-    def docs(self, server: str, tool: str | None = None) -> str:
-        """Python-stub documentation of one tool, or of every tool of one server.
+    def docs(self, server: str, tool: str | None = None, *, page: int = 1) -> str:
+        """Python-stub documentation of one tool, or of one server's tools, within a fixed
+        token budget (`tool_docs.DOCS_BUDGET_TOKENS`) however many tools there are.
 
         Takes original names and, failing those, the identifiers of the signatures
-        (`docs("my_data", "get_note")` for server `my-data`, tool `get-note`).
+        (`docs("my_data", "get_note")` for server `my-data`, tool `get-note`). A server's
+        tools are whole stubs while they fit, else one line each, `page` by page. A `tool`
+        with `*`, `?` or `[` that names no tool is a pattern (`"*issue*"`): the tools whose
+        names match it, listed the same way.
         """
+        from .tool_docs import Listing, listing, tool_docs
+
         if server not in self._by_server:
-            server = {i: s for s, i in self.server_ids.items()}.get(server, server)
-        if tool is not None:
-            entries = self._server(server)
-            if tool not in entries:
-                tool = next((e.tool for e in entries.values() if e.tool_id == tool), tool)
-            return _stub(self.formatter, self.get(server, tool))
+            server = self._server_by_id.get(server, server)
         entries = self._server(server)
-        header = f"# tools.{self.server_ids[server]}  (server {server!r})"
-        description = self.descriptions.get(server)
-        parts = [header + (f"\n# {description}" if description else "")]
-        parts += [_stub(self.formatter, e) for e in entries.values()]
-        return "\n\n".join(parts)
+        about = Listing(
+            server, self.server_ids[server], self.descriptions.get(server, ""), total=len(entries)
+        )
+        if tool is None:
+            return listing(self.formatter, about, list(entries.values()), page=page)
+        name = tool if tool in entries else self._tool_by_id(server).get(tool, tool)
+        if name in entries:
+            return tool_docs(self.formatter, entries[name])
+        matching = _matching(entries.values(), tool)
+        if matching:
+            return listing(self.formatter, replace(about, pattern=tool), matching, page=page)
+        raise self._unknown_tool(server, tool)
 
     def _server(self, server: str) -> dict[str, ToolEntry]:
         if server in self._by_server:
             return self._by_server[server]
         names = list(self._by_server)
-        raise UnknownToolError(
-            f"unknown server {_shown(server)}"
-            + _suggest(server, names)
-            + f"; servers: {', '.join(names) or '(none)'}"
-        )
+        message = f"unknown server {_shown(server)}"
+        message += _did_you_mean(self._server_names.closest(server))
+        if len(names) <= _LISTED_SERVERS:
+            message += f"; servers: {', '.join(_shown(n) for n in names) or '(none)'}"
+        else:
+            message += f"; {len(names):,} servers: list_servers() names them"
+        raise UnknownToolError(message)
 
-    def _exact_matches(self, query: str) -> list[int]:
-        """Entries named exactly like the query: original names (or `server.tool`) first,
-        then identifiers; each in catalog order."""
-        q = query.strip().lower()
-        if not q:
-            return []
-        by_name, by_id = self._names
-        named = by_name.get(q, [])
-        return named + [i for i in by_id.get(q, []) if i not in named]
+    def _unknown_tool(self, server: str, tool: str) -> UnknownToolError:
+        """The error for a tool `server` lacks: at most `_LISTED_TOOLS` names in it."""
+        from .close_names import NameIndex
+
+        entries = self._by_server[server]
+        if server not in self._tool_names:
+            self._tool_names[server] = NameIndex(list(entries))
+        close = self._tool_names[server].closest(tool, _LISTED_TOOLS)
+        message = f"server {_shown(server)} has no tool {_shown(tool)}" + _did_you_mean(close)
+        if len(entries) <= _LISTED_TOOLS:
+            message += f"; its tools: {', '.join(_shown(n) for n in entries) or '(none)'}"
+        else:
+            message += (
+                f"; it has {len(entries):,} tools: get_tool_docs({_shown(server)}) lists them, "
+                "search_tools('<what you need>') finds them by what they do"
+            )
+        return UnknownToolError(message)
 
     @functools.cached_property
-    def _names(self) -> tuple[dict[str, list[int]], dict[str, list[int]]]:
-        """Entry positions by lower-cased original name and `server.tool`, and by identifier."""
-        by_name: dict[str, list[int]] = {}
-        by_id: dict[str, list[int]] = {}
-        for i, e in enumerate(self.entries):
-            by_name.setdefault(e.tool.lower(), []).append(i)
-            by_name.setdefault(f"{e.server}.{e.tool}".lower(), []).append(i)
-            by_id.setdefault(e.tool_id.lower(), []).append(i)
-        return by_name, by_id
+    def _server_names(self) -> NameIndex:
+        from .close_names import NameIndex
 
+        return NameIndex(list(self._by_server))
 
-def _top(scores: Scores, k: int) -> list[int]:
-    """Positions of the `k` best positive scores, best first, ties in position order;
-    O(n) numpy work and O(k log k) sorting, whatever the catalog's size."""
-    import numpy
+    @functools.cached_property
+    def _server_by_id(self) -> dict[str, str]:
+        return {ident: server for server, ident in self.server_ids.items()}
 
-    positive = numpy.flatnonzero(scores > 0)
-    if positive.size > k:
-        values = scores[positive]
-        kth = numpy.partition(values, positive.size - k)[positive.size - k]
-        above = positive[values > kth]
-        tied = positive[values == kth][: k - above.size]
-        positive = numpy.concatenate([above, tied])
-    order = numpy.lexsort((positive, -scores[positive]))
-    return [int(i) for i in positive[order]]
+    def _tool_by_id(self, server: str) -> dict[str, str]:
+        """Original tool names of `server` by identifier (made on first use)."""
+        if server not in self._tool_ids:
+            entries = self._by_server[server].values()
+            self._tool_ids[server] = {e.tool_id: e.tool for e in entries}
+        return self._tool_ids[server]
 
 
 def _described(entry: ToolEntry) -> str:
@@ -350,20 +369,19 @@ def _described(entry: ToolEntry) -> str:
     return f"[{entry.note}] {description}".rstrip()
 
 
-def _stub(formatter: ToolSchemaFormatter, entry: ToolEntry) -> str:
-    stub = formatter.stub(entry.source)
-    return f"# {entry.note}\n{stub}" if entry.note else stub
-
-
 def _shown(name: str) -> str:
     """A name for an error message: a guest may send one of 30 million characters."""
     return repr(name) if len(name) <= _SHOWN_CHARS else repr(name[:_SHOWN_CHARS]) + "…"
 
 
-def _suggest(name: str, candidates: Sequence[str]) -> str:
-    options = list(dict.fromkeys(candidates))
-    # difflib is quadratic: a name far longer than every candidate resembles none of them.
-    if len(name) > 2 * max(map(len, options), default=0) + 8:
-        return ""
-    close = difflib.get_close_matches(name, options, n=3, cutoff=0.5)
-    return f" (did you mean {', '.join(repr(c) for c in close)}?)" if close else ""
+def _did_you_mean(names: Sequence[str]) -> str:
+    return f" (did you mean {', '.join(_shown(n) for n in names)}?)" if names else ""
+
+
+def _matching(entries: Iterable[ToolEntry], pattern: str) -> list[ToolEntry]:
+    """The entries whose original name or identifier matches a glob pattern (any case);
+    none when `pattern` has no wildcard or is too long to be one."""
+    if len(pattern) > _MAX_PATTERN_CHARS or not any(c in pattern for c in "*?["):
+        return []
+    match = re.compile(fnmatch.translate(pattern), re.IGNORECASE).match
+    return [e for e in entries if match(e.tool) or match(e.tool_id)]

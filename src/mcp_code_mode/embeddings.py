@@ -17,6 +17,7 @@ import functools
 import hashlib
 import importlib.metadata
 import importlib.util
+import itertools
 import json
 import logging
 import os
@@ -54,7 +55,9 @@ _TENSOR = "embedding.weight"
 _MAX_TEXT_CHARS = 4000  # of one text: a hostile upstream's megabyte description costs no more
 _MEMORY_GROUPS = 4096  # vector groups kept in memory, across catalogs
 _DISK_FILES = 2000  # cached groups on disk; the oldest go first past this
-_FORMAT = 1  # bump when what is stored changes shape or meaning
+_FORMAT = 2  # bump when what is stored changes shape or meaning
+_CHUNK_WORDS = 16384  # words of texts summed at once (a chunk's rows: 16 MB)
+_KEPT_WORDS = 200_000  # words whose tokens are kept between calls; all forgotten past this
 
 
 class Embedder:
@@ -69,6 +72,7 @@ class Embedder:
         self.tokenizer = tokenizer
         self.table = table
         self.dim = int(table.shape[1])
+        self._ids: dict[str, list[int]] = {}  # each word's tokens, kept across calls
 
     def embed_documents(self, documents: Sequence[Sequence[str]]) -> Vectors:
         """One row per document: the mean of its texts' vectors (views of one thing, such as
@@ -84,21 +88,78 @@ class Embedder:
         return out.astype(numpy.float16).astype(numpy.float32)
 
     def embed(self, texts: Sequence[str]) -> Vectors:
-        """One row per text, in order."""
+        """One row per text, in order.
+
+        The tokenizer merges no token across a space, so a text's tokens are those of its
+        words: each distinct word is tokenized and summed once (tool texts repeat words),
+        which is several times faster than tokenizing whole texts. Runs of whitespace count
+        as one space."""
         out = numpy.zeros((len(texts), self.dim), dtype=numpy.float32)
-        if not texts:
-            return out
         # the tokenizer refuses lone surrogates: they become U+FFFD, as on the wire (§7)
-        clipped = [t[:_MAX_TEXT_CHARS].encode("utf-8", "replace").decode() for t in texts]
-        encodings = self.tokenizer.encode_batch(clipped, add_special_tokens=False)
-        last = self.table.shape[0] - 1
-        for row, encoding in enumerate(encodings):
-            ids = numpy.asarray(encoding.ids, dtype=numpy.int64)
-            if ids.size:
-                out[row] = self.table[numpy.clip(ids, 0, last)].mean(axis=0, dtype=numpy.float32)
+        split = [t[:_MAX_TEXT_CHARS].encode("utf-8", "replace").decode().split() for t in texts]
+        every_word = itertools.chain.from_iterable(split)
+        vocabulary = {w: i for i, w in enumerate(dict.fromkeys(every_word))}
+        if not vocabulary:
+            return out
+        sums, counts = self._word_sums(list(vocabulary))
+        lengths = numpy.fromiter(map(len, split), numpy.int64, len(split))
+        flat = numpy.fromiter(
+            map(vocabulary.__getitem__, itertools.chain.from_iterable(split)),
+            numpy.int64,
+            int(lengths.sum()),
+        )
+        ends = numpy.cumsum(lengths)
+        first = 0
+        while first < len(texts):  # texts in chunks of about _CHUNK_WORDS words
+            last = max(int(numpy.searchsorted(ends, ends[first] + _CHUNK_WORDS)), first + 1)
+            _sum_texts(out, first, last, ends, lengths, flat, sums, counts)
+            first = last
         norms = numpy.linalg.norm(out, axis=1, keepdims=True)
         numpy.divide(out, norms, out=out, where=norms > 0)
         return out
+
+    def _word_sums(self, words: list[str]) -> tuple[Vectors, NDArray[numpy.float32]]:
+        """Each word's token rows summed, and its number of tokens."""
+        missing = [w for w in words if w not in self._ids]
+        if missing:
+            if len(self._ids) + len(missing) > _KEPT_WORDS:
+                self._ids.clear()
+            encodings = self.tokenizer.encode_batch(missing, add_special_tokens=False)
+            self._ids.update(zip(missing, (e.ids for e in encodings), strict=True))
+        ids = [self._ids.get(w) or [] for w in words]
+        lengths = numpy.fromiter(map(len, ids), numpy.int64, len(ids))
+        flat = numpy.fromiter(itertools.chain.from_iterable(ids), numpy.int64, int(lengths.sum()))
+        rows = self.table[numpy.clip(flat, 0, self.table.shape[0] - 1)].astype(numpy.float32)
+        sums = numpy.zeros((len(words), self.dim), dtype=numpy.float32)
+        some = lengths > 0
+        if some.any():
+            starts = numpy.concatenate(([0], numpy.cumsum(lengths)[:-1]))
+            sums[some] = numpy.add.reduceat(rows, starts[some], axis=0)
+        return sums, lengths.astype(numpy.float32)
+
+
+def _sum_texts(
+    out: Vectors,
+    first: int,
+    last: int,
+    ends: NDArray[numpy.int64],
+    lengths: NDArray[numpy.int64],
+    flat: NDArray[numpy.int64],
+    sums: Vectors,
+    counts: NDArray[numpy.float32],
+) -> None:
+    """`out[first:last]`: the mean token row of each text, from its words' sums."""
+    start = int(ends[first] - lengths[first])
+    words = flat[start : int(ends[last - 1])]
+    some = lengths[first:last] > 0
+    if not some.any():
+        return
+    starts = (ends[first:last] - lengths[first:last] - start)[some]
+    total = numpy.add.reduceat(sums[words], starts, axis=0)
+    tokens = numpy.add.reduceat(counts[words], starts)
+    rows = numpy.arange(first, last)[some]
+    numpy.divide(total, tokens[:, None], out=total, where=tokens[:, None] > 0)
+    out[rows] = total
 
 
 def _package_dir() -> Path | None:

@@ -33,28 +33,21 @@ Ints = NDArray[numpy.int64]
 
 
 @dataclass(frozen=True, slots=True)
-class _Counts:
-    """Documents as (document, term, count) triples over a vocabulary of their own."""
+class _Tokens:
+    """Documents, end to end, as positions in a vocabulary of their own."""
 
     terms: list[str]
-    size: int  # documents
-    doc: Ints
-    term: Ints
-    count: NDArray[numpy.float64]
+    ids: Ints
 
     @classmethod
-    def of(cls, ids: Ints, lengths: Ints, terms: list[str]) -> _Counts:
-        """From the term ids of every document, end to end, and each document's length."""
-        docs = numpy.repeat(numpy.arange(lengths.size, dtype=numpy.int64), lengths)
-        size = max(len(terms), 1)
-        keys, counts = numpy.unique(docs * size + ids, return_counts=True)
-        return cls(
-            terms, int(lengths.size), keys // size, keys % size, counts.astype(numpy.float64)
-        )
+    def of(cls, words: list[str]) -> _Tokens:
+        vocabulary = {w: i for i, w in enumerate(dict.fromkeys(words))}
+        ids = numpy.fromiter(map(vocabulary.__getitem__, words), numpy.int64, len(words))
+        return cls(list(vocabulary), ids)
 
 
 class ToolTerms:
-    """One upstream's tools as BM25 term counts: their own words, and concept-folded terms.
+    """One upstream's tools as BM25 terms: their own words, and concept-folded terms.
 
     A document is the tool's name 3 times, its description, its parameters (and their
     descriptions with `Ranking.parameter_docs`), and the server's name and description
@@ -67,18 +60,10 @@ class ToolTerms:
         memo = _memo(ranking)
         with _collection_paused():
             documents = [_document(ranking, t, memo) or [_EMPTY] for t in texts]
-        lengths = numpy.fromiter((len(d) for d in documents), numpy.int64, self.size)
-        self.lengths = lengths.astype(numpy.float64)
-        words = list(itertools.chain.from_iterable(documents))
-        vocabulary = {w: i for i, w in enumerate(dict.fromkeys(words))}
-        ids = numpy.fromiter(map(vocabulary.__getitem__, words), numpy.int64, len(words))
-        own = list(vocabulary)
-        self.own = _Counts.of(ids, lengths, own)
-        folded: dict[str, int] = {}
-        to_folded = numpy.fromiter(
-            (folded.setdefault(t, len(folded)) for t in ranking.fold(own)), numpy.int64, len(own)
-        )
-        self.folded = _Counts.of(to_folded[ids], lengths, list(folded))
+        self.lengths = numpy.fromiter(map(len, documents), numpy.int64, self.size)
+        self.own = _Tokens.of(list(itertools.chain.from_iterable(documents)))
+        folding = _Tokens.of(ranking.fold(self.own.terms))  # own term → folded term
+        self.folded = _Tokens(folding.terms, folding.ids[self.own.ids])
 
     @functools.cached_property
     def surface_words(self) -> frozenset[str]:
@@ -95,27 +80,25 @@ class ToolTerms:
 class _Index:
     """A BM25 score per (term, document), by term (compressed sparse columns)."""
 
-    def __init__(self, parts: Sequence[_Counts], lengths: NDArray[numpy.float64]) -> None:
+    def __init__(self, parts: Sequence[_Tokens], lengths: Ints) -> None:
         every_term = itertools.chain.from_iterable(p.terms for p in parts)
         self.vocabulary = {t: i for i, t in enumerate(dict.fromkeys(every_term))}
-        docs, terms = [numpy.zeros(0, numpy.int64)], [numpy.zeros(0, numpy.int64)]
-        counts = [numpy.zeros(0)]
-        offset = 0
+        tokens = [numpy.zeros(0, numpy.int64)]
         for part in parts:
-            ids = numpy.fromiter(map(self.vocabulary.__getitem__, part.terms), numpy.int64)
-            docs.append(part.doc + offset)
-            terms.append(ids[part.term])
-            counts.append(part.count)
-            offset += part.size
-        doc, term, tf = (numpy.concatenate(a) for a in (docs, terms, counts))
+            ids = map(self.vocabulary.__getitem__, part.terms)
+            tokens.append(numpy.fromiter(ids, numpy.int64, len(part.terms))[part.ids])
+        size = lengths.size
+        docs = numpy.repeat(numpy.arange(size, dtype=numpy.int64), lengths)
+        # one key per token, term-major: sorted, the keys are the index's columns in order
+        keys, counts = numpy.unique(numpy.concatenate(tokens) * size + docs, return_counts=True)
+        term, doc, tf = keys // max(size, 1), keys % max(size, 1), counts.astype(numpy.float64)
         df = numpy.bincount(term, minlength=len(self.vocabulary))
-        n = float(lengths.size)
-        idf = numpy.log(1 + (n - df + 0.5) / (df + 0.5)).astype(numpy.float32)
-        average = lengths.mean() if lengths.size else 1.0
-        tfc = tf / (_K1 * ((1 - _B) + _B * lengths[doc] / average) + tf)
-        score = (idf[term].astype(numpy.float64) * tfc).astype(numpy.float32)
-        order = numpy.argsort(term, kind="stable")
-        self.docs, self.data = doc[order], score[order]
+        idf = numpy.log(1 + (size - df + 0.5) / (df + 0.5)).astype(numpy.float32)
+        length = lengths.astype(numpy.float64)
+        average = length.mean() if size else 1.0
+        tfc = tf / (_K1 * ((1 - _B) + _B * length[doc] / average) + tf)
+        self.docs = doc
+        self.data = (idf[term].astype(numpy.float64) * tfc).astype(numpy.float32)
         self.starts = numpy.concatenate(([0], numpy.cumsum(df))).astype(numpy.int64)
 
     def add(self, scores: NDArray[numpy.floating], term: str, weight: float = 1.0) -> None:
@@ -136,9 +119,7 @@ class LexicalRanker:
     def __init__(self, groups: Sequence[ToolTerms], ranking: Ranking) -> None:
         self.ranking = ranking
         self._groups = tuple(groups)
-        lengths = (
-            numpy.concatenate([g.lengths for g in groups]) if groups else numpy.zeros(0)
-        ).astype(numpy.float64)
+        lengths = numpy.concatenate([numpy.zeros(0, numpy.int64), *(g.lengths for g in groups)])
         self._size = int(lengths.size)
         self._folded = _Index([g.folded for g in groups], lengths)
         self._own = _Index([g.own for g in groups], lengths)

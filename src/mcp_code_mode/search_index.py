@@ -21,7 +21,7 @@ from .embeddings import DocumentGroup, Embedder, EmbeddingStore, Vectors
 from .lexical import LexicalRanker, ToolTerms
 from .ranking import FusedRanker, Ranking, Scores, SemanticRanker, ToolText, semantic_documents
 
-__all__ = ["SearchIndex", "ToolGroup", "build_index"]
+__all__ = ["SearchIndex", "ToolGroup", "build_index", "top_positions"]
 
 logger = logging.getLogger(__name__)
 _DOCUMENTS_RECIPE = "ranking.semantic_documents v1"  # change with what it makes of a tool
@@ -102,20 +102,58 @@ def _text(server: str, description: str, tool: mcp_types.Tool) -> ToolText:
 
 
 class SearchIndex:
-    """Scores of every tool of a catalog for a query: BM25 fused with embeddings."""
+    """Scores of every tool of a catalog for a query (BM25 fused with embeddings), and the
+    tools named exactly like it.
+
+    Args:
+        groups: one per upstream, in catalog order.
+        names: each tool's server, original name and identifier, in catalog order.
+        store: where embeddings come from; None: words alone.
+    """
 
     def __init__(
-        self, groups: Sequence[ToolGroup], ranking: Ranking, store: EmbeddingStore | None
+        self,
+        groups: Sequence[ToolGroup],
+        names: Sequence[tuple[str, str, str]],
+        ranking: Ranking,
+        store: EmbeddingStore | None,
     ) -> None:
         lexical = LexicalRanker([g.terms for g in groups], ranking)
         semantic = None
         if store is not None and ranking.semantic_weight > 0 and any(g.tools for g in groups):
             semantic = _semantic(groups, store)
         self._ranker = FusedRanker(lexical, semantic, weight=ranking.semantic_weight)
+        self._by_name: dict[str, list[int]] = {}
+        self._by_id: dict[str, list[int]] = {}
+        for i, (server, tool, tool_id) in enumerate(names):
+            self._by_name.setdefault(tool.lower(), []).append(i)
+            self._by_name.setdefault(f"{server}.{tool}".lower(), []).append(i)
+            self._by_id.setdefault(tool_id.lower(), []).append(i)
 
     def scores(self, query: str) -> Scores:
         """One score per tool, in catalog order (0: no match)."""
         return self._ranker.scores(query)
+
+    def exact(self, query: str) -> list[int]:
+        """Positions of the tools named exactly like the query (any case): by original name
+        or `server.tool` first, then by identifier; each in catalog order."""
+        q = query.strip().lower()
+        named = self._by_name.get(q, [])
+        return named + [i for i in self._by_id.get(q, []) if i not in named]
+
+
+def top_positions(scores: Scores, k: int) -> list[int]:
+    """Positions of the `k` best positive scores, best first, ties in position order: O(n)
+    numpy work and O(k log k) sorting, whatever the catalog's size."""
+    positive = numpy.flatnonzero(scores > 0)
+    if positive.size > k:
+        values = scores[positive]
+        kth = numpy.partition(values, positive.size - k)[positive.size - k]
+        above = positive[values > kth]
+        tied = positive[values == kth][: k - above.size]
+        positive = numpy.concatenate([above, tied])
+    order = numpy.lexsort((positive, -scores[positive]))
+    return [int(i) for i in positive[order]]
 
 
 def _semantic(groups: Sequence[ToolGroup], store: EmbeddingStore) -> SemanticRanker | None:
@@ -141,6 +179,7 @@ def _semantic(groups: Sequence[ToolGroup], store: EmbeddingStore) -> SemanticRan
 
 def build_index(
     groups: Sequence[ToolGroup],
+    names: Sequence[tuple[str, str, str]],
     ranking: Ranking,
     store: EmbeddingStore | None,
     *,
@@ -148,9 +187,9 @@ def build_index(
 ) -> Future[SearchIndex]:
     """The index of `groups`, built now or in the builder thread (off the caller's loop)."""
     if background:
-        return _builder().submit(SearchIndex, groups, ranking, store)
+        return _builder().submit(SearchIndex, groups, names, ranking, store)
     built: Future[SearchIndex] = Future()
-    built.set_result(SearchIndex(groups, ranking, store))
+    built.set_result(SearchIndex(groups, names, ranking, store))
     return built
 
 
