@@ -167,7 +167,7 @@ class Catalog:
         """Take `previous`'s search parts for `server` when its tools are unchanged, and its
         entries too when identifiers and approval are the same; None: make the entries."""
         group = previous._groups.get(server) if previous is not None else None
-        if previous is None or group is None or previous._ranking != self._ranking:
+        if previous is None or group is None:
             return None
         if not group.matches(self.descriptions.get(server, ""), tools, self.ranking):
             return None

@@ -93,6 +93,8 @@ def _outer(schema: Any) -> str:
 
 
 def _literal_hint(values: list[Any]) -> str:
+    if not values:
+        return "Any"
     shown = [python_literal(v) for v in values[:MAX_LITERALS]]
     if len(values) > MAX_LITERALS:
         shown.append("...")
@@ -101,7 +103,7 @@ def _literal_hint(values: list[Any]) -> str:
 
 def _union(parts: list[str]) -> str:
     unique = list(dict.fromkeys(parts))
-    if "Any" in unique:
+    if "Any" in unique or not unique:
         return "Any"
     if "None" in unique:  # Optional goes last, as people write it
         unique = [p for p in unique if p != "None"] + ["None"]
@@ -119,6 +121,8 @@ def python_literal(value: Any, limit: int = MAX_LITERAL_CHARS) -> str:
 def _render(value: Any, out: list[str], room: int) -> bool:
     """Append `value`'s literal to `out`; False as soon as `out` would pass `room` chars
     (so a megabyte value costs no more than `room` characters of work)."""
+    if len(out) > room:  # each part is a character or more: a deep nesting stops here
+        return False
     if isinstance(value, str):
         if len(value) > room:
             return False
