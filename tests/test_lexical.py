@@ -22,7 +22,7 @@ def texts_by_server() -> list[list[ToolText]]:
 
 def bm25s_scores(texts: list[ToolText], ranking: Ranking, terms: list[str]) -> numpy.ndarray:
     """The score of each tool for each term, as bm25s computes it over the folded documents."""
-    documents = [ranking.fold(_document(ranking, t, {})) or ["_"] for t in texts]
+    documents = [ranking.fold(_document(ranking, t, {}, server=True)) or ["_"] for t in texts]
     index = bm25s.BM25()
     index.index(documents, show_progress=False)
     return numpy.array([index.get_scores([term]) for term in terms])

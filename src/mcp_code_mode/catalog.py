@@ -205,9 +205,10 @@ class Catalog:
             if self.ranking.semantic_weight > 0 and self.entries:
                 store = self._embeddings or EmbeddingStore.default()
             groups = [self._groups[server] for server in self._by_server]
-            names = [(e.server, e.tool, e.tool_id) for e in self.entries]
             background = self._background and bool(self.entries)  # nothing to wait for
-            self._index = build_index(groups, names, self.ranking, store, background=background)
+            self._index = build_index(
+                groups, self.entries, self.ranking, store, background=background
+            )
         return self._index
 
     @property

@@ -8,11 +8,9 @@ bm25s's Lucene variant (k1 1.5, b 0.75), with which the ranking was tuned.
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import gc
 import itertools
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy
@@ -58,10 +56,20 @@ class ToolTerms:
         self.texts = tuple(texts)
         self.size = len(texts)
         memo = _memo(ranking)
-        with _collection_paused():
-            documents = [_document(ranking, t, memo) or [_EMPTY] for t in texts]
-        self.lengths = numpy.fromiter(map(len, documents), numpy.int64, self.size)
-        self.own = _Tokens.of(list(itertools.chain.from_iterable(documents)))
+        # The server's words are the same in every document of one upstream: kept once, as
+        # `shared` words that end each document (numpy repeats them, not Python lists).
+        servers = {(t.server, t.server_description) for t in texts}
+        shared: list[str] = []
+        if len(servers) == 1:
+            ((server, about),) = servers
+            shared = _words(ranking, f"{server} {about}", memo) * ranking.server_weight
+        documents = [_document(ranking, t, memo, server=not shared) for t in texts]
+        if not shared:
+            documents = [d or [_EMPTY] for d in documents]
+        self.own_lengths = numpy.fromiter(map(len, documents), numpy.int64, self.size)
+        self.shared = len(shared)
+        self.lengths = self.own_lengths + self.shared
+        self.own = _Tokens.of([*itertools.chain.from_iterable(documents), *shared])
         folding = _Tokens.of(ranking.fold(self.own.terms))  # own term → folded term
         self.folded = _Tokens(folding.terms, folding.ids[self.own.ids])
 
@@ -80,17 +88,27 @@ class ToolTerms:
 class _Index:
     """A BM25 score per (term, document), by term (compressed sparse columns)."""
 
-    def __init__(self, parts: Sequence[_Tokens], lengths: Ints) -> None:
+    def __init__(self, groups: Sequence[ToolTerms], parts: Sequence[_Tokens]) -> None:
         every_term = itertools.chain.from_iterable(p.terms for p in parts)
         self.vocabulary = {t: i for i, t in enumerate(dict.fromkeys(every_term))}
-        tokens = [numpy.zeros(0, numpy.int64)]
-        for part in parts:
+        tokens, docs = [numpy.zeros(0, numpy.int64)], [numpy.zeros(0, numpy.int64)]
+        offset = 0
+        for group, part in zip(groups, parts, strict=True):
             ids = map(self.vocabulary.__getitem__, part.terms)
-            tokens.append(numpy.fromiter(ids, numpy.int64, len(part.terms))[part.ids])
+            found = numpy.fromiter(ids, numpy.int64, len(part.terms))[part.ids]
+            own = found.size - group.shared
+            positions = numpy.arange(offset, offset + group.size, dtype=numpy.int64)
+            tokens += [found[:own], numpy.tile(found[own:], group.size)]
+            docs += [
+                numpy.repeat(positions, group.own_lengths),
+                numpy.repeat(positions, group.shared),
+            ]
+            offset += group.size
+        lengths = numpy.concatenate([numpy.zeros(0, numpy.int64), *(g.lengths for g in groups)])
         size = lengths.size
-        docs = numpy.repeat(numpy.arange(size, dtype=numpy.int64), lengths)
         # one key per token, term-major: sorted, the keys are the index's columns in order
-        keys, counts = numpy.unique(numpy.concatenate(tokens) * size + docs, return_counts=True)
+        keys = numpy.concatenate(tokens) * size + numpy.concatenate(docs)
+        keys, counts = numpy.unique(keys, return_counts=True)
         term, doc, tf = keys // max(size, 1), keys % max(size, 1), counts.astype(numpy.float64)
         df = numpy.bincount(term, minlength=len(self.vocabulary))
         idf = numpy.log(1 + (size - df + 0.5) / (df + 0.5)).astype(numpy.float32)
@@ -119,10 +137,9 @@ class LexicalRanker:
     def __init__(self, groups: Sequence[ToolTerms], ranking: Ranking) -> None:
         self.ranking = ranking
         self._groups = tuple(groups)
-        lengths = numpy.concatenate([numpy.zeros(0, numpy.int64), *(g.lengths for g in groups)])
-        self._size = int(lengths.size)
-        self._folded = _Index([g.folded for g in groups], lengths)
-        self._own = _Index([g.own for g in groups], lengths)
+        self._size = sum(g.size for g in groups)
+        self._folded = _Index(groups, [g.folded for g in groups])
+        self._own = _Index(groups, [g.own for g in groups])
 
     @classmethod
     def of(cls, texts: Sequence[ToolText], ranking: Ranking) -> LexicalRanker:
@@ -180,25 +197,32 @@ class LexicalRanker:
         return index
 
 
-def _document(ranking: Ranking, tool: ToolText, memo: dict[str, list[str]]) -> list[str]:
-    """The tool's own words, the name 3 times and the server `server_weight` times.
-    `memo` keeps the words of texts already seen; its lists must not be modified."""
+def _document(
+    ranking: Ranking, tool: ToolText, memo: dict[str, list[str]], *, server: bool
+) -> list[str]:
+    """The tool's own words, the name 3 times (and, with `server`, the server's name and
+    description `server_weight` times)."""
     params = " ".join(tool.params)
     if ranking.parameter_docs:
         params += " " + " ".join(tool.param_docs)
-    server = f"{tool.server} {tool.server_description}"
-    words = []
-    for text in (tool.name, tool.description, params, server):
-        found = memo.get(text)
-        if found is None:
-            found = ranking.words(text)
-            if len(text) <= _MEMO_TEXT_CHARS:
-                if len(memo) >= _MEMO_TEXTS:
-                    memo.clear()
-                memo[text] = found
-        words.append(found)
-    name, description, params_words, server_words = words
-    return name * 3 + description + params_words + server_words * ranking.server_weight
+    name = _words(ranking, tool.name, memo)
+    words = name * 3 + _words(ranking, tool.description, memo) + _words(ranking, params, memo)
+    if server:
+        about = f"{tool.server} {tool.server_description}"
+        words += _words(ranking, about, memo) * ranking.server_weight
+    return words
+
+
+def _words(ranking: Ranking, text: str, memo: dict[str, list[str]]) -> list[str]:
+    """`ranking.words(text)`, kept in `memo` for a text not too long; do not modify it."""
+    found = memo.get(text)
+    if found is None:
+        found = ranking.words(text)
+        if len(text) <= _MEMO_TEXT_CHARS:
+            if len(memo) >= _MEMO_TEXTS:
+                memo.clear()
+            memo[text] = found
+    return found
 
 
 @functools.cache
@@ -207,20 +231,6 @@ def _memo(ranking: Ranking) -> dict[str, list[str]]:
     (`owner`, `repo`, a server's description on each of its tools, another instance of a
     server). Bounded: short texts only, forgotten all at once when full."""
     return {}
-
-
-@contextlib.contextmanager
-def _collection_paused() -> Iterator[None]:
-    """No cyclic garbage collection while documents are made. They are ~10^5 small
-    containers, which set off full collections over the whole process heap (the gateway's is
-    large): half the build time at 1,000 tools. The collector runs again right after."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def _deletions(word: str) -> set[str]:

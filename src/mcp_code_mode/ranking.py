@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import re
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -183,13 +184,17 @@ class SemanticRanker:
     into tens of milliseconds. A single-threaded loop costs the same whatever the load.
     """
 
-    def __init__(self, vectors: Vectors, embedder: Embedder) -> None:
+    def __init__(self, vectors: Vectors, embedder: Future[Embedder | None]) -> None:
         self._vectors = numpy.ascontiguousarray(vectors, dtype=numpy.float32)
         self._embedder = embedder
 
-    def scores(self, query: str) -> Scores:
-        """One cosine per tool."""
-        embedded = self._embedder.embed([query])[0]
+    def scores(self, query: str) -> Scores | None:
+        """One cosine per tool; None when the model could not be loaded for the query
+        (it may still be loading: the first query waits for it)."""
+        embedder = self._embedder.result()
+        if embedder is None:
+            return None
+        embedded = embedder.embed([query])[0]
         cosines: Scores = numpy.einsum("ij,j->i", self._vectors, embedded).astype(numpy.float64)
         return cosines
 
@@ -204,9 +209,9 @@ class FusedRanker:
 
     def scores(self, query: str) -> Scores:
         lexical = self.lexical.scores(query)
-        if self.semantic is None or self.weight <= 0:
+        cosines = self.semantic.scores(query) if self.semantic and self.weight > 0 else None
+        if cosines is None:
             return lexical
-        cosines = self.semantic.scores(query)
         best = lexical.max(initial=0.0)
         scaled = lexical / best if best > 0 else lexical
         fused = (1 - self.weight) * scaled + self.weight * numpy.clip(cosines, 0.0, None)

@@ -8,11 +8,14 @@ embedded again; `SearchIndex` then joins the parts (numpy work, no text).
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import gc
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Protocol
 
 import mcp_types
 import numpy
@@ -21,10 +24,21 @@ from .embeddings import DocumentGroup, Embedder, EmbeddingStore, Vectors
 from .lexical import LexicalRanker, ToolTerms
 from .ranking import FusedRanker, Ranking, Scores, SemanticRanker, ToolText, semantic_documents
 
-__all__ = ["SearchIndex", "ToolGroup", "build_index", "top_positions"]
+__all__ = ["Named", "SearchIndex", "ToolGroup", "build_index", "top_positions"]
 
 logger = logging.getLogger(__name__)
 _DOCUMENTS_RECIPE = "ranking.semantic_documents v1"  # change with what it makes of a tool
+
+
+class Named(Protocol):
+    """A tool's names (a catalog entry)."""
+
+    @property
+    def server(self) -> str: ...
+    @property
+    def tool(self) -> str: ...
+    @property
+    def tool_id(self) -> str: ...
 
 
 class ToolGroup:
@@ -86,19 +100,14 @@ class ToolGroup:
 
 
 def _text(server: str, description: str, tool: mcp_types.Tool) -> ToolText:
-    schema = tool.input_schema or {}
-    properties = schema.get("properties") or {}
+    schema = tool.input_schema
+    properties = schema.get("properties") if isinstance(schema, dict) else None
     if not isinstance(properties, dict):  # an upstream's schema is not checked
         properties = {}
-    docs = [str(p.get("description") or "") for p in properties.values() if isinstance(p, dict)]
-    return ToolText(
-        name=tool.name,
-        description=tool.description or "",
-        params=tuple(str(name) for name in properties),
-        param_docs=tuple(d for d in docs if d),
-        server=server,
-        server_description=description,
-    )
+    docs = [p.get("description") for p in properties.values() if isinstance(p, dict)]
+    param_docs = tuple(str(d) for d in docs if d)
+    params = tuple(map(str, properties))
+    return ToolText(tool.name, tool.description or "", params, param_docs, server, description)
 
 
 class SearchIndex:
@@ -114,21 +123,22 @@ class SearchIndex:
     def __init__(
         self,
         groups: Sequence[ToolGroup],
-        names: Sequence[tuple[str, str, str]],
+        names: Sequence[Named],
         ranking: Ranking,
         store: EmbeddingStore | None,
     ) -> None:
-        lexical = LexicalRanker([g.terms for g in groups], ranking)
-        semantic = None
-        if store is not None and ranking.semantic_weight > 0 and any(g.tools for g in groups):
-            semantic = _semantic(groups, store)
-        self._ranker = FusedRanker(lexical, semantic, weight=ranking.semantic_weight)
-        self._by_name: dict[str, list[int]] = {}
-        self._by_id: dict[str, list[int]] = {}
-        for i, (server, tool, tool_id) in enumerate(names):
-            self._by_name.setdefault(tool.lower(), []).append(i)
-            self._by_name.setdefault(f"{server}.{tool}".lower(), []).append(i)
-            self._by_id.setdefault(tool_id.lower(), []).append(i)
+        with _collection_paused():
+            lexical = LexicalRanker([g.terms for g in groups], ranking)
+            semantic = None
+            if store is not None and ranking.semantic_weight > 0 and any(g.tools for g in groups):
+                semantic = _semantic(groups, store)
+            self._ranker = FusedRanker(lexical, semantic, weight=ranking.semantic_weight)
+            self._by_name: dict[str, list[int]] = {}
+            self._by_id: dict[str, list[int]] = {}
+            for i, named in enumerate(names):
+                self._by_name.setdefault(named.tool.lower(), []).append(i)
+                self._by_name.setdefault(f"{named.server}.{named.tool}".lower(), []).append(i)
+                self._by_id.setdefault(named.tool_id.lower(), []).append(i)
 
     def scores(self, query: str) -> Scores:
         """One score per tool, in catalog order (0: no match)."""
@@ -157,29 +167,51 @@ def top_positions(scores: Scores, k: int) -> list[int]:
 
 
 def _semantic(groups: Sequence[ToolGroup], store: EmbeddingStore) -> SemanticRanker | None:
-    """The embedding ranker, with the model loaded for the queries too (here, not in the
-    first search, which may run on an event loop); None without a model."""
+    """The embedding ranker (None without a model). Vectors found in the cache need no
+    model: it is then loaded after the index, for the queries, in the builder thread."""
     with_tools = [g for g in groups if g.tools]
     missing = [g for g in with_tools if g.vectors(store) is None]
     try:
         made = store.group_vectors([g.documents() for g in missing])
-        embedder: Embedder | None = store.embedder()
     except Exception:  # the builder's boundary: search goes on with BM25 alone
         logger.exception("tool embeddings failed; search uses words only")
         return None
-    if made is None or embedder is None:
+    if made is None:
         return None
     for group, vectors in zip(missing, made, strict=True):
         group.keep_vectors(store, vectors)
-    parts = [g.vectors(store) for g in with_tools]
-    kept = [p for p in parts if p is not None]
-    empty = numpy.zeros((0, embedder.dim), dtype=numpy.float32)
-    return SemanticRanker(numpy.concatenate(kept) if kept else empty, embedder)
+    kept = [v for v in (g.vectors(store) for g in with_tools) if v is not None]
+    if not kept:
+        return None
+    return SemanticRanker(numpy.concatenate(kept), _builder().submit(_embedder, store))
+
+
+def _embedder(store: EmbeddingStore) -> Embedder | None:
+    try:
+        return store.embedder()
+    except Exception:  # the builder's boundary: search goes on with BM25 alone
+        logger.exception("the embedding model failed to load; search uses words only")
+        return None
+
+
+@contextlib.contextmanager
+def _collection_paused() -> Iterator[None]:
+    """No cyclic garbage collection while an index is built. Building allocates ~10^5 small
+    containers, which set off full collections over the whole process heap (a gateway's, with
+    10,000 tool schemas, is large): at 10,000 tools that doubled the build. The collector runs
+    again right after (the process-wide pause lasts as long as the build)."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def build_index(
     groups: Sequence[ToolGroup],
-    names: Sequence[tuple[str, str, str]],
+    names: Sequence[Named],
     ranking: Ranking,
     store: EmbeddingStore | None,
     *,
