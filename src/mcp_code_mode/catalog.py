@@ -37,7 +37,6 @@ HIT_SIGNATURE_CHARS = 300  # of a search hit's signature
 HIT_NAME_CHARS = 256  # of a search hit's tool name
 MAX_QUERY_CHARS = 1000  # of a search query, the part that is ranked (contract §7)
 MAX_SEARCH_LIMIT = 100  # hits of one search, whatever limit is asked for
-_PREFER_FACTOR = 1.15  # of the scores of the servers a search says it is already using
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,6 +142,7 @@ class Catalog:
         self._index: Future[SearchIndex] | None = None
         self._tool_names: dict[str, NameIndex] = {}  # per server, made on a first unknown name
         self._tool_ids: dict[str, dict[str, str]] = {}  # per server, made on first use
+        self._shown_hits: dict[int, tuple[str, str, str]] = {}  # tool, signature, description
         if not background:
             self.ready().result()  # built now, embeddings included
 
@@ -261,31 +261,24 @@ class Catalog:
         limit = min(limit, MAX_SEARCH_LIMIT)
         if limit <= 0 or not self.entries:
             return []
-        start, end = self._spans[server] if server is not None else (0, len(self.entries))
-        index = self.ready().result()
-        exact = [i for i in index.exact(query) if start <= i < end]
-        scores = index.scores(query[:MAX_QUERY_CHARS])
-        for preferred in set(prefer):
-            if preferred in self._spans:
-                low, high = self._spans[preferred]
-                scores[low:high] *= _PREFER_FACTOR
-        from .search_index import top_positions
+        span = self._spans[server] if server is not None else (0, len(self.entries))
+        preferred = [self._spans[s] for s in set(prefer) if s in self._spans]
+        ranked = (
+            self.ready()
+            .result()
+            .ranked(query[:MAX_QUERY_CHARS], limit, span=span, preferred=preferred, exact=query)
+        )
+        return [self._hit(i, score) for i, score in ranked]
 
-        window = scores[start:end]
-        ranked = [start + i for i in top_positions(window, limit + len(exact))]
-        best = float(window.max(initial=0.0)) if window.size else 0.0
-        ordered = [(best if best > 0 else 1.0) + 1.0 for _ in exact]
-        chosen = exact + [i for i in ranked if i not in exact]
-        ordered += [float(scores[i]) for i in chosen[len(exact) :]]
-        return [
-            self._hit(self.entries[i], score)
-            for i, score in zip(chosen[:limit], ordered[:limit], strict=True)
-        ]
-
-    def _hit(self, entry: ToolEntry, score: float) -> SearchHit:
-        signature = clip(self.signature(entry), HIT_SIGNATURE_CHARS)
-        tool = clip(entry.tool, HIT_NAME_CHARS)
-        return SearchHit(entry.server, tool, signature, _described(entry), score)
+    def _hit(self, position: int, score: float) -> SearchHit:
+        """A hit on the entry at `position`; its texts are made once."""
+        shown = self._shown_hits.get(position)
+        if shown is None:
+            entry = self.entries[position]
+            signature = clip(self.signature(entry), HIT_SIGNATURE_CHARS)
+            shown = (clip(entry.tool, HIT_NAME_CHARS), signature, _described(entry))
+            self._shown_hits[position] = shown
+        return SearchHit(self.entries[position].server, *shown, score)
 
     def docs(self, server: str, tool: str | None = None, *, page: int = 1) -> str:
         """Python-stub documentation of one tool, or of one server's tools, within a fixed

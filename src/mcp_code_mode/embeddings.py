@@ -56,6 +56,7 @@ _MAX_TEXT_CHARS = 4000  # of one text: a hostile upstream's megabyte description
 _MEMORY_GROUPS = 4096  # vector groups kept in memory, across catalogs
 _DISK_FILES = 2000  # cached groups on disk; the oldest go first past this
 _FORMAT = 2  # bump when what is stored changes shape or meaning
+_FEW_WORDS = 64  # of a text embedded on its own (a query), by the simple path
 _CHUNK_WORDS = 16384  # words of texts summed at once (a chunk's rows: 16 MB)
 _KEPT_WORDS = 200_000  # words whose tokens are kept between calls; all forgotten past this
 
@@ -97,6 +98,13 @@ class Embedder:
         out = numpy.zeros((len(texts), self.dim), dtype=numpy.float32)
         # the tokenizer refuses lone surrogates: they become U+FFFD, as on the wire (§7)
         split = [t[:_MAX_TEXT_CHARS].encode("utf-8", "replace").decode().split() for t in texts]
+        if len(split) == 1 and len(split[0]) <= _FEW_WORDS:  # a query: fewer numpy calls
+            ids = numpy.array(self._token_ids(split[0]), dtype=numpy.int64)
+            if ids.size:
+                rows = self.table[numpy.clip(ids, 0, self.table.shape[0] - 1)]
+                out[0] = rows.astype(numpy.float32).sum(axis=0) / ids.size
+            norm = numpy.linalg.norm(out[0])
+            return out / norm if norm > 0 else out
         every_word = itertools.chain.from_iterable(split)
         vocabulary = {w: i for i, w in enumerate(dict.fromkeys(every_word))}
         if not vocabulary:
@@ -118,15 +126,26 @@ class Embedder:
         numpy.divide(out, norms, out=out, where=norms > 0)
         return out
 
-    def _word_sums(self, words: list[str]) -> tuple[Vectors, NDArray[numpy.float32]]:
-        """Each word's token rows summed, and its number of tokens."""
-        missing = [w for w in words if w not in self._ids]
+    def _word_ids(self, words: list[str]) -> list[list[int]]:
+        """Each word's token ids (kept across calls)."""
+        missing = [w for w in dict.fromkeys(words) if w not in self._ids]
         if missing:
             if len(self._ids) + len(missing) > _KEPT_WORDS:
                 self._ids.clear()
             encodings = self.tokenizer.encode_batch(missing, add_special_tokens=False)
-            self._ids.update(zip(missing, (e.ids for e in encodings), strict=True))
-        ids = [self._ids.get(w) or [] for w in words]
+            found = dict(zip(missing, (e.ids for e in encodings), strict=True))
+            self._ids.update(found)
+        else:
+            found = {}
+        return [self._ids.get(w) or found.get(w) or [] for w in words]
+
+    def _token_ids(self, words: list[str]) -> list[int]:
+        """The token ids of a text of `words`, end to end."""
+        return [i for ids in self._word_ids(words) for i in ids]
+
+    def _word_sums(self, words: list[str]) -> tuple[Vectors, NDArray[numpy.float32]]:
+        """Each word's token rows summed, and its number of tokens."""
+        ids = self._word_ids(words)
         lengths = numpy.fromiter(map(len, ids), numpy.int64, len(ids))
         flat = numpy.fromiter(itertools.chain.from_iterable(ids), numpy.int64, int(lengths.sum()))
         rows = self.table[numpy.clip(flat, 0, self.table.shape[0] - 1)].astype(numpy.float32)

@@ -24,9 +24,10 @@ from .embeddings import DocumentGroup, Embedder, EmbeddingStore, Vectors
 from .lexical import LexicalRanker, ToolTerms
 from .ranking import FusedRanker, Ranking, Scores, SemanticRanker, ToolText, semantic_documents
 
-__all__ = ["Named", "SearchIndex", "ToolGroup", "build_index", "top_positions"]
+__all__ = ["PREFER_FACTOR", "Named", "SearchIndex", "ToolGroup", "build_index", "top_positions"]
 
 logger = logging.getLogger(__name__)
+PREFER_FACTOR = 1.15  # of the scores of the servers a search says it is already using
 _DOCUMENTS_RECIPE = "ranking.semantic_documents v1"  # change with what it makes of a tool
 
 
@@ -143,6 +144,33 @@ class SearchIndex:
     def scores(self, query: str) -> Scores:
         """One score per tool, in catalog order (0: no match)."""
         return self._ranker.scores(query)
+
+    def ranked(
+        self,
+        query: str,
+        limit: int,
+        *,
+        span: tuple[int, int],
+        preferred: Sequence[tuple[int, int]] = (),
+        exact: str | None = None,
+    ) -> list[tuple[int, float]]:
+        """The best `limit` (position, score) pairs among positions `span` (start, end):
+        the tools named exactly like `exact` (default: the query) first, then by score, ties
+        in catalog order. Scores of positions in a `preferred` span count `PREFER_FACTOR`
+        times."""
+        start, end = span
+        named = [i for i in self.exact(query if exact is None else exact) if start <= i < end]
+        scores = self.scores(query)
+        for low, high in preferred:
+            scores[low:high] *= PREFER_FACTOR
+        window = scores[start:end]
+        best = float(window.max(initial=0.0))
+        on_top = (best if best > 0 else 1.0) + 1.0  # an exact name above every score
+        ranked = [(i, on_top) for i in named]
+        for i in top_positions(window, limit + len(named)):
+            if start + i not in named:
+                ranked.append((start + i, float(window[i])))
+        return ranked[:limit]
 
     def exact(self, query: str) -> list[int]:
         """Positions of the tools named exactly like the query (any case): by original name
