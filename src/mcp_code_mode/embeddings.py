@@ -99,7 +99,7 @@ class Embedder:
         # the tokenizer refuses lone surrogates: they become U+FFFD, as on the wire (§7)
         split = [t[:_MAX_TEXT_CHARS].encode("utf-8", "replace").decode().split() for t in texts]
         if len(split) == 1 and len(split[0]) <= _FEW_WORDS:  # a query: fewer numpy calls
-            ids = numpy.array(self._token_ids(split[0]), dtype=numpy.int64)
+            ids = numpy.array([*itertools.chain(*self._word_ids(split[0]))], dtype=numpy.int64)
             if ids.size:
                 rows = self.table[numpy.clip(ids, 0, self.table.shape[0] - 1)]
                 out[0] = rows.astype(numpy.float32).sum(axis=0) / ids.size
@@ -111,11 +111,8 @@ class Embedder:
             return out
         sums, counts = self._word_sums(list(vocabulary))
         lengths = numpy.fromiter(map(len, split), numpy.int64, len(split))
-        flat = numpy.fromiter(
-            map(vocabulary.__getitem__, itertools.chain.from_iterable(split)),
-            numpy.int64,
-            int(lengths.sum()),
-        )
+        every_word = itertools.chain.from_iterable(split)
+        flat = numpy.fromiter(map(vocabulary.__getitem__, every_word), numpy.int64)
         ends = numpy.cumsum(lengths)
         first = 0
         while first < len(texts):  # texts in chunks of about _CHUNK_WORDS words
@@ -138,10 +135,6 @@ class Embedder:
         else:
             found = {}
         return [self._ids.get(w) or found.get(w) or [] for w in words]
-
-    def _token_ids(self, words: list[str]) -> list[int]:
-        """The token ids of a text of `words`, end to end."""
-        return [i for ids in self._word_ids(words) for i in ids]
 
     def _word_sums(self, words: list[str]) -> tuple[Vectors, NDArray[numpy.float32]]:
         """Each word's token rows summed, and its number of tokens."""
