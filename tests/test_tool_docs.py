@@ -90,9 +90,12 @@ def test_pages_follow_each_other_to_the_last(big: Catalog) -> None:
     assert names == {t.name for t in big_tools(PAGE_TOOLS, 2 * PAGE_TOOLS)}
     last = big.docs("tracker", page=pages)
     assert f"Page {pages} of {pages}" in last and "Next page" not in last
-    past = big.docs("tracker", page=10**9)
-    assert f"Page {pages} of {pages}" in past and "(Asked for page 1000000000.)" in past
-    assert count_tokens(past) <= DOCS_BUDGET_TOKENS
+    for past_the_end in (10**9, 10**10_000):
+        past = big.docs("tracker", page=past_the_end)
+        assert f"Page {pages} of {pages}" in past and f"outside 1-{pages}" in past
+        assert count_tokens(past) <= DOCS_BUDGET_TOKENS
+    before = big.docs("tracker", page=-3)
+    assert f"Page 1 of {pages}" in before and "outside" in before
 
 
 def big_tools(start: int, end: int) -> list[types.Tool]:

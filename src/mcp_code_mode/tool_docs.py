@@ -125,8 +125,8 @@ def listing(
             f"# {what}, too many for full stubs: one line each, {PAGE_TOOLS} a page. "
             f"Page {shown} of {pages} (tools {first:,}-{first + len(chunk) - 1:,})."
         )
-        if shown != page:
-            state += f" (Asked for page {page}.)"
+        if shown != page:  # the number asked for is not echoed: it may have 10,000 digits
+            state += f" (Asked for a page outside 1-{pages:,}.)"
     head = [*header, state]
     foot = _hints(about, shown, pages)
     lines = [_line(formatter, e) for e in chunk]
