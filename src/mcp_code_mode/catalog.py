@@ -1,8 +1,11 @@
 """The upstream tool catalog: identifiers, ranked search and Python-stub docs.
 
-Search is `ranking`'s business; the catalog hands it each tool's text and orders its scores
-(exact names first, ties in catalog order). Tool embeddings are built in a background thread
-and cached on disk by `embeddings.EmbeddingStore`; everything else here is pure.
+Search is `search_index`'s business: one index part per upstream (texts, BM25 terms,
+embeddings), built in a background thread and reused by the catalog that replaces this one
+for every upstream whose tools did not change (`Catalog(..., previous=old)`). Docs are
+`tool_docs`'s: within a fixed token budget whatever the size of a server or a tool. Errors
+for unknown names name a few close ones (`close_names`), never a whole list. Nothing here
+costs in proportion to the catalog per call, beyond numpy work over its scores.
 """
 
 from __future__ import annotations
