@@ -296,11 +296,12 @@ def test_unknown_tool_lists_tools_and_suggests(catalog: Catalog) -> None:
         assert t.name in message
 
 
-def test_unknown_tool_with_nothing_close_still_lists_tools(catalog: Catalog) -> None:
+def test_unknown_tool_with_nothing_close_says_how_to_list_the_tools(catalog: Catalog) -> None:
     with pytest.raises(UnknownToolError) as info:
         catalog.get("files", "zzzzqqqq")
     assert suggestions(str(info.value)) == []
-    assert "readFile" in str(info.value)
+    assert "it has 6 tools: get_tool_docs('files') lists them" in str(info.value)
+    assert "readFile" not in str(info.value)  # more than 5: none is named unless close
 
 
 def test_unknown_tool_suggests_the_camel_case_name(catalog: Catalog) -> None:
@@ -558,3 +559,53 @@ def test_unstemmed_ranking_folds_plurals_before_concepts() -> None:
     ranking = Ranking(stem=False)
     assert ranking.tokenize("coordinates") == ranking.tokenize("coordinate") == ["~geocode"]
     assert ranking.tokenize("news") == ["~news"]
+
+
+# --- bounds at scale -----------------------------------------------------------------------
+
+
+def numbered_tools(count: int, prefix: str = "tool") -> list[types.Tool]:
+    return [
+        tool(f"{prefix}_{i}_{word}", f"Do {word} {i}.")
+        for i, word in enumerate(["alpha", "beta", "gamma", "delta"] * (count // 4))
+    ]
+
+
+@pytest.fixture(scope="module")
+def wide() -> Catalog:
+    """700 servers, one of 10,000 tools."""
+    servers = {f"server_{i}": [tool("ping", "Ping.")] for i in range(700)}
+    return Catalog({"huge": numbered_tools(10_000), **servers})
+
+
+def test_an_unknown_tool_of_a_huge_server_names_five_at_most(wide: Catalog) -> None:
+    with pytest.raises(UnknownToolError) as info:
+        wide.get("huge", "tool_4320_alpah")
+    message = str(info.value)
+    assert len(message) < 1000
+    offered = suggestions(message)
+    assert offered[0] == "tool_4320_alpha" and len(offered) <= 5
+    assert "it has 10,000 tools: get_tool_docs('huge') lists them" in message
+
+
+def test_an_unknown_server_among_many_names_five_at_most(wide: Catalog) -> None:
+    with pytest.raises(UnknownToolError) as info:
+        wide.get("server_42x", "ping")
+    message = str(info.value)
+    assert len(message) < 600
+    assert "server_42" in suggestions(message) and len(suggestions(message)) <= 5
+    assert "701 servers: list_servers() names them" in message
+
+
+def test_a_huge_unknown_name_is_clipped_and_costs_nothing(wide: Catalog) -> None:
+    with pytest.raises(UnknownToolError) as info:
+        wide.get("huge", "x" * 10_000_000)
+    assert len(str(info.value)) < 600
+    with pytest.raises(UnknownToolError) as info:
+        wide.docs("s" * 10_000_000)
+    assert len(str(info.value)) < 600
+
+
+def test_search_limit_is_capped() -> None:
+    c = Catalog({"big": numbered_tools(400)}, ranking=Ranking(semantic_weight=0))
+    assert len(c.search("alpha beta gamma delta", limit=10**9)) == 100

@@ -136,3 +136,30 @@ def test_the_cache_directory_follows_the_settings(
     monkeypatch.delenv("MCP_CODE_CACHE_DIR")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     assert default_cache_dir() == tmp_path / "xdg" / "mcp-code-mode" / "embeddings"
+
+
+TOOL_TEXTS = [
+    "read file. Read the complete contents of a file from the file system. path head tail",
+    "create pull request. Open a PR: title, body, base branch (main) and draft flag!",
+    "get weather forecast. 5-day forecast for a city; units metric/imperial. Weather API",
+    "ünïcödé 日本語 emoji 😀 mixed_case_words camelCaseName HTTP2Server",
+]
+
+
+@pytest.mark.parametrize("text", TOOL_TEXTS)
+def test_a_text_embeds_as_the_mean_of_its_whole_tokenization(text: str) -> None:
+    embedder = real()
+    ids = embedder.tokenizer.encode(text, add_special_tokens=False).ids
+    words = [
+        i for w in text.split() for i in embedder.tokenizer.encode(w, add_special_tokens=False).ids
+    ]
+    assert words == ids  # no token spans a space: tokenizing word by word is the same
+    whole = embedder.table[ids].astype(numpy.float32).mean(axis=0)
+    whole /= numpy.linalg.norm(whole)
+    (vector,) = embedder.embed([text])
+    assert float(vector @ whole) > 0.99999
+
+
+def test_whitespace_runs_count_as_one_space() -> None:
+    a, b, c = real().embed(["list  the\n\nfiles", "list the files", "   "])
+    assert numpy.allclose(a, b) and not c.any()

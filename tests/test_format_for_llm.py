@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import re
+import time
 from pathlib import Path
 
 from mcp import types as mcp_types
@@ -98,3 +100,28 @@ def test_small_catalog_is_rendered_whole() -> None:
     text = catalog.formatter.format_for_llm([e.source for e in catalog.entries], budget_tokens=5000)
     assert len([line for line in text.splitlines() if line.startswith("tools.")]) == 20
     assert "search_tools" not in text
+
+
+def test_a_ten_thousand_tool_catalog_costs_the_budget_not_the_catalog() -> None:
+    catalog = synthetic_catalog(10_000)
+    sources = [e.source for e in catalog.entries]
+    started = time.perf_counter()
+    text = catalog.formatter.format_for_llm(
+        sources, descriptions=catalog.descriptions, budget_tokens=3000, ranked=sources[:40]
+    )
+    assert time.perf_counter() - started < 5  # rendering all 10,000 lines took ~1 s alone
+    assert count_tokens(text) <= 3000
+    assert "# tools.files (1000 tools): Tools for files" in text
+
+
+def test_many_servers_take_half_the_budget_at_most() -> None:
+    tools = {
+        f"server_{i}": [mcp_types.Tool(name=f"tool_{i}", input_schema={"type": "object"})] * 2
+        for i in range(700)
+    }
+    catalog = Catalog(tools)
+    sources = [e.source for e in catalog.entries]
+    text = catalog.formatter.format_for_llm(sources, budget_tokens=2000, ranked=sources[:30])
+    assert count_tokens(text) <= 2000
+    assert re.search(r"# \.\.\. and \d+ more \(list_servers\(\) names them\)", text)
+    assert sum(line.startswith("tools.") for line in text.splitlines()) >= 5

@@ -4,14 +4,17 @@ unknown words, huge queries, server preference, and search without a model."""
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from concurrent.futures import Future
 
 import pytest
 
 from mcp_code_mode.catalog import Catalog, SearchHit
-from mcp_code_mode.embeddings import Embedder, EmbeddingStore
-from mcp_code_mode.ranking import LexicalRanker, Ranking, ToolText
+from mcp_code_mode.embeddings import DocumentGroup, Embedder, EmbeddingStore, Vectors
+from mcp_code_mode.lexical import LexicalRanker
+from mcp_code_mode.ranking import Ranking, ToolText
 from tests.test_catalog import DESCRIPTIONS, TOOLS, tool
+from tests.test_embeddings import Counting
 
 LEXICAL = Ranking(semantic_weight=0)
 STORE = EmbeddingStore(None)  # in memory: these tests are about ranking, not the cache
@@ -69,10 +72,10 @@ def test_typos_are_repaired(ranking: Ranking, query: str, best: tuple[str, str])
 
 
 def test_typo_repair_is_for_unknown_words_of_four_letters_or_more() -> None:
-    ranker = LexicalRanker([ToolText("list_events", "List events.", (), (), "cal", "")], LEXICAL)
+    ranker = LexicalRanker.of([ToolText("list_events", "List events.", (), (), "cal", "")], LEXICAL)
     assert ranker.scores("lsit").max() > 0
     assert ranker.scores("lst").max() == 0  # too short to guess
-    off = LexicalRanker(
+    off = LexicalRanker.of(
         [ToolText("list_events", "List events.", (), (), "cal", "")],
         Ranking(typos=False, semantic_weight=0),
     )
@@ -158,3 +161,81 @@ def test_a_failing_model_leaves_search_lexical(caplog: pytest.LogCaptureFixture)
     for query in ("remove a meeting", "unread letters", "commit history"):
         assert names(c.search(query, limit=10)) == names(catalog(LEXICAL).search(query, limit=10))
     assert "search uses words only" in caplog.text
+
+
+# --- a catalog made from the previous one ----------------------------------------------------
+
+
+class CountingStore(EmbeddingStore):
+    """An in-memory store counting the groups it is asked for."""
+
+    def __init__(self, embedder: Embedder) -> None:
+        super().__init__(None, embedder=lambda: embedder)
+        self.groups = 0
+
+    def group_vectors(self, groups: Sequence[DocumentGroup]) -> list[Vectors] | None:
+        self.groups += len(groups)
+        return super().group_vectors(groups)
+
+
+def test_a_catalog_from_the_previous_one_reuses_unchanged_servers() -> None:
+    counting = Counting()
+    store = CountingStore(counting)
+    approval = lambda server, t: t.name == "send_email"  # noqa: E731  # one callable, kept
+    first = Catalog(TOOLS, DESCRIPTIONS, embeddings=store, needs_approval=approval)
+    first.ready().result()
+    assert counting.documents == 25
+    changed = {**TOOLS, "mail": [*TOOLS["mail"], tool("unsubscribe", "Leave a mailing list.")]}
+    counting.documents = 0
+    second = Catalog(
+        changed, DESCRIPTIONS, embeddings=store, needs_approval=approval, previous=first
+    )
+    store.groups = 0
+    second.ready().result()
+    assert counting.documents == len(changed["mail"])  # only the changed server, embedded again
+    assert store.groups == 1  # the other servers' vectors were not even looked up
+    assert second.get("git", "git_log") is first.get("git", "git_log")  # entries reused
+    assert second.get("mail", "send_email").needs_approval
+    fresh = Catalog(
+        changed,
+        DESCRIPTIONS,
+        embeddings=EmbeddingStore(None),
+        background=False,
+        needs_approval=approval,
+    )
+    for query in ("leave a mailing list", "remove a meeting", "commit history", "git_log"):
+        assert second.search(query, limit=10) == fresh.search(query, limit=10)
+
+
+def test_a_catalog_without_the_previous_search_index_still_reuses_later() -> None:
+    counting = Counting()
+    store = EmbeddingStore(None, embedder=lambda: counting)
+    first = Catalog(TOOLS, DESCRIPTIONS, embeddings=store)
+    first.ready().result()
+    unsearched = Catalog(TOOLS, DESCRIPTIONS, embeddings=store, previous=first)
+    third = Catalog(TOOLS, DESCRIPTIONS, embeddings=store, previous=unsearched)
+    counting.documents = 0
+    assert names(third.search("remove a meeting"))[0] == ("calendar", "delete_event")
+    assert counting.documents == 0
+
+
+def test_a_changed_description_or_ranking_is_not_reused() -> None:
+    counting = Counting()
+    store = EmbeddingStore(None, embedder=lambda: counting)
+    first = Catalog(TOOLS, DESCRIPTIONS, embeddings=store)
+    first.ready().result()
+    counting.documents = 0
+    described = {**DESCRIPTIONS, "git": "Source history"}
+    second = Catalog(TOOLS, described, embeddings=store, previous=first)
+    assert names(second.search("source history"))[0][0] == "git"
+    assert counting.documents == len(TOOLS["git"])
+    third = Catalog(TOOLS, described, ranking=LEXICAL, embeddings=store, previous=second)
+    assert names(third.search("git_log"))[0] == ("git", "git_log")
+    assert counting.documents == len(TOOLS["git"])  # lexical: no embedding at all
+
+
+def test_identifiers_follow_the_new_server_list() -> None:
+    first = Catalog({"a-b": [tool("x")]}, background=False)
+    second = Catalog({"a_b": [tool("y")], "a-b": [tool("x")]}, previous=first)
+    assert second.get("a-b", "x").server_id == "a_b_2"
+    assert second.search("x")[0].signature.startswith("tools.a_b_2.x(")

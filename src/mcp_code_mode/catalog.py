@@ -1,33 +1,45 @@
 """The upstream tool catalog: identifiers, ranked search and Python-stub docs.
 
-Search is `ranking`'s business; the catalog hands it each tool's text and orders its scores
-(exact names first, ties in catalog order). Tool embeddings are built in a background thread
-and cached on disk by `embeddings.EmbeddingStore`; everything else here is pure.
+Search is `search_index`'s business: one index part per upstream (texts, BM25 terms,
+embeddings), built in a background thread and reused by the catalog that replaces this one
+for every upstream whose tools did not change (`Catalog(..., previous=old)`). Docs are
+`tool_docs`'s: within a fixed token budget whatever the size of a server or a tool. Errors
+for unknown names name a few close ones (`close_names`), never a whole list. Nothing here
+costs in proportion to the catalog per call, beyond numpy work over its scores.
 """
 
 from __future__ import annotations
 
-import difflib
-from collections.abc import Callable, Collection, Mapping, Sequence
+import fnmatch
+import functools
+import re
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import mcp_types
 
 from .errors import UnknownToolError
 from .naming import assign_identifiers
-from .tool_formatter import ToolSchemaFormatter, ToolStubSource, one_line
+from .tool_formatter import ToolSchemaFormatter, ToolStubSource, clip, one_line
 
 if TYPE_CHECKING:
+    from .close_names import NameIndex
     from .embeddings import EmbeddingStore
-    from .ranking import Ranker, Ranking, SemanticRanker, ToolText
+    from .ranking import Ranking
+    from .search_index import SearchIndex, ToolGroup
 
 __all__ = ["Catalog", "SearchHit", "ToolEntry"]
 
-_SHOWN_CHARS = 100  # of an unknown name, in an error message
+_SHOWN_CHARS = 100  # of a name, in an error message
+_LISTED_TOOLS = 5  # tool names an unknown-tool error gives at most (contract §6)
+_LISTED_SERVERS = 10  # servers an unknown-server error lists, past which it names the closest
+_MAX_PATTERN_CHARS = 100  # of a tool name pattern in `docs`
+HIT_SIGNATURE_CHARS = 300  # of a search hit's signature
+HIT_NAME_CHARS = 256  # of a search hit's tool name
 MAX_QUERY_CHARS = 1000  # of a search query, the part that is ranked (contract §7)
-_PREFER_FACTOR = 1.15  # of the scores of the servers a search says it is already using
+MAX_SEARCH_LIMIT = 100  # hits of one search, whatever limit is asked for
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,7 +96,13 @@ class Catalog:
         ranking: how search weighs words and meaning.
         embeddings: where tool vectors are cached (default: the process's store under the
             cache directory). With `background` (the default) the search index is built on
-            first use (or `ready()`), its embeddings in a thread; without, here and now.
+            first use (or `ready()`) in a thread; without, here and now.
+        needs_approval: whether a tool needs approval (contract §8). Pass the same callable
+            to every catalog of a gateway: with `previous`, entries are reused only then.
+        previous: the catalog this one replaces. The search index parts (texts, terms,
+            embeddings) and entries of each server whose tools, description and ranking are
+            unchanged are taken from it, so a change to one upstream reads and embeds that
+            upstream alone. `previous` is not kept.
     """
 
     def __init__(
@@ -98,6 +116,7 @@ class Catalog:
         background: bool = True,
         needs_approval: Callable[[str, mcp_types.Tool], bool] | None = None,
         servers: Sequence[str] = (),
+        previous: Catalog | None = None,
     ) -> None:
         self.formatter = formatter or ToolSchemaFormatter()
         self._ranking = ranking
@@ -105,29 +124,62 @@ class Catalog:
         # Over every configured server (`servers`, in config order) and not only those with
         # tools: an identifier must not move to another server as upstreams come and go.
         self.server_ids = assign_identifiers([*servers, *tools])
+        self._needs_approval = needs_approval
+        self._groups: dict[str, ToolGroup] = {}
         self._by_server: dict[str, dict[str, ToolEntry]] = {}
         for server, server_tools in tools.items():
-            ids = assign_identifiers(t.name for t in server_tools)
-            self._by_server[server] = {
-                t.name: ToolEntry(
-                    server,
-                    t.name,
-                    self.server_ids[server],
-                    ids[t.name],
-                    t,
-                    needs_approval=bool(needs_approval and needs_approval(server, t)),
-                )
-                for t in server_tools
-            }
+            kept = self._reused(previous, server, server_tools)
+            self._by_server[server] = (
+                kept if kept is not None else self._entries(server, server_tools)
+            )
         self.entries: tuple[ToolEntry, ...] = tuple(
             e for entries in self._by_server.values() for e in entries.values()
         )
+        self._spans: dict[str, tuple[int, int]] = {}  # each server's entries, start to end
+        offset = 0
+        for server, entries in self._by_server.items():
+            self._spans[server] = (offset, offset + len(entries))
+            offset += len(entries)
         self._embeddings = embeddings
         self._background = background
-        self._semantic: SemanticRanker | None = None
-        self._built_ranker: Ranker | None = None
+        self._index: Future[SearchIndex] | None = None
+        self._tool_names: dict[str, NameIndex] = {}  # per server, made on a first unknown name
+        self._tool_ids: dict[str, dict[str, str]] = {}  # per server, made on first use
+        self._shown_hits: dict[int, tuple[str, str, str]] = {}  # tool, signature, description
         if not background:
-            self._ranker  # noqa: B018  # built now, embeddings included
+            self.ready().result()  # built now, embeddings included
+
+    def _entries(self, server: str, tools: Sequence[mcp_types.Tool]) -> dict[str, ToolEntry]:
+        ids = assign_identifiers(t.name for t in tools)
+        approval = self._needs_approval
+        return {
+            t.name: ToolEntry(
+                server,
+                t.name,
+                self.server_ids[server],
+                ids[t.name],
+                t,
+                needs_approval=bool(approval and approval(server, t)),
+            )
+            for t in tools
+        }
+
+    def _reused(
+        self, previous: Catalog | None, server: str, tools: Sequence[mcp_types.Tool]
+    ) -> dict[str, ToolEntry] | None:
+        """Take `previous`'s search parts for `server` when its tools are unchanged, and its
+        entries too when identifiers and approval are the same; None: make the entries."""
+        group = previous._groups.get(server) if previous is not None else None
+        if previous is None or group is None:
+            return None
+        if not group.matches(self.descriptions.get(server, ""), tools, self.ranking):
+            return None
+        self._groups[server] = group
+        entries = previous._by_server.get(server)
+        same = previous.server_ids.get(server) == self.server_ids[server]
+        if entries is None or not same or previous._needs_approval != self._needs_approval:
+            return None
+        return entries
 
     @property
     def ranking(self) -> Ranking:
@@ -138,34 +190,29 @@ class Catalog:
             self._ranking = Ranking()
         return self._ranking
 
-    @property
-    def _ranker(self) -> Ranker:
-        """The search index, built on first use: a run that only calls tools never needs it
-        (its lexical part takes a moment at a thousand tools, its embeddings a thread)."""
-        if self._built_ranker is None:
-            # Imported here: numpy, bm25s and the embeddings cost a run that never searches.
+    def ready(self) -> Future[Any]:
+        """Done once search has every index it will use (built in a thread, unless the
+        catalog was made with `background=False`); `await asyncio.wrap_future(catalog.ready())`
+        keeps the first search off the loop. Starts the build if nothing has yet."""
+        if self._index is None:
+            # Imported here: numpy and the embeddings cost a run that never searches.
             from .embeddings import EmbeddingStore
-            from .ranking import FusedRanker, LexicalRanker, SemanticRanker
+            from .search_index import ToolGroup, build_index
 
-            groups = [[self._text(e) for e in group.values()] for group in self._by_server.values()]
+            for server, entries in self._by_server.items():
+                if server not in self._groups:
+                    description = self.descriptions.get(server, "")
+                    tools = [e.schema for e in entries.values()]
+                    self._groups[server] = ToolGroup(server, description, tools, self.ranking)
+            store = None
             if self.ranking.semantic_weight > 0 and self.entries:
                 store = self._embeddings or EmbeddingStore.default()
-                self._semantic = SemanticRanker.build(groups, store, background=self._background)
-            lexical = LexicalRanker([t for group in groups for t in group], self.ranking)
-            weight = self.ranking.semantic_weight
-            self._built_ranker = FusedRanker(lexical, self._semantic, weight=weight)
-        return self._built_ranker
-
-    def ready(self) -> Future[Any]:
-        """Done once search has every index it will use (the embeddings build in a thread);
-        `await asyncio.wrap_future(catalog.ready())` keeps the first search off the loop.
-        Builds the index if nothing has yet."""
-        self._ranker  # noqa: B018  # built now, its embeddings in the background
-        if self._semantic is None:
-            done: Future[Any] = Future()
-            done.set_result(None)
-            return done
-        return self._semantic.ready()
+            groups = [self._groups[server] for server in self._by_server]
+            background = self._background and bool(self.entries)  # nothing to wait for
+            self._index = build_index(
+                groups, self.entries, self.ranking, store, background=background
+            )
+        return self._index
 
     @property
     def servers(self) -> list[str]:
@@ -176,15 +223,11 @@ class Catalog:
         return list(self._server(server).values())
 
     def get(self, server: str, tool: str) -> ToolEntry:
-        """The entry for original MCP names; unknown names raise with the closest ones."""
+        """The entry for original MCP names; unknown names raise naming the closest ones."""
         entries = self._server(server)
         if tool in entries:
             return entries[tool]
-        raise UnknownToolError(
-            f"server {_shown(server)} has no tool {_shown(tool)}"
-            + _suggest(tool, list(entries))
-            + f"; its tools: {', '.join(entries) or '(none)'}"
-        )
+        raise self._unknown_tool(server, tool)
 
     def guest_index(self) -> dict[str, dict[str, Any]]:
         """What the worker needs to build `tools.<server>.<tool>`: identifiers → original names."""
@@ -217,83 +260,103 @@ class Catalog:
             prefer: servers the caller is already using: their matches rank a little higher.
         """
         if server is not None:
-            self._server(server)  # an unknown server is an error listing the known ones
+            self._server(server)  # an unknown server is an error naming the closest ones
+        limit = min(limit, MAX_SEARCH_LIMIT)
         if limit <= 0 or not self.entries:
             return []
-        import numpy
+        span = self._spans[server] if server is not None else (0, len(self.entries))
+        preferred = [self._spans[s] for s in set(prefer) if s in self._spans]
+        ranked = (
+            self.ready()
+            .result()
+            .ranked(query[:MAX_QUERY_CHARS], limit, span=span, preferred=preferred, exact=query)
+        )
+        return [self._hit(i, score) for i, score in ranked]
 
-        exact = self._exact_matches(query)
-        scores = self._ranker.scores(query[:MAX_QUERY_CHARS])
-        if prefer:
-            preferred = numpy.array([e.server in prefer for e in self.entries])
-            scores = numpy.where(preferred, scores * _PREFER_FACTOR, scores)
-        order = numpy.argsort(-scores, kind="stable")
-        ranked = [(float(scores[i]), self.entries[i]) for i in order if scores[i] > 0]
-        if server is not None:
-            exact = [e for e in exact if e.server == server]
-            ranked = [(s, e) for s, e in ranked if e.server == server]
-        top = max((s for s, _ in ranked), default=1.0)
-        ordered = [(top + 1.0, e) for e in exact] + [(s, e) for s, e in ranked if e not in exact]
-        return [
-            SearchHit(e.server, e.tool, self.signature(e), _described(e), s)
-            for s, e in ordered[:limit]
-        ]
+    def _hit(self, position: int, score: float) -> SearchHit:
+        """A hit on the entry at `position`; its texts are made once."""
+        shown = self._shown_hits.get(position)
+        if shown is None:
+            entry = self.entries[position]
+            signature = clip(self.signature(entry), HIT_SIGNATURE_CHARS)
+            shown = (clip(entry.tool, HIT_NAME_CHARS), signature, _described(entry))
+            self._shown_hits[position] = shown
+        return SearchHit(self.entries[position].server, *shown, score)
 
-    def docs(self, server: str, tool: str | None = None) -> str:
-        """Python-stub documentation of one tool, or of every tool of one server.
+    def docs(self, server: str, tool: str | None = None, *, page: int = 1) -> str:
+        """Python-stub documentation of one tool, or of one server's tools, within a fixed
+        token budget (`tool_docs.DOCS_BUDGET_TOKENS`) however many tools there are.
 
         Takes original names and, failing those, the identifiers of the signatures
-        (`docs("my_data", "get_note")` for server `my-data`, tool `get-note`).
+        (`docs("my_data", "get_note")` for server `my-data`, tool `get-note`). A server's
+        tools are whole stubs while they fit, else one line each, `page` by page. A `tool`
+        with `*`, `?` or `[` that names no tool is a pattern (`"*issue*"`): the tools whose
+        names match it, listed the same way.
         """
+        from .tool_docs import Listing, listing, tool_docs
+
         if server not in self._by_server:
-            server = {i: s for s, i in self.server_ids.items()}.get(server, server)
-        if tool is not None:
-            entries = self._server(server)
-            if tool not in entries:
-                tool = next((e.tool for e in entries.values() if e.tool_id == tool), tool)
-            return _stub(self.formatter, self.get(server, tool))
+            server = self._server_by_id.get(server, server)
         entries = self._server(server)
-        header = f"# tools.{self.server_ids[server]}  (server {server!r})"
-        description = self.descriptions.get(server)
-        parts = [header + (f"\n# {description}" if description else "")]
-        parts += [_stub(self.formatter, e) for e in entries.values()]
-        return "\n\n".join(parts)
+        about = Listing(
+            server, self.server_ids[server], self.descriptions.get(server, ""), total=len(entries)
+        )
+        if tool is None:
+            return listing(self.formatter, about, list(entries.values()), page=page)
+        name = tool if tool in entries else self._tool_by_id(server).get(tool, tool)
+        if name in entries:
+            return tool_docs(self.formatter, entries[name])
+        matching = _matching(entries.values(), tool)
+        if matching:
+            return listing(self.formatter, replace(about, pattern=tool), matching, page=page)
+        raise self._unknown_tool(server, tool)
 
     def _server(self, server: str) -> dict[str, ToolEntry]:
         if server in self._by_server:
             return self._by_server[server]
         names = list(self._by_server)
-        raise UnknownToolError(
-            f"unknown server {_shown(server)}"
-            + _suggest(server, names)
-            + f"; servers: {', '.join(names) or '(none)'}"
-        )
+        message = f"unknown server {_shown(server)}"
+        message += _did_you_mean(self._server_names.closest(server))
+        if len(names) <= _LISTED_SERVERS:
+            message += f"; servers: {', '.join(_shown(n) for n in names) or '(none)'}"
+        else:
+            message += f"; {len(names):,} servers: list_servers() names them"
+        raise UnknownToolError(message)
 
-    def _exact_matches(self, query: str) -> list[ToolEntry]:
-        """Entries named exactly like the query: original names first, then identifiers."""
-        q = query.strip().lower()
-        if not q:
-            return []
-        by_name = [e for e in self.entries if q in (e.tool.lower(), f"{e.server}.{e.tool}".lower())]
-        by_id = [e for e in self.entries if q == e.tool_id.lower() and e not in by_name]
-        return by_name + by_id
+    def _unknown_tool(self, server: str, tool: str) -> UnknownToolError:
+        """The error for a tool `server` lacks: at most `_LISTED_TOOLS` names in it."""
+        from .close_names import NameIndex
 
-    def _text(self, entry: ToolEntry) -> ToolText:
-        from .ranking import ToolText
+        entries = self._by_server[server]
+        if server not in self._tool_names:
+            self._tool_names[server] = NameIndex(list(entries))
+        close = self._tool_names[server].closest(tool, _LISTED_TOOLS)
+        message = f"server {_shown(server)} has no tool {_shown(tool)}" + _did_you_mean(close)
+        if len(entries) <= _LISTED_TOOLS:
+            message += f"; its tools: {', '.join(_shown(n) for n in entries) or '(none)'}"
+        else:
+            message += (
+                f"; it has {len(entries):,} tools: get_tool_docs({_shown(server)}) lists them, "
+                "search_tools('<what you need>') finds them by what they do"
+            )
+        return UnknownToolError(message)
 
-        schema = entry.schema.input_schema or {}
-        properties = schema.get("properties") or {}
-        if not isinstance(properties, dict):  # an upstream's schema is not checked
-            properties = {}
-        docs = [str(p.get("description") or "") for p in properties.values() if isinstance(p, dict)]
-        return ToolText(
-            name=entry.tool,
-            description=entry.schema.description or "",
-            params=tuple(str(name) for name in properties),
-            param_docs=tuple(d for d in docs if d),
-            server=entry.server,
-            server_description=self.descriptions.get(entry.server, ""),
-        )
+    @functools.cached_property
+    def _server_names(self) -> NameIndex:
+        from .close_names import NameIndex
+
+        return NameIndex(list(self._by_server))
+
+    @functools.cached_property
+    def _server_by_id(self) -> dict[str, str]:
+        return {ident: server for server, ident in self.server_ids.items()}
+
+    def _tool_by_id(self, server: str) -> dict[str, str]:
+        """Original tool names of `server` by identifier (made on first use)."""
+        if server not in self._tool_ids:
+            entries = self._by_server[server].values()
+            self._tool_ids[server] = {e.tool_id: e.tool for e in entries}
+        return self._tool_ids[server]
 
 
 def _described(entry: ToolEntry) -> str:
@@ -303,20 +366,19 @@ def _described(entry: ToolEntry) -> str:
     return f"[{entry.note}] {description}".rstrip()
 
 
-def _stub(formatter: ToolSchemaFormatter, entry: ToolEntry) -> str:
-    stub = formatter.stub(entry.source)
-    return f"# {entry.note}\n{stub}" if entry.note else stub
-
-
 def _shown(name: str) -> str:
     """A name for an error message: a guest may send one of 30 million characters."""
     return repr(name) if len(name) <= _SHOWN_CHARS else repr(name[:_SHOWN_CHARS]) + "…"
 
 
-def _suggest(name: str, candidates: Sequence[str]) -> str:
-    options = list(dict.fromkeys(candidates))
-    # difflib is quadratic: a name far longer than every candidate resembles none of them.
-    if len(name) > 2 * max(map(len, options), default=0) + 8:
-        return ""
-    close = difflib.get_close_matches(name, options, n=3, cutoff=0.5)
-    return f" (did you mean {', '.join(repr(c) for c in close)}?)" if close else ""
+def _did_you_mean(names: Sequence[str]) -> str:
+    return f" (did you mean {', '.join(_shown(n) for n in names)}?)" if names else ""
+
+
+def _matching(entries: Iterable[ToolEntry], pattern: str) -> list[ToolEntry]:
+    """The entries whose original name or identifier matches a glob pattern (any case);
+    none when `pattern` has no wildcard or is too long to be one."""
+    if len(pattern) > _MAX_PATTERN_CHARS or not any(c in pattern for c in "*?["):
+        return []
+    match = re.compile(fnmatch.translate(pattern), re.IGNORECASE).match
+    return [e for e in entries if match(e.tool) or match(e.tool_id)]

@@ -150,6 +150,9 @@ class Gateway:
         if servers is None:
             await asyncio.wrap_future(self.catalog.ready())
 
+    def _needs_approval(self, server: str, tool: mcp_types.Tool) -> bool:
+        return self.config.servers[server].needs_approval(tool)
+
     def _remember_tools(self, server: str, tools: list[mcp_types.Tool]) -> None:
         try:
             dumped = [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in tools]
@@ -178,7 +181,8 @@ class Gateway:
                 self.manager.tools(),
                 descriptions,
                 servers=list(servers),
-                needs_approval=lambda server, tool: servers[server].needs_approval(tool),
+                needs_approval=self._needs_approval,
+                previous=self._catalog,  # unchanged upstreams keep their index parts
             )
         return self._catalog
 
@@ -240,12 +244,13 @@ class Gateway:
         hits = self.catalog.search(query, limit, server=server, prefer=prefer)
         return [hit.to_json() for hit in hits]
 
-    def get_tool_docs(self, server: str, tool: str | None = None) -> str:
-        """Stub docs; raises UnknownToolError listing what exists."""
+    def get_tool_docs(self, server: str, tool: str | None = None, page: int = 1) -> str:
+        """Stub docs within a fixed budget, `page` by page for a big server; raises
+        UnknownToolError naming the closest names."""
         reason = self.manager.unavailable_reason(server)
         if reason is not None:
             raise UnknownToolError(reason)
-        return self.catalog.docs(server, tool)
+        return self.catalog.docs(server, tool, page=page)
 
     def list_servers(self) -> list[dict[str, Any]]:
         return [status.to_json() for status in self.manager.statuses()]
@@ -418,10 +423,12 @@ class _RunRouter:
             query = str(args.get("query", ""))
             return gw.search_tools(query, 5 if limit is None else limit, prefer=used)
         if kind == "get_tool_docs":
-            server, tool = args.get("server"), args.get("tool")
+            server, tool, page = args.get("server"), args.get("tool"), args.get("page", 1)
             if not isinstance(server, str) or not (tool is None or isinstance(tool, str)):
                 raise UnknownToolError("get_tool_docs(server, tool=None) takes names as strings")
-            return gw.get_tool_docs(server, tool)
+            if not isinstance(page, int) or isinstance(page, bool):
+                raise UnknownToolError(f"get_tool_docs: page must be an int, not {page!r}")
+            return gw.get_tool_docs(server, tool, page)
         if kind == "list_servers":
             return gw.list_servers()
         raise CodeModeError(f"unknown query {kind!r}")

@@ -151,9 +151,9 @@ def build_server(gateway: Gateway, *, lm: Any = None) -> FastMCP:
         await gateway.settle()
         return _json_result(_or_tool_error(lambda: gateway.search_tools(query, limit)))
 
-    async def get_tool_docs(server: str, tool: str | None = None) -> ToolResult:
+    async def get_tool_docs(server: str, tool: str | None = None, page: int = 1) -> ToolResult:
         await gateway.settle([server])
-        return _json_result(_or_tool_error(lambda: gateway.get_tool_docs(server, tool)))
+        return _json_result(_or_tool_error(lambda: gateway.get_tool_docs(server, tool, page)))
 
     async def list_servers() -> ToolResult:
         await gateway.settle()
@@ -161,7 +161,7 @@ def build_server(gateway: Gateway, *, lm: Any = None) -> FastMCP:
 
     _add(server, execute_code, _EXECUTE_CODE_DOC + "\n" + _servers_line(gateway))
     _add(server, search_tools, "Search upstream tools; returns call signatures.")
-    _add(server, get_tool_docs, "Python stub docs of an upstream tool or server.")
+    _add(server, get_tool_docs, "Python stub docs of an upstream tool or server (paged).")
     _add(server, list_servers, "Upstream servers and their status.")
     if lm is not None:
         from . import agent  # dspy is imported only when the agent is in use

@@ -1,4 +1,10 @@
-"""Render MCP tool schemas as the Python stubs guest code and LLMs read."""
+"""Render MCP tool schemas as the Python stubs guest code and LLMs read.
+
+What an upstream sends is not checked, so every rendering is bounded whatever the tool: hints
+by `type_hints`, a signature to `MAX_PARAMS` parameters, a stub's description to
+`STUB_DESCRIPTION_CHARS` (with a note saying how much is not shown), names to
+`MAX_NAME_CHARS`. The work is linear in the size of the schema, and usually far less.
+"""
 
 from __future__ import annotations
 
@@ -11,9 +17,27 @@ from typing import Any
 import mcp_types
 import tiktoken
 
-__all__ = ["ToolSchemaFormatter", "ToolStubSource", "count_tokens", "one_line"]
+from .type_hints import python_literal, type_hint
 
-_SCALARS = {"string": "str", "integer": "int", "number": "float", "boolean": "bool", "null": "None"}
+__all__ = [
+    "MAX_NAME_CHARS",
+    "MAX_PARAMS",
+    "STUB_DESCRIPTION_CHARS",
+    "ToolSchemaFormatter",
+    "ToolStubSource",
+    "clip",
+    "clip_tokens",
+    "count_tokens",
+    "one_line",
+]
+
+MAX_PARAMS = 24  # parameters in a signature and a stub's Args; the rest are counted
+MAX_NAME_CHARS = 64  # of a name shown (tool, server or parameter); longer ones are clipped
+STUB_DESCRIPTION_CHARS = 2000  # of a tool's description in its stub
+_ARG_DOC_CHARS = 160  # of a parameter's description in a stub
+_MORE_NAMES_CHARS = 600  # of the list of parameters past MAX_PARAMS, in a stub
+_SHAPE_KEYS = 12  # keys of an object shown in a result shape
+_SHAPE_CHARS = 300  # of a result shape
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,77 +55,67 @@ class ToolSchemaFormatter:
 
     def type_hint(self, schema: Any) -> str:
         """A Python type for a JSON Schema (`Any` where it cannot say more)."""
-        if not isinstance(schema, dict):
-            return "Any"
-        if "enum" in schema and isinstance(schema["enum"], list):
-            return "Literal[" + ", ".join(_python_literal(v) for v in schema["enum"]) + "]"
-        if "const" in schema:
-            return f"Literal[{_python_literal(schema['const'])}]"
-        for key in ("anyOf", "oneOf"):
-            if isinstance(schema.get(key), list):
-                return _union([self.type_hint(s) for s in schema[key]])
-        kind = schema.get("type")
-        if isinstance(kind, list):
-            return _union([self.type_hint({**schema, "type": k}) for k in kind])
-        if kind == "array":
-            items = schema.get("items")
-            return f"list[{self.type_hint(items)}]" if isinstance(items, dict) else "list"
-        if kind == "object" or "properties" in schema:
-            extra = schema.get("additionalProperties")
-            if isinstance(extra, dict) and not schema.get("properties"):
-                return f"dict[str, {self.type_hint(extra)}]"
-            return "dict"
-        if isinstance(kind, str) and kind in _SCALARS:
-            return _SCALARS[kind]
-        return "Any"
+        return type_hint(schema)
 
     def return_hint(self, tool: mcp_types.Tool) -> str:
         """The type of the unwrapped result (contract §4), from the output schema."""
         inner = _unwrapped_output_schema(tool)
-        return "Any" if inner is None else self.type_hint(inner)
+        return "Any" if inner is None else type_hint(inner)
 
-    def parameters(self, tool: mcp_types.Tool) -> list[str]:
-        """`name: type` / `name: type = default` items, required ones first."""
-        schema = tool.input_schema or {}
-        props: dict[str, Any] = schema.get("properties") or {}
-        required = set(schema.get("required") or [])
-        first, rest = [], []
-        for name, prop in props.items():
-            hint = self.type_hint(prop)
+    def parameters(self, tool: mcp_types.Tool, *, limit: int = MAX_PARAMS) -> list[str]:
+        """`name: type` / `name: type = default` items, required ones first; past `limit`
+        parameters, one last `**more: Any` item stands for the rest."""
+        props, required = _properties(tool)
+        names = [n for n in props if n in required] + [n for n in props if n not in required]
+        items = []
+        for name in names[:limit]:
+            prop, shown = props[name], clip(name, MAX_NAME_CHARS)
+            hint = type_hint(prop)
             if name in required:
-                first.append(f"{name}: {hint}")
+                items.append(f"{shown}: {hint}")
             elif isinstance(prop, dict) and prop.get("default") is not None:
-                rest.append(f"{name}: {hint} = {_python_literal(prop['default'])}")
+                items.append(f"{shown}: {hint} = {python_literal(prop['default'])}")
             else:  # no default, or `default: null`
                 optional = hint if hint.endswith("| None") or hint == "Any" else f"{hint} | None"
-                rest.append(f"{name}: {optional} = None")
-        return first + rest
+                items.append(f"{shown}: {optional} = None")
+        if len(names) > limit:
+            items.append("**more: Any")
+        return items
 
-    def signature(self, source: ToolStubSource) -> str:
+    def signature(self, source: ToolStubSource, *, limit: int = MAX_PARAMS) -> str:
         """The guest call, e.g. `tools.notes.add_note(text: str, tags: list[str] = []) -> dict`."""
-        params = ", ".join(self.parameters(source.tool))
-        return (
-            f"tools.{source.server_id}.{source.tool_id}({params}) -> "
-            f"{self.return_hint(source.tool)}"
+        params = ", ".join(self.parameters(source.tool, limit=limit))
+        server_id, tool_id = (
+            clip(source.server_id, MAX_NAME_CHARS),
+            clip(source.tool_id, MAX_NAME_CHARS),
         )
+        return f"tools.{server_id}.{tool_id}({params}) -> {self.return_hint(source.tool)}"
 
-    def stub(self, source: ToolStubSource) -> str:
-        """A Python-stub definition with a docstring: description, args, returns."""
+    def stub(
+        self,
+        source: ToolStubSource,
+        *,
+        description_chars: int = STUB_DESCRIPTION_CHARS,
+        limit: int = MAX_PARAMS,
+    ) -> str:
+        """A Python-stub definition with a docstring: description, args, returns; at most
+        `description_chars` of the description and `limit` parameters (the rest named)."""
         tool = source.tool
-        params = ", ".join(self.parameters(tool))
-        lines = [f"def {source.tool_id}({params}) -> {self.return_hint(tool)}:", '    """']
-        description = (tool.description or "").strip() or "No description."
-        lines += [f"    {line}".rstrip() for line in description.splitlines()]
-        call = f"tools.{source.server_id}.{source.tool_id}(...)"
+        params = ", ".join(self.parameters(tool, limit=limit))
+        tool_id = clip(source.tool_id, MAX_NAME_CHARS)
+        lines = [f"def {tool_id}({params}) -> {self.return_hint(tool)}:", '    """']
+        lines += _description_lines(tool.description, description_chars)
+        call = f"tools.{clip(source.server_id, MAX_NAME_CHARS)}.{tool_id}(...)"
         if source.tool_id != tool.name or source.server_id != source.server:
-            call += f"  (MCP name: {source.server}/{tool.name})"
+            names = f"{clip(source.server, MAX_NAME_CHARS)}/{clip(tool.name, MAX_NAME_CHARS)}"
+            call += f"  (MCP name: {names})"
         lines += ["", f"    Call: {call}"]
-        arg_lines = self._arg_lines(tool)
+        arg_lines = self._arg_lines(tool, limit)
         if arg_lines:
             lines += ["", "    Args:", *arg_lines]
         shape = self.shape(_unwrapped_output_schema(tool))
         if shape is not None:
-            lines += ["", "    Returns:", f"        {shape}"]
+            lines += ["", "    Returns:", f"        {clip(shape, _SHAPE_CHARS)}"]
         lines.append('    """')
         return "\n".join(lines)
 
@@ -111,15 +125,17 @@ class ToolSchemaFormatter:
             return None
         props = schema.get("properties")
         if isinstance(props, dict) and props and depth < 2:
-            inner = ", ".join(
-                f"{json.dumps(k)}: {self.shape(v, depth + 1) or self.type_hint(v)}"
-                for k, v in props.items()
-            )
-            return "{" + inner + "}"
+            keys = list(props)[:_SHAPE_KEYS]
+            inner = [
+                f"{json.dumps(clip(str(k), MAX_NAME_CHARS))}: "
+                f"{self.shape(props[k], depth + 1) or type_hint(props[k])}"
+                for k in keys
+            ]
+            return "{" + ", ".join(inner + (["..."] if len(props) > len(keys) else [])) + "}"
         items = schema.get("items")
         if schema.get("type") == "array" and isinstance(items, dict) and depth < 2:
-            return f"list[{self.shape(items, depth + 1) or self.type_hint(items)}]"
-        return self.type_hint(schema)
+            return f"list[{self.shape(items, depth + 1) or type_hint(items)}]"
+        return type_hint(schema)
 
     def format_for_llm(
         self,
@@ -140,20 +156,26 @@ class ToolSchemaFormatter:
         by_server: dict[str, list[ToolStubSource]] = {}
         for source in sources:
             by_server.setdefault(source.server, []).append(source)
-        full: list[str] = []
-        for server, group in by_server.items():
-            full.append(self._server_header(server, group, descriptions))
-            full += [self._stub_line(s) for s in group]
-        text = "\n".join(full)
-        if count_tokens(text) <= budget_tokens:
-            return text
-        lines = [
-            "# The catalog is too large to show whole. Servers:",
-            *(self._server_header(s, g, descriptions) for s, g in by_server.items()),
+        whole = self._whole(by_server, descriptions, budget_tokens)
+        if whole is not None:
+            return whole
+        lines = ["# The catalog is too large to show whole. Servers:"]
+        footer = [
             "# In code, find more with search_tools('what you need') and read one tool's",
             "# docs with get_tool_docs(server, tool). Most relevant tools for this task:",
         ]
-        used = count_tokens("\n".join(lines))
+        used = count_tokens("\n".join(lines + footer)) + 1
+        servers = list(by_server.items())
+        for i, (server, group) in enumerate(servers):  # servers take at most half the budget
+            line = self._server_header(server, group, descriptions)
+            cost = count_tokens(line) + 1
+            if used + cost > budget_tokens // 2 and i < len(servers) - 1:
+                lines.append(f"# ... and {len(servers) - i:,} more (list_servers() names them)")
+                used += count_tokens(lines[-1]) + 1
+                break
+            lines.append(line)
+            used += cost
+        lines += footer
         for source in ranked:
             line = self._stub_line(source)
             cost = count_tokens(line) + 1
@@ -163,29 +185,75 @@ class ToolSchemaFormatter:
             used += cost
         return "\n".join(lines)
 
+    def _whole(
+        self,
+        by_server: Mapping[str, Sequence[ToolStubSource]],
+        descriptions: Mapping[str, str],
+        budget_tokens: int,
+    ) -> str | None:
+        """Every tool, one line each, when that fits in `budget_tokens`; rendering stops as
+        soon as it does not (the work is bounded by the budget, not the catalog)."""
+        lines: list[str] = []
+        used = 0
+        for server, group in by_server.items():
+            lines.append(self._server_header(server, group, descriptions))
+            used += count_tokens(lines[-1]) + 1
+            for source in group:
+                if used > budget_tokens:
+                    return None
+                lines.append(self._stub_line(source))
+                used += count_tokens(lines[-1]) + 1
+        text = "\n".join(lines)
+        return text if used <= budget_tokens and count_tokens(text) <= budget_tokens else None
+
     def _server_header(
         self, server: str, group: Sequence[ToolStubSource], descriptions: Mapping[str, str]
     ) -> str:
         description = one_line(descriptions.get(server), 100)
         count = f"{len(group)} tool{'s' if len(group) != 1 else ''}"
-        ident = group[0].server_id if group else server
+        ident = clip(group[0].server_id if group else server, MAX_NAME_CHARS)
         return f"# tools.{ident} ({count})" + (f": {description}" if description else "")
 
     def _stub_line(self, source: ToolStubSource) -> str:
         description = one_line(source.tool.description, 120)
         return self.signature(source) + (f"  # {description}" if description else "")
 
-    def _arg_lines(self, tool: mcp_types.Tool) -> list[str]:
-        schema = tool.input_schema or {}
-        required = set(schema.get("required") or [])
+    def _arg_lines(self, tool: mcp_types.Tool, limit: int) -> list[str]:
+        props, required = _properties(tool)
+        names = [n for n in props if n in required] + [n for n in props if n not in required]
         lines = []
-        for name, prop in (schema.get("properties") or {}).items():
+        for name in names[:limit]:
+            prop = props[name]
             need = "required" if name in required else "optional"
-            desc = one_line(prop.get("description")) if isinstance(prop, dict) else ""
-            lines.append(
-                f"        {name} ({self.type_hint(prop)}, {need})" + (f": {desc}" if desc else "")
+            desc = (
+                one_line(prop.get("description"), _ARG_DOC_CHARS) if isinstance(prop, dict) else ""
             )
+            lines.append(
+                f"        {clip(name, MAX_NAME_CHARS)} ({type_hint(prop)}, {need})"
+                + (f": {desc}" if desc else "")
+            )
+        rest = names[limit:]
+        if rest:
+            listed = clip(", ".join(clip(n, MAX_NAME_CHARS) for n in rest[:100]), _MORE_NAMES_CHARS)
+            lines.append(f"        ... and {len(rest):,} more (as **more): {listed}")
         return lines
+
+
+def _properties(tool: mcp_types.Tool) -> tuple[dict[str, Any], set[str]]:
+    """The input schema's properties and required names, whatever the upstream sent."""
+    schema = tool.input_schema if isinstance(tool.input_schema, dict) else {}
+    props = schema.get("properties")
+    required = schema.get("required")
+    names = {r for r in required if isinstance(r, str)} if isinstance(required, list) else set()
+    return (props if isinstance(props, dict) else {}), names
+
+
+def _description_lines(description: str | None, limit: int) -> list[str]:
+    text = (description or "").strip() or "No description."
+    lines = [f"    {line}".rstrip() for line in text[:limit].splitlines()]
+    if len(text) > limit:
+        lines.append(f"    [... {len(text) - limit:,} more characters of description not shown]")
+    return lines
 
 
 @cache
@@ -199,12 +267,29 @@ def count_tokens(text: str) -> int:
     return len(_encoding().encode(text))
 
 
+def clip_tokens(text: str, limit: int, note: str = "") -> str:
+    """`text` cut to `limit` cl100k tokens (at a token boundary), then `note`; `text` itself
+    when it fits."""
+    tokens = _encoding().encode(text)
+    if len(tokens) <= limit:
+        return text
+    kept = max(0, limit - count_tokens(note))
+    return str(_encoding().decode(tokens[:kept])) + note
+
+
 def one_line(text: str | None, limit: int = 160) -> str:
-    """The first line (or sentence run) of a description, trimmed to `limit` characters."""
+    """The first line (or sentence run) of a description, trimmed to `limit` characters.
+    Reads no more of `text` than the first few times `limit` characters."""
     if not text:
         return ""
-    first = " ".join(text.strip().split("\n\n")[0].split())
+    window = text.lstrip()[: limit * 4 + 64]
+    first = " ".join(window.split("\n\n")[0].split())
     return first if len(first) <= limit else first[: limit - 1].rstrip() + "…"
+
+
+def clip(text: str, limit: int) -> str:
+    """`text`, or its first `limit - 1` characters and `…` when it is longer."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _unwrapped_output_schema(tool: mcp_types.Tool) -> Any:
@@ -220,23 +305,3 @@ def _unwrapped_output_schema(tool: mcp_types.Tool) -> Any:
     ):
         return props["result"]
     return schema
-
-
-def _union(parts: list[str]) -> str:
-    unique = list(dict.fromkeys(parts))
-    if "Any" in unique:
-        return "Any"
-    if "None" in unique:  # Optional goes last, as people write it
-        unique = [p for p in unique if p != "None"] + ["None"]
-    return " | ".join(unique)
-
-
-def _python_literal(value: Any) -> str:
-    if isinstance(value, str | int | float | bool) or value is None:
-        return repr(value)
-    if isinstance(value, list):
-        return "[" + ", ".join(_python_literal(v) for v in value) + "]"
-    if isinstance(value, dict):
-        inner = ", ".join(f"{k!r}: {_python_literal(v)}" for k, v in value.items())
-        return "{" + inner + "}"
-    return repr(value)

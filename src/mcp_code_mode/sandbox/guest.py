@@ -632,8 +632,8 @@ class GuestRuntime:
     def search_tools(self, query: str, limit: int = 5) -> Any:
         return self._query("search_tools", {"query": query, "limit": limit})
 
-    def get_tool_docs(self, server: str, tool: str | None = None) -> Any:
-        return self._query("get_tool_docs", {"server": server, "tool": tool})
+    def get_tool_docs(self, server: str, tool: str | None = None, page: int = 1) -> Any:
+        return self._query("get_tool_docs", {"server": server, "tool": tool, "page": page})
 
     def list_servers(self) -> Any:
         return self._query("list_servers", {})

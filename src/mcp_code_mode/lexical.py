@@ -1,0 +1,238 @@
+"""BM25 over tool text, assembled from per-upstream parts.
+
+`ToolTerms` holds one upstream's tools as term counts (their words found once, kept while the
+tools stay the same); `LexicalRanker` joins the parts into one index with numpy, so a catalog
+rebuilt because one upstream changed reads no other upstream's text again. Scores are those of
+bm25s's Lucene variant (k1 1.5, b 0.75), with which the ranking was tuned.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy
+from numpy.typing import NDArray
+
+from .ranking import Ranking, Scores, ToolText, split_words, stem_words
+
+__all__ = ["LexicalRanker", "ToolTerms"]
+
+_K1, _B = 1.5, 0.75
+_EMPTY = "_"  # the one term of a document without words (bm25s's convention)
+_TYPO_MIN_CHARS = 4  # shorter unknown words are too ambiguous to repair
+_TYPO_MAX_CHARS = 40  # longer ones are no typos, and their deletions cost O(n²)
+_MEMO_TEXTS = 32768  # texts whose words are remembered across upstreams ...
+_MEMO_TEXT_CHARS = 1000  # ... if no longer than this
+
+Ints = NDArray[numpy.int64]
+
+
+@dataclass(frozen=True, slots=True)
+class _Tokens:
+    """Documents, end to end, as positions in a vocabulary of their own."""
+
+    terms: list[str]
+    ids: Ints
+
+    @classmethod
+    def of(cls, words: list[str]) -> _Tokens:
+        vocabulary = {w: i for i, w in enumerate(dict.fromkeys(words))}
+        ids = numpy.fromiter(map(vocabulary.__getitem__, words), numpy.int64, len(words))
+        return cls(list(vocabulary), ids)
+
+
+class ToolTerms:
+    """One upstream's tools as BM25 terms: their own words, and concept-folded terms.
+
+    A document is the tool's name 3 times, its description, its parameters (and their
+    descriptions with `Ranking.parameter_docs`), and the server's name and description
+    `Ranking.server_weight` times.
+    """
+
+    def __init__(self, texts: Sequence[ToolText], ranking: Ranking) -> None:
+        self.texts = tuple(texts)
+        self.size = len(texts)
+        memo = _memo(ranking)
+        # The server's words are the same in every document of one upstream: kept once, as
+        # `shared` words that end each document (numpy repeats them, not Python lists).
+        servers = {(t.server, t.server_description) for t in texts}
+        shared: list[str] = []
+        if len(servers) == 1:
+            ((server, about),) = servers
+            shared = _words(ranking, f"{server} {about}", memo) * ranking.server_weight
+        documents = [_document(ranking, t, memo, server=not shared) for t in texts]
+        if not shared:
+            documents = [d or [_EMPTY] for d in documents]
+        self.own_lengths = numpy.fromiter(map(len, documents), numpy.int64, self.size)
+        self.shared = len(shared)
+        self.lengths = self.own_lengths + self.shared
+        self.own = _Tokens.of([*itertools.chain.from_iterable(documents), *shared])
+        folding = _Tokens.of(ranking.fold(self.own.terms))  # own term → folded term
+        self.folded = _Tokens(folding.terms, folding.ids[self.own.ids])
+
+    @functools.cached_property
+    def surface_words(self) -> frozenset[str]:
+        """Lower-cased words of the tools' text a typo may be one edit from (built on use)."""
+        return frozenset(
+            w.lower()
+            for tool in self.texts
+            for text in (tool.name, tool.description, *tool.params, tool.server)
+            for w in split_words(text)
+            if _TYPO_MIN_CHARS - 1 <= len(w) <= _TYPO_MAX_CHARS + 1 and not w.isdigit()
+        )
+
+
+class _Index:
+    """A BM25 score per (term, document), by term (compressed sparse columns)."""
+
+    def __init__(self, groups: Sequence[ToolTerms], parts: Sequence[_Tokens]) -> None:
+        every_term = itertools.chain.from_iterable(p.terms for p in parts)
+        self.vocabulary = {t: i for i, t in enumerate(dict.fromkeys(every_term))}
+        tokens, docs = [numpy.zeros(0, numpy.int64)], [numpy.zeros(0, numpy.int64)]
+        offset = 0
+        for group, part in zip(groups, parts, strict=True):
+            ids = map(self.vocabulary.__getitem__, part.terms)
+            found = numpy.fromiter(ids, numpy.int64, len(part.terms))[part.ids]
+            own = found.size - group.shared
+            positions = numpy.arange(offset, offset + group.size, dtype=numpy.int64)
+            tokens += [found[:own], numpy.tile(found[own:], group.size)]
+            docs += [
+                numpy.repeat(positions, group.own_lengths),
+                numpy.repeat(positions, group.shared),
+            ]
+            offset += group.size
+        lengths = numpy.concatenate([numpy.zeros(0, numpy.int64), *(g.lengths for g in groups)])
+        size = lengths.size
+        # one key per token, term-major: sorted, the keys are the index's columns in order
+        keys = numpy.concatenate(tokens) * size + numpy.concatenate(docs)
+        keys, counts = numpy.unique(keys, return_counts=True)
+        term, doc, tf = keys // max(size, 1), keys % max(size, 1), counts.astype(numpy.float64)
+        df = numpy.bincount(term, minlength=len(self.vocabulary))
+        idf = numpy.log(1 + (size - df + 0.5) / (df + 0.5)).astype(numpy.float32)
+        length = lengths.astype(numpy.float64)
+        average = length.mean() if size else 1.0
+        tfc = tf / (_K1 * ((1 - _B) + _B * length[doc] / average) + tf)
+        self.docs = doc
+        self.data = (idf[term].astype(numpy.float64) * tfc).astype(numpy.float32)
+        self.starts = numpy.concatenate(([0], numpy.cumsum(df))).astype(numpy.int64)
+
+    def add(self, scores: NDArray[numpy.floating], term: str, weight: float = 1.0) -> None:
+        """Add `term`'s score of every document, times `weight`, to `scores`."""
+        i = self.vocabulary[term]
+        start, end = self.starts[i], self.starts[i + 1]
+        # weighted in float32, as bm25s's scores were (the ranking was tuned on those)
+        scores[self.docs[start:end]] += numpy.float32(weight) * self.data[start:end]
+
+
+class LexicalRanker:
+    """BM25 over fielded tool text: one index of concept-folded terms, one of own words.
+
+    Args:
+        groups: the tools' term counts, one part per upstream, in catalog order.
+    """
+
+    def __init__(self, groups: Sequence[ToolTerms], ranking: Ranking) -> None:
+        self.ranking = ranking
+        self._groups = tuple(groups)
+        self._size = sum(g.size for g in groups)
+        self._folded = _Index(groups, [g.folded for g in groups])
+        self._own = _Index(groups, [g.own for g in groups])
+
+    @classmethod
+    def of(cls, texts: Sequence[ToolText], ranking: Ranking) -> LexicalRanker:
+        """The ranker of tools taken as one group."""
+        return cls([ToolTerms(texts, ranking)], ranking)
+
+    def scores(self, query: str) -> Scores:
+        weighted = self._terms(query)
+        scores = numpy.zeros(self._size)
+        for term, weight in weighted.items():
+            self._folded.add(scores, term, weight)
+        own = self.ranking.own_words(self.ranking.words(query))
+        own = [w for w in own if w in self._own.vocabulary]
+        if weighted and own:
+            column = numpy.zeros(self._size, dtype=numpy.float32)
+            for word in own:
+                self._own.add(column, word)
+            scores += numpy.float32(self.ranking.own_word_weight) * column
+        return scores
+
+    def _terms(self, query: str) -> dict[str, float]:
+        """Query terms found in the catalog, with weights: 1 a time the term is written, or
+        a share of 1 for each repair of a typo."""
+        weighted: dict[str, float] = {}
+        vocabulary = self._folded.vocabulary
+        for word in (w.lower() for w in split_words(query)):
+            terms = self.ranking.tokenize(word)
+            known = [t for t in terms if t in vocabulary]
+            repairs = [] if known or not terms else self._repairs(word)
+            for term in known:
+                weighted[term] = weighted.get(term, 0.0) + 1.0
+            for term in repairs:
+                weighted[term] = weighted.get(term, 0.0) + 1.0 / len(repairs)
+        return weighted
+
+    def _repairs(self, word: str) -> list[str]:
+        if not self.ranking.typos or not _TYPO_MIN_CHARS <= len(word) <= _TYPO_MAX_CHARS:
+            return []
+        index = self._typo_index
+        found = {w for variant in _deletions(word) for w in index.get(variant, ())}
+        terms = {t for w in found if abs(len(w) - len(word)) <= 1 for t in self.ranking.tokenize(w)}
+        return sorted(t for t in terms if t in self._folded.vocabulary)
+
+    @functools.cached_property
+    def _typo_index(self) -> dict[str, set[str]]:
+        """Catalog words under each of their one-letter deletions (SymSpell), built on first use."""
+        surface = frozenset().union(*(g.surface_words for g in self._groups))
+        # with their stems, so that a misspelt base form finds an inflected word
+        # ("swich" → "switches" by way of "switch")
+        words = surface | {w for w in stem_words(sorted(surface)) if len(w) > 2}
+        index: dict[str, set[str]] = {}
+        for word in words:
+            for variant in _deletions(word):
+                index.setdefault(variant, set()).add(word)
+        return index
+
+
+def _document(
+    ranking: Ranking, tool: ToolText, memo: dict[str, list[str]], *, server: bool
+) -> list[str]:
+    """The tool's own words, the name 3 times (and, with `server`, the server's name and
+    description `server_weight` times)."""
+    params = " ".join(tool.params)
+    if ranking.parameter_docs:
+        params += " " + " ".join(tool.param_docs)
+    name = _words(ranking, tool.name, memo)
+    words = name * 3 + _words(ranking, tool.description, memo) + _words(ranking, params, memo)
+    if server:
+        about = f"{tool.server} {tool.server_description}"
+        words += _words(ranking, about, memo) * ranking.server_weight
+    return words
+
+
+def _words(ranking: Ranking, text: str, memo: dict[str, list[str]]) -> list[str]:
+    """`ranking.words(text)`, kept in `memo` for a text not too long; do not modify it."""
+    found = memo.get(text)
+    if found is None:
+        found = ranking.words(text)
+        if len(text) <= _MEMO_TEXT_CHARS:
+            if len(memo) >= _MEMO_TEXTS:
+                memo.clear()
+            memo[text] = found
+    return found
+
+
+@functools.cache
+def _memo(ranking: Ranking) -> dict[str, list[str]]:
+    """The words of texts seen, for one `Ranking`, across upstreams: upstreams repeat texts
+    (`owner`, `repo`, a server's description on each of its tools, another instance of a
+    server). Bounded: short texts only, forgotten all at once when full."""
+    return {}
+
+
+def _deletions(word: str) -> set[str]:
+    """`word` and every string one deleted letter away from it."""
+    return {word, *(word[:i] + word[i + 1 :] for i in range(len(word)))}

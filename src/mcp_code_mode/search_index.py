@@ -1,0 +1,260 @@
+"""The search index of a catalog, made of per-upstream parts a rebuilt catalog reuses.
+
+A `ToolGroup` is what search reads of one upstream's tools: their texts, BM25 term counts and
+embeddings, each computed once, on first use. A catalog rebuilt because one upstream's tools
+changed hands the unchanged groups on, so only the changed upstream's text is read and
+embedded again; `SearchIndex` then joins the parts (numpy work, no text).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import gc
+import logging
+import threading
+from collections.abc import Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Protocol
+
+import mcp_types
+import numpy
+
+from .embeddings import DocumentGroup, Embedder, EmbeddingStore, Vectors
+from .lexical import LexicalRanker, ToolTerms
+from .ranking import FusedRanker, Ranking, Scores, SemanticRanker, ToolText, semantic_documents
+
+__all__ = ["PREFER_FACTOR", "Named", "SearchIndex", "ToolGroup", "build_index", "top_positions"]
+
+logger = logging.getLogger(__name__)
+PREFER_FACTOR = 1.15  # of the scores of the servers a search says it is already using
+_DOCUMENTS_RECIPE = "ranking.semantic_documents v1"  # change with what it makes of a tool
+
+
+class Named(Protocol):
+    """A tool's names (a catalog entry)."""
+
+    @property
+    def server(self) -> str: ...
+    @property
+    def tool(self) -> str: ...
+    @property
+    def tool_id(self) -> str: ...
+
+
+class ToolGroup:
+    """One upstream's tools as search reads them; its parts are made on first use.
+
+    Args:
+        server: the upstream's name.
+        description: its description from the config.
+        tools: its tools, in `tools/list` order.
+    """
+
+    def __init__(
+        self, server: str, description: str, tools: Sequence[mcp_types.Tool], ranking: Ranking
+    ) -> None:
+        self.server = server
+        self.description = description
+        self.tools = tuple(tools)
+        self.ranking = ranking
+        self._lock = threading.Lock()
+        self._vectors: tuple[EmbeddingStore, Vectors] | None = None
+
+    def matches(self, description: str, tools: Sequence[mcp_types.Tool], ranking: Ranking) -> bool:
+        """Whether this group is what these tools would make (then it can be reused)."""
+        return (
+            description == self.description
+            and ranking == self.ranking
+            and len(tools) == len(self.tools)
+            and all(a is b or a == b for a, b in zip(tools, self.tools, strict=True))
+        )
+
+    @functools.cached_property
+    def texts(self) -> tuple[ToolText, ...]:
+        return tuple(_text(self.server, self.description, t) for t in self.tools)
+
+    @functools.cached_property
+    def terms(self) -> ToolTerms:
+        return ToolTerms(self.texts, self.ranking)
+
+    def vectors(self, store: EmbeddingStore) -> Vectors | None:
+        """The tools' embeddings made by `store`, if made yet (None: not yet)."""
+        with self._lock:
+            kept = self._vectors
+        return kept[1] if kept is not None and kept[0] is store else None
+
+    def documents(self) -> DocumentGroup:
+        """What is embedded of these tools, named by the tools' texts: the cache key costs
+        no more than hashing them, and the documents are made only when not cached."""
+        header = (_DOCUMENTS_RECIPE, self.server, self.description)
+        sources = [header] + [
+            (t.name, t.description, str(len(t.params)), *t.params, *t.param_docs)
+            for t in self.texts
+        ]
+        texts = self.texts
+        return DocumentGroup(sources, len(texts), lambda: [semantic_documents(t) for t in texts])
+
+    def keep_vectors(self, store: EmbeddingStore, vectors: Vectors) -> None:
+        with self._lock:
+            self._vectors = (store, vectors)
+
+
+def _text(server: str, description: str, tool: mcp_types.Tool) -> ToolText:
+    schema = tool.input_schema
+    properties = schema.get("properties") if isinstance(schema, dict) else None
+    if not isinstance(properties, dict):  # an upstream's schema is not checked
+        properties = {}
+    docs = [p.get("description") for p in properties.values() if isinstance(p, dict)]
+    param_docs = tuple(str(d) for d in docs if d)
+    params = tuple(map(str, properties))
+    return ToolText(tool.name, tool.description or "", params, param_docs, server, description)
+
+
+class SearchIndex:
+    """Scores of every tool of a catalog for a query (BM25 fused with embeddings), and the
+    tools named exactly like it.
+
+    Args:
+        groups: one per upstream, in catalog order.
+        names: each tool's server, original name and identifier, in catalog order.
+        store: where embeddings come from; None: words alone.
+    """
+
+    def __init__(
+        self,
+        groups: Sequence[ToolGroup],
+        names: Sequence[Named],
+        ranking: Ranking,
+        store: EmbeddingStore | None,
+    ) -> None:
+        with _collection_paused():
+            lexical = LexicalRanker([g.terms for g in groups], ranking)
+            semantic = None
+            if store is not None and ranking.semantic_weight > 0 and any(g.tools for g in groups):
+                semantic = _semantic(groups, store)
+            self._ranker = FusedRanker(lexical, semantic, weight=ranking.semantic_weight)
+            self._by_name: dict[str, list[int]] = {}
+            self._by_id: dict[str, list[int]] = {}
+            for i, named in enumerate(names):
+                self._by_name.setdefault(named.tool.lower(), []).append(i)
+                self._by_name.setdefault(f"{named.server}.{named.tool}".lower(), []).append(i)
+                self._by_id.setdefault(named.tool_id.lower(), []).append(i)
+
+    def scores(self, query: str) -> Scores:
+        """One score per tool, in catalog order (0: no match)."""
+        return self._ranker.scores(query)
+
+    def ranked(
+        self,
+        query: str,
+        limit: int,
+        *,
+        span: tuple[int, int],
+        preferred: Sequence[tuple[int, int]] = (),
+        exact: str | None = None,
+    ) -> list[tuple[int, float]]:
+        """The best `limit` (position, score) pairs among positions `span` (start, end):
+        the tools named exactly like `exact` (default: the query) first, then by score, ties
+        in catalog order. Scores of positions in a `preferred` span count `PREFER_FACTOR`
+        times."""
+        start, end = span
+        named = [i for i in self.exact(query if exact is None else exact) if start <= i < end]
+        scores = self.scores(query)
+        for low, high in preferred:
+            scores[low:high] *= PREFER_FACTOR
+        window = scores[start:end]
+        best = float(window.max(initial=0.0))
+        on_top = (best if best > 0 else 1.0) + 1.0  # an exact name above every score
+        ranked = [(i, on_top) for i in named]
+        for i in top_positions(window, limit + len(named)):
+            if start + i not in named:
+                ranked.append((start + i, float(window[i])))
+        return ranked[:limit]
+
+    def exact(self, query: str) -> list[int]:
+        """Positions of the tools named exactly like the query (any case): by original name
+        or `server.tool` first, then by identifier; each in catalog order."""
+        q = query.strip().lower()
+        named = self._by_name.get(q, [])
+        return named + [i for i in self._by_id.get(q, []) if i not in named]
+
+
+def top_positions(scores: Scores, k: int) -> list[int]:
+    """Positions of the `k` best positive scores, best first, ties in position order: O(n)
+    numpy work and O(k log k) sorting, whatever the catalog's size."""
+    positive = numpy.flatnonzero(scores > 0)
+    if positive.size > k:
+        values = scores[positive]
+        kth = numpy.partition(values, positive.size - k)[positive.size - k]
+        above = positive[values > kth]
+        tied = positive[values == kth][: k - above.size]
+        positive = numpy.concatenate([above, tied])
+    order = numpy.lexsort((positive, -scores[positive]))
+    return [int(i) for i in positive[order]]
+
+
+def _semantic(groups: Sequence[ToolGroup], store: EmbeddingStore) -> SemanticRanker | None:
+    """The embedding ranker (None without a model). Vectors found in the cache need no
+    model: it is then loaded after the index, for the queries, in the builder thread."""
+    with_tools = [g for g in groups if g.tools]
+    missing = [g for g in with_tools if g.vectors(store) is None]
+    try:
+        made = store.group_vectors([g.documents() for g in missing])
+    except Exception:  # the builder's boundary: search goes on with BM25 alone
+        logger.exception("tool embeddings failed; search uses words only")
+        return None
+    if made is None:
+        return None
+    for group, vectors in zip(missing, made, strict=True):
+        group.keep_vectors(store, vectors)
+    kept = [v for v in (g.vectors(store) for g in with_tools) if v is not None]
+    if not kept:
+        return None
+    return SemanticRanker(numpy.concatenate(kept), _builder().submit(_embedder, store))
+
+
+def _embedder(store: EmbeddingStore) -> Embedder | None:
+    try:
+        return store.embedder()
+    except Exception:  # the builder's boundary: search goes on with BM25 alone
+        logger.exception("the embedding model failed to load; search uses words only")
+        return None
+
+
+@contextlib.contextmanager
+def _collection_paused() -> Iterator[None]:
+    """No cyclic garbage collection while an index is built. Building allocates ~10^5 small
+    containers, which set off full collections over the whole process heap (a gateway's, with
+    10,000 tool schemas, is large): at 10,000 tools that doubled the build. The collector runs
+    again right after (the process-wide pause lasts as long as the build)."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def build_index(
+    groups: Sequence[ToolGroup],
+    names: Sequence[Named],
+    ranking: Ranking,
+    store: EmbeddingStore | None,
+    *,
+    background: bool,
+) -> Future[SearchIndex]:
+    """The index of `groups`, built now or in the builder thread (off the caller's loop)."""
+    if background:
+        return _builder().submit(SearchIndex, groups, names, ranking, store)
+    built: Future[SearchIndex] = Future()
+    built.set_result(SearchIndex(groups, names, ranking, store))
+    return built
+
+
+@functools.cache
+def _builder() -> ThreadPoolExecutor:
+    """One thread builds every catalog's index, in order: groups two catalogs share are
+    made once, by the first build that needs them."""
+    return ThreadPoolExecutor(max_workers=1, thread_name_prefix="mcp-code-mode-index")
