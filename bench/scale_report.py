@@ -1,0 +1,296 @@
+"""The scale benchmark's report: its tables, its check against issue 25, and its figure."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from bench.common import Section, Table, p50, p95
+
+__all__ = ["section"]
+
+JSON = dict[str, Any]
+RATIO_TARGET = 1.3
+DOCS_BUDGET = 4000
+SEARCH_P50_MS, SEARCH_P95_MS = 5.0, 15.0
+RSS_MB = 300.0
+IDLE_CPU_PCT = 2.0
+
+INTRO = (
+    "N tools spread evenly over U stdio upstreams (a stdlib JSON-RPC server that starts in a "
+    "fraction of a second at any size, so what is timed is the client side). In the same run, "
+    "for the same upstreams: bare fastmcp `Client`s, one per upstream, all at once, each "
+    "connected and its tools listed (the baseline); the gateway as a client meets it "
+    "(`python -m mcp_code_mode.executor_server` over stdio, polled with `list_servers` until "
+    "every upstream is `ok`); and a `Gateway` in process for search timings and recall@5 on a "
+    "frozen query set (`bench/scale_queries.py`, 50 queries written before reading the "
+    "ranker, whose 42 target tools stay in the catalog at every size among generated "
+    "distractors). `python -m bench.scale --full` adds 10,000 tools over 100 upstreams and on "
+    "one upstream that takes 60 s to answer `initialize`."
+)
+
+
+def _ms(samples: Sequence[float] | None) -> str:
+    return f"{p50(samples):,.1f} / {p95(samples):,.1f}" if samples else "—"
+
+
+def _s(value: float | None) -> str:
+    return "—" if value is None else f"{value:,.1f}"
+
+
+def _status(gateway: JSON) -> str:
+    end = gateway.get("status_at_end", {})
+    return ", ".join(f"{end[k]} {k}" for k in ("ok", "starting", "error") if end.get(k)) or "—"
+
+
+def _connect_table(results: Sequence[JSON], cap_s: float) -> Table:
+    table = Table(
+        [
+            "layout",
+            "bare clients s",
+            "gateway s",
+            "gateway / bare",
+            "gateway process start s",
+            "first `1+1` s after spawn",
+            "list_servers at the end",
+        ]
+    )
+    for r in results:
+        bare, gw = r["bare"]["connected_s"], r["gateway"]
+        got = gw["connected_s"]
+        table.rows.append(
+            [
+                r["label"],
+                _s(bare) if bare is not None else f"not within {cap_s:g} s",
+                _s(got) if got is not None else f"**not within {cap_s:g} s**",
+                f"{got / bare:.2f}x" if got is not None and bare else "—",
+                _s(gw["ready_s"]),
+                _s(gw["first_exec_s"]),
+                _status(gw),
+            ]
+        )
+    return table
+
+
+def _call_table(results: Sequence[JSON]) -> Table:
+    table = Table(
+        [
+            "layout",
+            "`1+1` p50 ms",
+            "one call p50 ms",
+            "search_tools over MCP p50 / p95 ms",
+            "search in process p50 / p95 ms",
+            "first search ms",
+            "recall@5 (queries)",
+        ]
+    )
+    for r in results:
+        gw, inproc = r["gateway"], r["in_process"]
+        recall = inproc.get("recall_at_5")
+        table.rows.append(
+            [
+                r["label"],
+                f"{p50(gw['exec_ms']):.1f}" if gw.get("exec_ms") else "—",
+                f"{p50(gw['call_ms']):.1f}" if gw.get("call_ms") else "—",
+                _ms(gw.get("search_mcp_ms")),
+                _ms(inproc.get("search_ms")),
+                f"{inproc['first_search_ms']:.1f}" if "first_search_ms" in inproc else "—",
+                f"{recall:.2f} ({inproc['queries']})" if recall is not None else "—",
+            ]
+        )
+    return table
+
+
+def _footprint_table(results: Sequence[JSON]) -> Table:
+    table = Table(
+        [
+            "layout",
+            "first upstream's raw tools/list tokens",
+            "its `get_tool_docs` tokens",
+            "unknown-tool error chars",
+            "gateway RSS MB (peak)",
+            "idle CPU % of a core: gateway / upstreams + workers",
+            "requests to upstreams while idle",
+        ]
+    )
+    for r in results:
+        gw = r["gateway"]
+        asked = gw.get("idle_requests", {})
+        table.rows.append(
+            [
+                r["label"],
+                r["bare"]["first_upstream_tools_list_tokens"],
+                gw["docs_tokens"],
+                gw["unknown_tool_error_chars"],
+                f"{gw['rss_mb']:.0f} ({gw['hwm_mb']:.0f})",
+                f"{gw['idle_cpu_pct']:.2f} / {gw['idle_cpu_children_pct']:.2f}",
+                ", ".join(f"{n} {m}" for m, n in sorted(asked.items())) + f" in {gw['idle_s']:g} s"
+                if asked
+                else f"none in {gw['idle_s']:g} s",
+            ]
+        )
+    return table
+
+
+def _verdict(ok: bool) -> str:
+    return "met" if ok else "**not met**"
+
+
+def _acceptance(results: Sequence[JSON]) -> Table:
+    """Issue 25's figures against the largest layouts measured here."""
+    table = Table(["target (issue 25)", "measured here", "met"], align="lll")
+    ratios = []
+    for r in results:
+        bare, got = r["bare"]["connected_s"], r["gateway"]["connected_s"]
+        ratios.append((r["label"], None if got is None or not bare else got / bare))
+    worst = max(ratios, key=lambda x: float("inf") if x[1] is None else x[1])
+    table.rows.append(
+        [
+            f"every upstream connected ≤ {RATIO_TARGET}x the bare clients' time, every layout",
+            f"worst: {worst[0]}, "
+            + ("never connected" if worst[1] is None else f"{worst[1]:.2f}x"),
+            _verdict(worst[1] is not None and worst[1] <= RATIO_TARGET),
+        ]
+    )
+    big = max(results, key=lambda r: r["layout"]["tools"] / r["layout"]["upstreams"])
+    docs = big["gateway"]["docs_tokens"]
+    table.rows.append(
+        [
+            f"`get_tool_docs(server)` ≤ {DOCS_BUDGET:,} tokens",
+            f"{docs:,} ({big['label']})",
+            _verdict(docs <= DOCS_BUDGET),
+        ]
+    )
+    top = max(results, key=lambda r: r["layout"]["tools"])
+    search = top["in_process"].get("search_ms")
+    table.rows.append(
+        [
+            f"search in process p50 ≤ {SEARCH_P50_MS:g} ms, p95 ≤ {SEARCH_P95_MS:g} ms",
+            f"{_ms(search)} ms ({top['label']})",
+            _verdict(
+                bool(search) and p50(search) <= SEARCH_P50_MS and p95(search) <= SEARCH_P95_MS
+            ),
+        ]
+    )
+    rss = top["gateway"]["rss_mb"]
+    table.rows.append(
+        [f"gateway RSS ≤ {RSS_MB:g} MB", f"{rss:.0f} MB ({top['label']})", _verdict(rss <= RSS_MB)]
+    )
+    most = max(results, key=lambda r: r["layout"]["upstreams"])
+    idle, listed = most["gateway"]["idle_cpu_pct"], most["gateway"]["idle_requests"]
+    table.rows.append(
+        [
+            f"idle ≤ {IDLE_CPU_PCT:g}% of a core; no periodic full listing",
+            f"{idle:.2f}%, {listed.get('tools/list', 0)} tools/list ({most['label']})",
+            _verdict(idle <= IDLE_CPU_PCT and not listed.get("tools/list")),
+        ]
+    )
+    return table
+
+
+def section(results: Sequence[JSON], meta: JSON, figures: Path | None) -> Section:
+    opts = meta["options"]
+    hog = " with two busy loops (`--hog`) beside the run" if opts["hog"] else ""
+    notes = [
+        f"{os.cpu_count()} cores, load average {meta['load_average'][0]:.1f} when the run "
+        f"began{hog}; the upstreams, the gateway, its workers and the bare clients share them. "
+        f"Waits are capped at {opts['cap_s']:g} s.",
+        "Gateway times start when its process answered `initialize` (its own start-up, "
+        "which a bare client does not pay, is the column beside); `list_servers` is polled "
+        "every 0.1 s from then on (the first `1+1` runs beside the polls), and one poll may "
+        "itself wait while upstreams start.",
+        f"Per layout: {opts['runs']} `1+1` and one-call samples, the 50 queries once over MCP "
+        f"and {opts['search_rounds']}x in process; the idle window is {opts['idle_s']:g} s "
+        "after everything answered. RSS is the server process alone.",
+    ]
+    notes += [
+        f"{r['label']}: {r['gateway']['per_call_error']}"
+        for r in results
+        if r["gateway"].get("per_call_error")
+    ]
+    tables = [
+        ("Until every upstream is connected", _connect_table(results, opts["cap_s"])),
+        ("Per call and search", _call_table(results)),
+        ("Discovery size, memory and idle cost", _footprint_table(results)),
+        ("Against issue 25's acceptance figures", _acceptance(results)),
+    ]
+    out = Section("Scale: 10 to 10,000 tools", INTRO, tables=tables, notes=notes)
+    if figures is not None:
+        out.figures.append(
+            (
+                "Connect time, search, docs size and recall by layout",
+                _plot(figures / "scale.png", results),
+            )
+        )
+    top = max(results, key=lambda r: (r["layout"]["tools"], r["layout"]["upstreams"]))
+    got, bare = top["gateway"]["connected_s"], top["bare"]["connected_s"]
+    search = top["in_process"].get("search_ms")
+    out.headline["scale"] = (
+        f"{top['label']}: every upstream connected "
+        + (f"in {got:.1f} s" if got is not None else "never")
+        + f" through the gateway, {_s(bare)} s with bare clients; search p50 "
+        + (f"{p50(search):.1f} ms" if search else "—")
+        + f", recall@5 {top['in_process'].get('recall_at_5', 0):.2f}"
+    )
+    return out
+
+
+def _plot(path: Path, results: Sequence[JSON]) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    labels = [r["label"].replace(" / ", "\n").replace(", ", "\n") for r in results]
+    xs = range(len(results))
+    fig, ((conn, srch), (docs, rec)) = plt.subplots(2, 2, figsize=(12, 8), layout="constrained")
+    cap = max(
+        r["gateway"]["timeline"][-1]["t_s"] if r["gateway"]["timeline"] else 0 for r in results
+    )
+    bare = [r["bare"]["connected_s"] or cap for r in results]
+    gate = [r["gateway"]["connected_s"] or cap for r in results]
+    conn.bar([x - 0.2 for x in xs], bare, 0.4, label="bare fastmcp clients", color="#c44e52")
+    conn.bar(
+        [x + 0.2 for x in xs],
+        gate,
+        0.4,
+        label="gateway (hatched: never, bar = wait)",
+        color="#4c72b0",
+    )
+    for x, r in zip(xs, results, strict=True):
+        if r["gateway"]["connected_s"] is None:
+            conn.bar(x + 0.2, cap, 0.4, fill=False, hatch="//", edgecolor="black")
+    conn.set_title("Until every upstream is connected (s, lower is better)")
+    conn.legend(fontsize=8)
+    for key, where, name in (
+        ("search_ms", "in_process", "in process"),
+        ("search_mcp_ms", "gateway", "over MCP"),
+    ):
+        values = [r[where].get(key) or [float("nan")] for r in results]
+        srch.plot(xs, [p50(v) for v in values], marker="o", label=f"{name} p50")
+        srch.plot(xs, [p95(v) for v in values], marker="x", linestyle="--", label=f"{name} p95")
+    srch.axhline(SEARCH_P50_MS, color="#555555", linewidth=0.8, linestyle=":")
+    srch.set_yscale("log")
+    srch.set_title("search_tools latency (ms, log scale)")
+    srch.legend(fontsize=8)
+    raw = [r["bare"]["first_upstream_tools_list_tokens"] for r in results]
+    ours = [r["gateway"]["docs_tokens"] for r in results]
+    docs.bar([x - 0.2 for x in xs], raw, 0.4, label="its raw tools/list", color="#c44e52")
+    docs.bar([x + 0.2 for x in xs], ours, 0.4, label="get_tool_docs(server)", color="#4c72b0")
+    docs.axhline(
+        DOCS_BUDGET, color="#555555", linewidth=0.8, linestyle=":", label=f"{DOCS_BUDGET:,} budget"
+    )
+    docs.set_yscale("log")
+    docs.set_title("One upstream's docs (cl100k tokens, log scale)")
+    docs.legend(fontsize=8)
+    rec.bar(xs, [r["in_process"].get("recall_at_5", 0) for r in results], 0.5, color="#4c72b0")
+    rec.set_ylim(0, 1)
+    rec.set_title("search recall@5 on the frozen query set")
+    for ax in (conn, srch, docs, rec):
+        ax.set_xticks(list(xs), labels, fontsize=7)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
