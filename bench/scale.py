@@ -1,24 +1,25 @@
 """Scale: 10 to 10,000 upstream tools over 1 to 100 upstreams, beside bare fastmcp clients.
 
 Each layout spreads a catalog of N tools evenly over U stdio upstreams
-(`bench/servers/big_server.py`: stdlib JSON-RPC, starts in a fraction of a second at any
-size, so what is timed is the client side). In the same run, for the same upstreams: bare
-fastmcp `Client`s, one per upstream, all at once, each connected and its tools listed (the
-baseline); then the gateway as a client meets it, `python -m mcp_code_mode.executor_server`
-over stdio with a generated config, polled with `list_servers` until every upstream is `ok`;
-then a `Gateway` in this process for search timings and recall. Measured through the stdio
-server: time until every upstream is connected (from the moment the server answered
-`initialize`, and from its spawn), time to the first `execute_code` `1+1`, `1+1` and one
-upstream call p50, `search_tools` p50/p95, `get_tool_docs` of the first upstream in cl100k
-tokens (beside what its raw tools/list costs), the unknown-tool error's size, the server
-process's RSS (upstreams and workers excluded), its CPU over an idle window with everything
-connected, and the tools/list and ping requests the upstreams received in that window.
-Recall@5 is over the frozen query set `bench/scale_queries.py`.
+(`bench/servers/big_server.py`: stdlib JSON-RPC; each burns 1 s of CPU at start as a Python
+server's imports do, `--start-cpu-s`, then answers at once at any size). In the same run, for
+the same upstreams: bare fastmcp `Client`s, one per upstream, all at once, each connected and
+its tools listed (the baseline); then the gateway as a client meets it, `python -m
+mcp_code_mode.executor_server` over stdio with a generated config, polled with `list_servers`
+until every upstream is `ok`; then a `Gateway` in this process for search timings and recall.
+Measured through the stdio server: time until every upstream is connected (from the moment
+the server answered `initialize`, and from its spawn), time to the first `execute_code`
+`1+1`, `1+1` and one upstream call p50, `search_tools` p50/p95, `get_tool_docs` of the first
+upstream in cl100k tokens (beside what its raw tools/list costs), the unknown-tool error's
+size, the server process's RSS (upstreams and workers excluded), its CPU over an idle window
+with everything connected, and the tools/list and ping requests the upstreams received in
+that window. Recall@5 is over the frozen query set `bench/scale_queries.py`.
 
     python -m bench.scale                          # 10/1, 100/5, 1,000/20, 3,000/50
     python -m bench.scale --full                   # + 10,000/100 and 10,000/1 (60 s initialize)
     python -m bench.scale --layouts 10x1,1000x20 --idle-s 5 --runs 10
     python -m bench.scale --hog                    # two busy loops beside the whole run
+    python -m bench.scale --quick --out /tmp/s     # tiny; JSON, scale.md, figures/ in /tmp/s
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from fastmcp.client.transports import StdioTransport
 
 from bench import scale_queries
 from bench.common import ROOT, Section, bench_settings, clean_environ, machine, write_config
+from bench.scale_proc import cpu_s, descendants, request_counts, status_mb
 from bench.scale_report import section
 from bench.servers.big_catalog import JSON, Slice, catalog, layout
 from mcp_code_mode.config import load_config
@@ -94,10 +96,11 @@ class Options:
     cap_s: float = 300.0  # give up waiting for the upstreams after this long
     hog: bool = False
     seed: int = 0
+    start_cpu_s: float = 1.0  # CPU each upstream burns before answering, like Python imports
 
     @classmethod
     def quick(cls) -> Options:
-        return cls(layouts=QUICK, runs=5, search_rounds=1, idle_s=3.0, cap_s=120.0)
+        return cls(QUICK, runs=5, search_rounds=1, idle_s=3.0, cap_s=120.0, start_cpu_s=0.3)
 
 
 @dataclass
@@ -109,14 +112,16 @@ class _Upstreams:
     logs: list[Path] = field(default_factory=list)
 
 
-def _upstreams(lay: Layout, seed: int, tmp: Path) -> _Upstreams:
+def _upstreams(lay: Layout, options: Options, tmp: Path) -> _Upstreams:
+    seed = options.seed
     ups = _Upstreams(layout(lay.tools, lay.upstreams, seed))
     for piece in ups.slices:
         log = tmp / "requests" / f"{piece.name}.log"
         log.parent.mkdir(exist_ok=True)
         args = [str(BIG_SERVER), "--catalog-size", str(lay.tools), "--offset", str(piece.offset)]
         args += ["--tools", str(piece.count), "--seed", str(seed), "--name", piece.name]
-        args += ["--log-file", str(log), "--init-delay-s", str(lay.init_delay_s)]
+        args += ["--log-file", str(log), "--start-cpu-s", str(options.start_cpu_s)]
+        args += ["--init-delay-s", str(lay.init_delay_s)]
         ups.entries[piece.name] = {
             "command": "python",
             "args": args,
@@ -124,52 +129,6 @@ def _upstreams(lay: Layout, seed: int, tmp: Path) -> _Upstreams:
         }
         ups.logs.append(log)
     return ups
-
-
-# ---------------------------------------------------------------- /proc
-
-
-def _cpu_s(pid: int) -> float:
-    """User + system CPU seconds of `pid` (0 once it is gone)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def _descendants(pid: int) -> list[int]:
-    parents: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            with contextlib.suppress(OSError, IndexError):
-                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-                parents.setdefault(ppid, []).append(int(entry.name))
-    found, todo = [], [pid]
-    while todo:
-        kids = parents.get(todo.pop(), [])
-        found += kids
-        todo += kids
-    return found
-
-
-def _status_mb(pid: int, key: str) -> float:
-    with contextlib.suppress(OSError):
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith(key + ":"):
-                return int(line.split()[1]) / 1024
-    return 0.0
-
-
-def _requests(logs: Sequence[Path], since: float, until: float) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for log in logs:
-        with contextlib.suppress(OSError):
-            for line in log.read_text().splitlines():
-                stamp, _, method = line.partition(" ")
-                if since <= float(stamp) < until:
-                    counts[method] = counts.get(method, 0) + 1
-    return counts
 
 
 # ---------------------------------------------------------------- bare clients
@@ -249,7 +208,7 @@ async def _stdio_gateway(config: Path, tmp: Path, cap_s: float) -> AsyncIterator
 
 
 def _gateway_pid() -> int:
-    for pid in _descendants(os.getpid()):
+    for pid in descendants(os.getpid()):
         with contextlib.suppress(OSError):
             if b"mcp_code_mode.executor_server" in Path(f"/proc/{pid}/cmdline").read_bytes():
                 return pid
@@ -321,16 +280,16 @@ async def _discovery_size(client: Client[Any], server: str) -> JSON:
 
 async def _idle(pid: int, logs: Sequence[Path], idle_s: float) -> JSON:
     await asyncio.sleep(2.0)  # let the last replies' work finish
-    others = _descendants(pid)
-    since, cpu0, kids0 = time.time(), _cpu_s(pid), sum(_cpu_s(p) for p in others)
+    others = descendants(pid)
+    since, cpu0, kids0 = time.time(), cpu_s(pid), sum(cpu_s(p) for p in others)
     await asyncio.sleep(idle_s)
-    until, cpu1, kids1 = time.time(), _cpu_s(pid), sum(_cpu_s(p) for p in others)
+    until, cpu1, kids1 = time.time(), cpu_s(pid), sum(cpu_s(p) for p in others)
     window = until - since
     return {
         "idle_s": round(window, 1),
         "idle_cpu_pct": round(100 * (cpu1 - cpu0) / window, 2),
         "idle_cpu_children_pct": round(100 * (kids1 - kids0) / window, 2),
-        "idle_requests": _requests(logs, since, until),
+        "idle_requests": request_counts(logs, since, until),
     }
 
 
@@ -360,7 +319,7 @@ async def _gateway(ups: _Upstreams, lay: Layout, options: Options, tmp: Path) ->
             out["per_call_error"] = str(exc)
         out |= await _discovery_size(client, ups.slices[0].name)
         pid = _gateway_pid()
-        out |= {"rss_mb": _status_mb(pid, "VmRSS"), "hwm_mb": _status_mb(pid, "VmHWM")}
+        out |= {"rss_mb": status_mb(pid, "VmRSS"), "hwm_mb": status_mb(pid, "VmHWM")}
         out |= await _idle(pid, ups.logs, options.idle_s)
     return out
 
@@ -410,7 +369,7 @@ async def _in_process(config: Path, lay: Layout, options: Options, tmp: Path) ->
 async def _layout(lay: Layout, options: Options) -> JSON:
     with tempfile.TemporaryDirectory(prefix="bench-scale-") as name:
         tmp = Path(name)
-        ups = _upstreams(lay, options.seed, tmp)
+        ups = _upstreams(lay, options, tmp)
         names = [t["name"] for t in catalog(lay.tools, options.seed)]
         result: JSON = {"layout": asdict(lay), "label": lay.label}
         result["catalog_sha256"] = hashlib.sha256("\n".join(names).encode()).hexdigest()
@@ -455,8 +414,10 @@ def _meta(options: Options) -> JSON:
     }
 
 
-async def run(options: Options | None = None, figures: Path | None = None) -> Section:
-    """Measure every layout; write JSON to bench/out/; the report's section."""
+async def run(
+    options: Options | None = None, figures: Path | None = None, *, out: Path = OUT
+) -> Section:
+    """Measure every layout; write the numbers as JSON into `out`; the report's section."""
     options = options or Options()
     scale_queries.check_frozen()
     meta = _meta(options)
@@ -464,15 +425,16 @@ async def run(options: Options | None = None, figures: Path | None = None) -> Se
     with _hogs(2 if options.hog else 0):
         for lay in options.layouts:
             results.append(await _layout(lay, options))
-    OUT.mkdir(parents=True, exist_ok=True)
+    out.mkdir(parents=True, exist_ok=True)
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-    path = OUT / f"scale-{stamp}.json"
+    path = out / f"scale-{stamp}.json"
     path.write_text(json.dumps({"meta": meta, "results": results}, indent=1))
     print(f"[scale] wrote {path}", flush=True)
     return section(results, meta, figures)
 
 
-def _options(argv: Sequence[str] | None) -> Options:
+def _parse(argv: Sequence[str] | None) -> tuple[Options, Path]:
+    """The options and the output folder."""
     parser = argparse.ArgumentParser(
         prog="python -m bench.scale", description=__doc__.split("\n")[0]
     )
@@ -484,25 +446,30 @@ def _options(argv: Sequence[str] | None) -> Options:
     parser.add_argument("--cap-s", type=float, help="longest wait for the upstreams")
     parser.add_argument("--hog", action="store_true", help="two busy loops beside the run")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--start-cpu-s", type=float, help="CPU each upstream burns at start (1)")
+    parser.add_argument(
+        "--out", type=Path, default=OUT, help="folder for JSON, scale.md and figures/ (bench/out)"
+    )
     args = parser.parse_args(argv)
     options = Options.quick() if args.quick else Options(layouts=FULL if args.full else DEFAULT)
     if args.layouts:
         options = replace(options, layouts=tuple(map(Layout.parse, args.layouts.split(","))))
-    for name in ("runs", "idle_s", "cap_s"):
+    for name in ("runs", "idle_s", "cap_s", "start_cpu_s"):
         if getattr(args, name) is not None:
             options = replace(options, **{name: getattr(args, name)})
-    return replace(options, hog=args.hog, seed=args.seed)
+    return replace(options, hog=args.hog, seed=args.seed), args.out.resolve()
 
 
 async def main(argv: Sequence[str] | None = None) -> Section:
     from bench.run_all import render  # here: run_all imports this module
 
-    options = _options(argv)
+    options, out = _parse(argv)
     began = time.perf_counter()
-    result = await run(options, ROOT / "bench" / "figures")
+    figures = ROOT / "bench" / "figures" if out == OUT else out / "figures"
+    result = await run(options, figures, out=out)
     command = "python -m bench.scale " + " ".join(sys.argv[1:] if argv is None else argv)
-    report = OUT / "scale.md"
-    report.write_text(render([result], OUT, command.strip(), time.perf_counter() - began))
+    report = out / "scale.md"
+    report.write_text(render([result], out, command.strip(), time.perf_counter() - began))
     print(f"[scale] wrote {report}", flush=True)
     for caption, table in result.tables:
         print(f"\n{caption}\n\n{table.markdown()}")

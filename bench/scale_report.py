@@ -19,8 +19,9 @@ RSS_MB = 300.0
 IDLE_CPU_PCT = 2.0
 
 INTRO = (
-    "N tools spread evenly over U stdio upstreams (a stdlib JSON-RPC server that starts in a "
-    "fraction of a second at any size, so what is timed is the client side). In the same run, "
+    "N tools spread evenly over U stdio upstreams (a stdlib JSON-RPC server that burns a "
+    "fixed amount of CPU at start, as a Python server's imports do, then answers at once at "
+    "any size: so many starting at once contend for the cores). In the same run, "
     "for the same upstreams: bare fastmcp `Client`s, one per upstream, all at once, each "
     "connected and its tools listed (the baseline); the gateway as a client meets it "
     "(`python -m mcp_code_mode.executor_server` over stdio, polled with `list_servers` until "
@@ -196,6 +197,7 @@ def section(results: Sequence[JSON], meta: JSON, figures: Path | None) -> Sectio
     notes = [
         f"{os.cpu_count()} cores, load average {meta['load_average'][0]:.1f} when the run "
         f"began{hog}; the upstreams, the gateway, its workers and the bare clients share them. "
+        f"Each upstream burns {opts['start_cpu_s']:g} s of CPU at start. "
         f"Waits are capped at {opts['cap_s']:g} s.",
         "Gateway times start when its process answered `initialize` (its own start-up, "
         "which a bare client does not pay, is the column beside); `list_servers` is polled "

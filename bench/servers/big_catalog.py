@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from bench.scale_queries import TARGETS, Target
 
-__all__ = ["DOMAINS", "JSON", "Slice", "catalog", "layout"]
+__all__ = ["DOMAINS", "JSON", "QUALIFIERS", "VERBS", "Slice", "catalog", "layout"]
 
 JSON = dict[str, Any]
 

@@ -13,8 +13,10 @@ The catalog is `big_catalog.catalog()`: the recall set's targets among generated
 distractors, grouped by domain; `--catalog-size`, `--offset` and `--tools` pick one
 upstream's slice of it.
 
-`--init-delay-s` sleeps before reading anything (a server that builds its catalog at start-up
-and answers nothing meanwhile); `--call-delay-s` delays every `tools/call` (in a thread, so
+`--start-cpu-s` burns that much CPU time before reading anything, as a Python server's imports
+do (`import fastmcp` is ~1.7 s here), so many starting at once contend for the cores;
+`--init-delay-s` then sleeps (a server that fetches its catalog at start-up and answers nothing
+meanwhile); `--call-delay-s` delays every `tools/call` (in a thread, so
 pings and listings still answer); `--log-file` appends one line per request method, which
 shows how often a client lists tools or pings.
 """
@@ -140,6 +142,13 @@ class _Server:
                     self.handle(item)
 
 
+def _burn(cpu_s: float) -> None:
+    """Spend `cpu_s` of this process's CPU time (longer in wall time on busy cores)."""
+    end = time.process_time() + cpu_s
+    while time.process_time() < end:
+        sum(range(10_000))
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--tools", type=int, default=100, help="tools this server serves")
@@ -148,7 +157,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--prefix", default="", help="prepended to every tool name")
     parser.add_argument("--name", default=SERVER_INFO["name"], help="serverInfo name")
-    parser.add_argument("--init-delay-s", type=float, default=0.0)
+    parser.add_argument("--start-cpu-s", type=float, default=0.0, help="CPU burnt at start")
+    parser.add_argument("--init-delay-s", type=float, default=0.0, help="then sleep")
     parser.add_argument("--call-delay-s", type=float, default=0.0)
     parser.add_argument("--page-size", type=int, default=0, help="tools/list page size (0: one)")
     parser.add_argument("--era", choices=("dual", "legacy"), default="dual")
@@ -163,6 +173,7 @@ def main(argv: list[str] | None = None) -> None:
     for tool in tools:
         tool["name"] = args.prefix + tool["name"]
     SERVER_INFO["name"] = args.name
+    _burn(args.start_cpu_s)
     if args.init_delay_s > 0:
         time.sleep(args.init_delay_s)  # busy starting: requests wait in the pipe
     _Server(tools, args).serve()
