@@ -448,7 +448,7 @@ def _parse(argv: Sequence[str] | None) -> tuple[Options, Path]:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--start-cpu-s", type=float, help="CPU each upstream burns at start (1)")
     parser.add_argument(
-        "--out", type=Path, default=OUT, help="folder for JSON, scale.md and figures/ (bench/out)"
+        "--out", type=Path, default=OUT, help="folder for JSON, scale.md and figures/ (bench/out/)"
     )
     args = parser.parse_args(argv)
     options = Options.quick() if args.quick else Options(layouts=FULL if args.full else DEFAULT)
@@ -465,7 +465,7 @@ async def main(argv: Sequence[str] | None = None) -> Section:
 
     options, out = _parse(argv)
     began = time.perf_counter()
-    figures = ROOT / "bench" / "figures" if out == OUT else out / "figures"
+    figures = out / "figures"  # `python -m bench` puts it in bench/figures, for BENCHMARKS.md
     result = await run(options, figures, out=out)
     command = "python -m bench.scale " + " ".join(sys.argv[1:] if argv is None else argv)
     report = out / "scale.md"
