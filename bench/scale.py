@@ -46,7 +46,7 @@ from fastmcp.client.transports import StdioTransport
 
 from bench import scale_queries
 from bench.common import ROOT, Section, bench_settings, clean_environ, machine, write_config
-from bench.scale_proc import cpu_s, descendants, request_counts, status_mb
+from bench.scale_proc import cpu_s, descendants, eras, request_counts, status_mb
 from bench.scale_report import section
 from bench.servers.big_catalog import JSON, Slice, catalog, layout
 from mcp_code_mode.config import load_config
@@ -144,7 +144,7 @@ def _tokens(text: str) -> int:
 async def _bare(ups: _Upstreams, cap_s: float) -> JSON:
     """Every upstream by its own fastmcp Client, all at once; held open until all are up."""
     done = asyncio.Event()
-    started = time.perf_counter()
+    started, since = time.perf_counter(), time.time()
     times: list[float | None] = [None] * len(ups.slices)
     first: list[Any] = []
 
@@ -171,6 +171,7 @@ async def _bare(ups: _Upstreams, cap_s: float) -> JSON:
         "connected_s": max(ok) if len(ok) == len(times) else None,
         "per_upstream_s": times,
         "failed": sum(isinstance(o, BaseException) for o in outcomes),
+        "eras": eras(ups.logs, since),
         "first_upstream_tools_list_tokens": _tokens(json.dumps({"tools": listing})),
     }
 
@@ -301,7 +302,7 @@ async def _since(began: float, call: Awaitable[Any]) -> float:
 
 async def _gateway(ups: _Upstreams, lay: Layout, options: Options, tmp: Path) -> JSON:
     config = write_config(tmp, ups.entries)
-    spawned = time.perf_counter()
+    spawned, since = time.perf_counter(), time.time()
     async with _stdio_gateway(config, tmp, options.cap_s + 60) as client:
         ready_s = time.perf_counter() - spawned
         first_exec = asyncio.create_task(
@@ -313,6 +314,7 @@ async def _gateway(ups: _Upstreams, lay: Layout, options: Options, tmp: Path) ->
         after = out["connected_after_spawn_s"]
         out["connected_s"] = None if after is None else max(0.0, after - ready_s)
         out["status_at_end"] = out["timeline"][-1] if out["timeline"] else {}
+        out["eras"] = eras(ups.logs, since)
         try:
             out |= await _per_call(client, ups.slices[0], lay, options)
         except RuntimeError as exc:  # an upstream still down: say so, measure the rest

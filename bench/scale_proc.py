@@ -7,7 +7,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = ["cpu_s", "descendants", "request_counts", "status_mb"]
+__all__ = ["cpu_s", "descendants", "eras", "request_counts", "status_mb"]
 
 
 def cpu_s(pid: int) -> float:
@@ -53,4 +53,21 @@ def request_counts(logs: Sequence[Path], since: float, until: float) -> dict[str
                 stamp, _, method = line.partition(" ")
                 if since <= float(stamp) < until:
                     counts[method] = counts.get(method, 0) + 1
+    return counts
+
+
+def eras(logs: Sequence[Path], since: float) -> dict[str, int]:
+    """How many upstreams a client reached in each protocol era since `since`: one that was
+    sent `initialize` is on the handshake era (the probe failed or timed out), else on
+    2026-07-28 (`server/discover` only)."""
+    counts = {"2026-07-28": 0, "handshake": 0, "none": 0}
+    for log in logs:
+        methods = set()
+        with contextlib.suppress(OSError):
+            for line in log.read_text().splitlines():
+                stamp, _, method = line.partition(" ")
+                if float(stamp) >= since:
+                    methods.add(method)
+        era = "handshake" if "initialize" in methods else "2026-07-28"
+        counts[era if methods & {"initialize", "server/discover"} else "none"] += 1
     return counts

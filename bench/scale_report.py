@@ -114,6 +114,7 @@ def _footprint_table(results: Sequence[JSON]) -> Table:
             "gateway RSS MB (peak)",
             "idle CPU % of a core: gateway / upstreams + workers",
             "requests to upstreams while idle",
+            "upstreams on 2026-07-28 / handshake era",
         ]
     )
     for r in results:
@@ -130,9 +131,15 @@ def _footprint_table(results: Sequence[JSON]) -> Table:
                 ", ".join(f"{n} {m}" for m, n in sorted(asked.items())) + f" in {gw['idle_s']:g} s"
                 if asked
                 else f"none in {gw['idle_s']:g} s",
+                _eras(gw),
             ]
         )
     return table
+
+
+def _eras(gateway: JSON) -> str:
+    found = gateway.get("eras", {})
+    return f"{found.get('2026-07-28', 0)} / {found.get('handshake', 0)}"
 
 
 def _verdict(ok: bool) -> str:
@@ -206,6 +213,10 @@ def section(results: Sequence[JSON], meta: JSON, figures: Path | None) -> Sectio
         f"Per layout: {opts['runs']} `1+1` and one-call samples, the 50 queries once over MCP "
         f"and {opts['search_rounds']}x in process; the idle window is {opts['idle_s']:g} s "
         "after everything answered. RSS is the server process alone.",
+        "The upstreams speak both protocol eras. A client's `server/discover` probe gives up "
+        "after 10 s and falls back to `initialize`, so upstreams slow to start (a herd on busy "
+        "cores) end up on the handshake era, where health checks can ping; the last column "
+        "says where the gateway's landed.",
     ]
     notes += [
         f"{r['label']}: {r['gateway']['per_call_error']}"
