@@ -256,54 +256,77 @@ def _plot(path: Path, results: Sequence[JSON]) -> Path:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    labels = [r["label"].replace(" / ", "\n").replace(", ", "\n") for r in results]
-    xs = range(len(results))
     fig, ((conn, srch), (docs, rec)) = plt.subplots(2, 2, figsize=(12, 8), layout="constrained")
-    cap = max(
+    _connect_panel(conn, results)
+    _search_panel(srch, results)
+    _docs_panel(docs, results)
+    recall = [r["in_process"].get("recall_at_5", 0) for r in results]
+    bars = rec.bar(range(len(results)), recall, 0.5, color=OURS)
+    rec.bar_label(bars, fmt="%.2f", fontsize=8)
+    rec.set_ylim(0, 1.05)
+    rec.set_title("search recall@5 on the frozen query set (higher is better)")
+    labels = [r["label"].replace(" / ", "\n").replace(", ", "\n") for r in results]
+    for ax in (conn, srch, docs, rec):
+        ax.set_xticks(range(len(results)), labels, fontsize=7)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+BARE, OURS, TARGET = "#c44e52", "#4c72b0", "#555555"
+
+
+def _thousands(ax: Any) -> None:
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullLocator
+
+    ax.yaxis.set_major_locator(LogLocator(subs=(1, 2, 5)))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:,.12g}"))
+    ax.yaxis.set_minor_locator(NullLocator())
+
+
+def _connect_panel(ax: Any, results: Sequence[JSON]) -> None:
+    xs = range(len(results))
+    waited = [
         r["gateway"]["timeline"][-1]["t_s"] if r["gateway"]["timeline"] else 0 for r in results
-    )
-    bare = [r["bare"]["connected_s"] or cap for r in results]
-    gate = [r["gateway"]["connected_s"] or cap for r in results]
-    conn.bar([x - 0.2 for x in xs], bare, 0.4, label="bare fastmcp clients", color="#c44e52")
-    conn.bar(
-        [x + 0.2 for x in xs],
-        gate,
-        0.4,
-        label="gateway (hatched: never, bar = wait)",
-        color="#4c72b0",
-    )
-    for x, r in zip(xs, results, strict=True):
+    ]
+    bare = [r["bare"]["connected_s"] or w for r, w in zip(results, waited, strict=True)]
+    ours = [r["gateway"]["connected_s"] or w for r, w in zip(results, waited, strict=True)]
+    ax.bar([x - 0.2 for x in xs], bare, 0.4, label="bare fastmcp clients", color=BARE)
+    ax.bar([x + 0.2 for x in xs], ours, 0.4, label="through the gateway", color=OURS)
+    for x, r, w in zip(xs, results, waited, strict=True):
         if r["gateway"]["connected_s"] is None:
-            conn.bar(x + 0.2, cap, 0.4, fill=False, hatch="//", edgecolor="black")
-    conn.set_title("Until every upstream is connected (s, lower is better)")
-    conn.legend(fontsize=8)
+            ax.bar(x + 0.2, w, 0.4, fill=False, hatch="//", edgecolor="black")
+            ax.annotate("never (the wait)", (x + 0.2, w), ha="center", va="bottom", fontsize=7)
+    ax.set_title("Until every upstream is connected (s, lower is better)")
+    ax.legend(fontsize=8)
+
+
+def _search_panel(ax: Any, results: Sequence[JSON]) -> None:
+    xs = range(len(results))
     for key, where, name in (
         ("search_ms", "in_process", "in process"),
         ("search_mcp_ms", "gateway", "over MCP"),
     ):
         values = [r[where].get(key) or [float("nan")] for r in results]
-        srch.plot(xs, [p50(v) for v in values], marker="o", label=f"{name} p50")
-        srch.plot(xs, [p95(v) for v in values], marker="x", linestyle="--", label=f"{name} p95")
-    srch.axhline(SEARCH_P50_MS, color="#555555", linewidth=0.8, linestyle=":")
-    srch.set_yscale("log")
-    srch.set_title("search_tools latency (ms, log scale)")
-    srch.legend(fontsize=8)
+        ax.plot(xs, [p50(v) for v in values], marker="o", label=f"{name} p50")
+        ax.plot(xs, [p95(v) for v in values], marker="x", linestyle="--", label=f"{name} p95")
+    ax.axhline(SEARCH_P50_MS, color=TARGET, linewidth=0.8, linestyle=":", label="5 ms p50 target")
+    ax.set_yscale("log")
+    _thousands(ax)
+    ax.set_title("search_tools latency (ms, log scale, lower is better)")
+    ax.legend(fontsize=8)
+
+
+def _docs_panel(ax: Any, results: Sequence[JSON]) -> None:
+    xs = range(len(results))
     raw = [r["bare"]["first_upstream_tools_list_tokens"] for r in results]
     ours = [r["gateway"]["docs_tokens"] for r in results]
-    docs.bar([x - 0.2 for x in xs], raw, 0.4, label="its raw tools/list", color="#c44e52")
-    docs.bar([x + 0.2 for x in xs], ours, 0.4, label="get_tool_docs(server)", color="#4c72b0")
-    docs.axhline(
-        DOCS_BUDGET, color="#555555", linewidth=0.8, linestyle=":", label=f"{DOCS_BUDGET:,} budget"
-    )
-    docs.set_yscale("log")
-    docs.set_title("One upstream's docs (cl100k tokens, log scale)")
-    docs.legend(fontsize=8)
-    rec.bar(xs, [r["in_process"].get("recall_at_5", 0) for r in results], 0.5, color="#4c72b0")
-    rec.set_ylim(0, 1)
-    rec.set_title("search recall@5 on the frozen query set")
-    for ax in (conn, srch, docs, rec):
-        ax.set_xticks(list(xs), labels, fontsize=7)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    ax.bar([x - 0.2 for x in xs], raw, 0.4, label="its raw tools/list", color=BARE)
+    ax.bar([x + 0.2 for x in xs], ours, 0.4, label="get_tool_docs(server)", color=OURS)
+    budget = f"{DOCS_BUDGET:,}-token budget"
+    ax.axhline(DOCS_BUDGET, color=TARGET, linewidth=0.8, linestyle=":", label=budget)
+    ax.set_yscale("log")
+    _thousands(ax)
+    ax.set_title("The first upstream's docs (cl100k tokens, log scale)")
+    ax.legend(fontsize=8)
