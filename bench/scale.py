@@ -45,12 +45,11 @@ from fastmcp import Client
 from fastmcp.client.transports import StdioTransport
 
 from bench import scale_queries
-from bench.common import ROOT, Section, bench_settings, clean_environ, machine, write_config
+from bench.common import ROOT, Section, clean_environ, machine, write_config
 from bench.scale_proc import cpu_s, descendants, eras, request_counts, status_mb
 from bench.scale_report import section
+from bench.scale_search import search_in_process
 from bench.servers.big_catalog import JSON, Slice, catalog, layout
-from mcp_code_mode.config import load_config
-from mcp_code_mode.gateway import Gateway
 
 __all__ = ["Layout", "Options", "main", "run"]
 
@@ -326,45 +325,6 @@ async def _gateway(ups: _Upstreams, lay: Layout, options: Options, tmp: Path) ->
     return out
 
 
-# ---------------------------------------------------------------- a Gateway in this process
-
-
-def _recall(hits: list[JSON], targets: Sequence[str]) -> float:
-    found = {hit["tool"] for hit in hits[:5]}
-    return sum(t in found for t in targets) / len(targets)
-
-
-async def _in_process(config: Path, lay: Layout, options: Options, tmp: Path) -> JSON:
-    """Search timings and recall@5 through `Gateway.search_tools`."""
-    present = {t.name for t in scale_queries.TARGETS[: lay.tools]}
-    queries = [q for q in scale_queries.QUERIES if set(q.targets) <= present]
-    settings = bench_settings(cache_dir=str(tmp / "cache-in-process"))
-    async with contextlib.AsyncExitStack() as stack:
-        began = time.perf_counter()
-        try:
-            async with asyncio.timeout(options.cap_s):
-                gw = await stack.enter_async_context(Gateway(settings, load_config(config)))
-        except TimeoutError:
-            return {"in_process_error": f"the Gateway did not start within {options.cap_s:g} s"}
-        out: JSON = {"in_process_start_s": time.perf_counter() - began}
-        first = time.perf_counter()
-        gw.search_tools(queries[0].text, 5)
-        out["first_search_ms"] = (time.perf_counter() - first) * 1000
-        samples, recalls, misses = [], [], []
-        for round_ in range(options.search_rounds):
-            for query in queries:
-                began = time.perf_counter()
-                hits = gw.search_tools(query.text, 5)
-                samples.append((time.perf_counter() - began) * 1000)
-                if round_ == 0:
-                    recalls.append(_recall(hits, query.targets))
-                    if recalls[-1] < 1:
-                        misses.append({"query": query.text, "top5": [h["tool"] for h in hits]})
-        out |= {"search_ms": samples, "queries": len(queries), "misses": misses}
-        out["recall_at_5"] = sum(recalls) / len(recalls)
-        return out
-
-
 # ---------------------------------------------------------------- the run
 
 
@@ -383,7 +343,9 @@ async def _layout(lay: Layout, options: Options) -> JSON:
         await asyncio.sleep(2.0)
         print(f"[scale] {lay.label}: a Gateway in process ...", flush=True)
         config = tmp / "mcp_servers.json"
-        result["in_process"] = await _in_process(config, lay, options, tmp)
+        result["in_process"] = await search_in_process(
+            config, lay.tools, tmp, cap_s=options.cap_s, rounds=options.search_rounds
+        )
         return result
 
 

@@ -98,10 +98,17 @@ def _call_table(results: Sequence[JSON]) -> Table:
                 _ms(gw.get("search_mcp_ms")),
                 _ms(inproc.get("search_ms")),
                 f"{inproc['first_search_ms']:.1f}" if "first_search_ms" in inproc else "—",
-                f"{recall:.2f} ({inproc['queries']})" if recall is not None else "—",
+                _recall(r) if recall is not None else "—",
             ]
         )
     return table
+
+
+def _recall(result: JSON) -> str:
+    inproc, tools = result["in_process"], result["layout"]["tools"]
+    text = f"{inproc['recall_at_5']:.2f} ({inproc['queries']})"
+    have = inproc.get("catalog_tools", tools)
+    return text if have >= tools else f"{text}, **over {have:,} of {tools:,} tools**"
 
 
 def _footprint_table(results: Sequence[JSON]) -> Table:

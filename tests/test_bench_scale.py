@@ -140,6 +140,27 @@ async def test_a_delayed_call_leaves_listings_answering() -> None:
         assert (await call).structured_content == {"tool": tools[0].name, "arguments": {}}
 
 
+async def test_the_big_upstream_serves_streamable_http_after_its_start_up() -> None:
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, str(BIG_SERVER), "--http", "0", "--tools", "30", "--init-delay-s", "1",
+        stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        assert proc.stderr is not None
+        line = (await asyncio.wait_for(proc.stderr.readline(), 30)).decode()
+        url = line.split("serving ", 1)[1].strip()
+        started = time.perf_counter()
+        async with Client(url) as client:
+            tools = await client.list_tools()
+            result = await client.call_tool(tools[-1].name, {"q": "x"})
+        assert time.perf_counter() - started >= 0.8  # answered once start-up was over
+        assert [t.name for t in tools] == [t["name"] for t in catalog(30)]
+        assert result.structured_content == {"tool": tools[-1].name, "arguments": {"q": "x"}}
+    finally:
+        proc.kill()
+        await proc.wait()
+
+
 @pytest.mark.slow  # a whole benchmark run: gateways, upstreams, bare clients (~40 s)
 @pytest.mark.timeout(300)
 def test_a_tiny_scale_run_reports_every_figure(tmp_path: Path) -> None:

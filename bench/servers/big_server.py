@@ -1,10 +1,10 @@
-"""A stdio MCP upstream with a big synthetic catalog that starts in 0.15 s (0.8 s at 10,000 tools).
+"""An MCP upstream (stdio or HTTP) with a big synthetic catalog, ready in 0.15 s (0.8 s at 10k).
 
     python bench/servers/big_server.py --tools 10000
     python bench/servers/big_server.py --catalog-size 1000 --offset 50 --tools 50 --name s01
 
 fastmcp takes minutes to register 10,000 tools and `import mcp` costs ~2 s and ~60 MB a
-process, so this is JSON-RPC over stdio by hand, stdlib only: `server/discover` (the
+process, so this is JSON-RPC by hand, stdlib only: `server/discover` (the
 2026-07-28 era; `--era legacy` refuses it so clients fall back), `initialize`, `ping`,
 `tools/list` (one page, or `--page-size`) and `tools/call`, which echoes the tool name and
 arguments as structured content. Notifications are read and ignored.
@@ -13,11 +13,12 @@ The catalog is `big_catalog.catalog()`: the recall set's targets among generated
 distractors, grouped by domain; `--catalog-size`, `--offset` and `--tools` pick one
 upstream's slice of it.
 
+`--http PORT` serves streamable HTTP instead (stateless, JSON replies; the URL on stderr).
 `--start-cpu-s` burns that much CPU time before reading anything, as a Python server's imports
 do (`import fastmcp` is ~1.7 s here), so many starting at once contend for the cores;
 `--init-delay-s` then sleeps (a server that fetches its catalog at start-up and answers nothing
-meanwhile); `--call-delay-s` delays every `tools/call` (in a thread, so
-pings and listings still answer); `--log-file` appends one line per request method, which
+meanwhile); `--call-delay-s` delays every `tools/call` (in a thread, so pings and listings
+still answer); `--log-file` appends one line per request method, which
 shows how often a client lists tools or pings.
 """
 
@@ -28,6 +29,7 @@ import json
 import sys
 import threading
 import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import IO, Any
 
@@ -61,33 +63,38 @@ class _Server:
             self.out.flush()
 
     def handle(self, message: JSON) -> None:
-        method, request_id = message.get("method"), message.get("id")
-        if method is None or request_id is None:
-            return  # a response or a notification: nothing to answer
-        if self.log is not None:
-            self.log.write(f"{time.time():.3f} {method}\n")
-        params = message.get("params") or {}
-        if method == "tools/call" and self.args.call_delay_s > 0:
-            late = (request_id, params, method)
-            timer = threading.Timer(self.args.call_delay_s, self.reply, late)
+        """Answer one stdio message, a delayed call from a timer thread."""
+        if message.get("method") == "tools/call" and self.args.call_delay_s > 0:
+            timer = threading.Timer(self.args.call_delay_s, self.answer_to, (message,))
             timer.daemon = True
             timer.start()
             return
-        self.reply(request_id, params, method)
+        self.answer_to(message)
 
-    def reply(self, request_id: Any, params: JSON, method: str) -> None:
+    def answer_to(self, message: JSON) -> None:
+        reply = self.answer(message)
+        if reply is not None:
+            self.send(reply)
+
+    def answer(self, message: JSON) -> JSON | None:
+        """The JSON-RPC response to `message`; None for a notification or a response."""
+        method, request_id = message.get("method"), message.get("id")
+        if method is None or request_id is None:
+            return None
+        if self.log is not None:
+            self.log.write(f"{time.time():.3f} {method}\n")
+        params = message.get("params") or {}
         try:
             result = self.result(method, params)
         except LookupError as exc:
             error = {"code": -32601, "message": str(exc)}
-            self.send({"jsonrpc": "2.0", "id": request_id, "error": error})
-            return
+            return {"jsonrpc": "2.0", "id": request_id, "error": error}
         meta = params.get("_meta") or {}
         if meta.get(VERSION_KEY) == MODERN and method != "ping":  # the 2026-07-28 wire shape
             result["resultType"] = "complete"
             if method != "tools/call":
                 result.update(ttlMs=0, cacheScope="private")
-        self.send({"jsonrpc": "2.0", "id": request_id, "result": result})
+        return {"jsonrpc": "2.0", "id": request_id, "result": result}
 
     def result(self, method: str, params: JSON) -> JSON:
         if method == "initialize":
@@ -142,6 +149,60 @@ class _Server:
                     self.handle(item)
 
 
+def _serve_http(server: _Server, port: int) -> None:
+    """Streamable HTTP without sessions: each POST answered with one JSON body (or 202 for a
+    notification), no GET stream. Binds at once; requests wait until start-up is over."""
+    ready = threading.Event()
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+        def reply(self, status: int, body: JSON | None = None) -> None:
+            data = json.dumps(body).encode() if body is not None else b""
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            ready.wait()
+            try:
+                message = json.loads(body)
+            except ValueError:
+                self.reply(400, {"jsonrpc": "2.0", "id": None, "error": {"code": -32700}})
+                return
+            if message.get("method") == "tools/call":
+                time.sleep(server.args.call_delay_s)
+            answer = server.answer(message)
+            self.reply(202) if answer is None else self.reply(200, answer)
+
+        def do_GET(self) -> None:
+            self.reply(405)
+
+        def do_DELETE(self) -> None:
+            self.reply(405)
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+    httpd.daemon_threads = True
+    url = f"http://127.0.0.1:{httpd.server_address[1]}/mcp"
+    print(f"big_server: serving {url}", file=sys.stderr, flush=True)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    _start_up(server.args)
+    ready.set()
+    threading.Event().wait()
+
+
+def _start_up(args: argparse.Namespace) -> None:
+    _burn(args.start_cpu_s)
+    if args.init_delay_s > 0:
+        time.sleep(args.init_delay_s)  # busy starting: requests wait
+
+
 def _burn(cpu_s: float) -> None:
     """Spend `cpu_s` of this process's CPU time (longer in wall time on busy cores)."""
     end = time.process_time() + cpu_s
@@ -163,6 +224,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--page-size", type=int, default=0, help="tools/list page size (0: one)")
     parser.add_argument("--era", choices=("dual", "legacy"), default="dual")
     parser.add_argument("--log-file", help="append one line per request method")
+    parser.add_argument("--http", type=int, metavar="PORT", help="streamable HTTP (0: any port)")
     return parser
 
 
@@ -173,9 +235,10 @@ def main(argv: list[str] | None = None) -> None:
     for tool in tools:
         tool["name"] = args.prefix + tool["name"]
     SERVER_INFO["name"] = args.name
-    _burn(args.start_cpu_s)
-    if args.init_delay_s > 0:
-        time.sleep(args.init_delay_s)  # busy starting: requests wait in the pipe
+    if args.http is not None:
+        _serve_http(_Server(tools, args), args.http)
+        return
+    _start_up(args)  # meanwhile requests wait in the pipe
     _Server(tools, args).serve()
 
 
