@@ -280,15 +280,16 @@ async def _discovery_size(client: Client[Any], server: str) -> JSON:
 
 async def _idle(pid: int, logs: Sequence[Path], idle_s: float) -> JSON:
     await asyncio.sleep(2.0)  # let the last replies' work finish
-    others = descendants(pid)
-    since, cpu0, kids0 = time.time(), cpu_s(pid), sum(cpu_s(p) for p in others)
+    since, cpu0, kids0 = time.time(), cpu_s(pid), {p: cpu_s(p) for p in descendants(pid)}
     await asyncio.sleep(idle_s)
-    until, cpu1, kids1 = time.time(), cpu_s(pid), sum(cpu_s(p) for p in others)
+    until, cpu1, kids1 = time.time(), cpu_s(pid), {p: cpu_s(p) for p in descendants(pid)}
+    lived = kids0.keys() & kids1.keys()  # a process that died or started meanwhile: unknown share
     window = until - since
     return {
         "idle_s": round(window, 1),
         "idle_cpu_pct": round(100 * (cpu1 - cpu0) / window, 2),
-        "idle_cpu_children_pct": round(100 * (kids1 - kids0) / window, 2),
+        "idle_cpu_children_pct": round(100 * sum(kids1[p] - kids0[p] for p in lived) / window, 2),
+        "idle_children_changed": len(kids0.keys() ^ kids1.keys()),
         "idle_requests": request_counts(logs, since, until),
     }
 
