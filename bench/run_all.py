@@ -23,6 +23,7 @@ from bench import (
     latency,
     memory,
     reconnect,
+    scale,
     search_quality,
     speed,
     workflows,
@@ -39,6 +40,7 @@ SECTIONS = (
     "reconnect",
     "http_scale",
     "speed",
+    "scale",
 )
 HEADLINES = (
     ("footprint", "Context footprint (tools/list + instructions)"),
@@ -50,6 +52,7 @@ HEADLINES = (
     ("reconnect", "Upstream back"),
     ("http_scale", "Scaling out over HTTP"),
     ("speed", "Speed against bare exec and CodeMode"),
+    ("scale", "Scale to 10,000 tools"),
 )
 
 
@@ -66,6 +69,7 @@ def plan(quick: bool, figures: Path) -> dict[str, Callable[[], Coroutine[Any, An
             "reconnect": lambda: reconnect.run(2),
             "http_scale": lambda: http_scale.run(1.0, figures, counts=(1,)),
             "speed": lambda: speed.run(speed.Sizes.quick()),
+            "scale": lambda: scale.run(scale.Options.quick(), figures, out=figures.parent / "out"),
         }
     return {
         "footprint": lambda: footprint.run([5, 50, 500, 1000], figures),
@@ -77,6 +81,7 @@ def plan(quick: bool, figures: Path) -> dict[str, Callable[[], Coroutine[Any, An
         "reconnect": lambda: reconnect.run(5),
         "http_scale": lambda: http_scale.run(8.0, figures),
         "speed": lambda: speed.run(speed.Sizes()),
+        "scale": lambda: scale.run(scale.Options(), figures, out=figures.parent / "out"),
     }
 
 
