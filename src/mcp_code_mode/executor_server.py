@@ -71,8 +71,7 @@ async def serve(
         lm = make_lm(settings)
     config = load_config(config_path or settings.servers_config)
     # fastmcp's server is imported in a thread while the sandbox's processes start.
-    app = f"{__package__}.mcp_app"
-    importing = asyncio.ensure_future(asyncio.to_thread(importlib.import_module, app))
+    importing = asyncio.ensure_future(asyncio.to_thread(_import_app))
     try:
         if transport == "stdio":
             # From here a signal ends it quietly, during the start too: the sandbox's warm
@@ -102,6 +101,14 @@ async def serve(
         await asyncio.gather(importing, return_exceptions=True)
 
 
+def _import_app() -> ModuleType:
+    """fastmcp's server (our app) and its client stack (the upstreams' connections): one
+    thread imports both, as imports in two threads can deadlock."""
+    app = importlib.import_module(f"{__package__}.mcp_app")
+    importlib.import_module(f"{__package__}.upstreams.client")
+    return app
+
+
 async def _serve_stdio(gateway: Gateway, importing: asyncio.Future[ModuleType], lm: Any) -> None:
     """Serve once the sandbox is warm and the app imported. The upstreams start in the
     background `_UPSTREAMS_AFTER_S` later, after the client's handshake: their processes
@@ -117,7 +124,9 @@ async def _serve_stdio(gateway: Gateway, importing: asyncio.Future[ModuleType], 
 
 @contextlib.asynccontextmanager
 async def _reporting_start(
-    gateway: Gateway, *, connect_after_s: float | None = None
+    gateway: Gateway,
+    *,
+    connect_after_s: float | None = None,
 ) -> AsyncIterator[None]:
     """Lines on stderr: the sandbox layers now; once the upstreams have tried to connect,
     the tool count and one line per server that is down. With `connect_after_s`, the

@@ -69,7 +69,7 @@ class Settings(BaseSettings):
     )
     max_concurrent_starts: int | None = Field(
         None, gt=0, validation_alias=_env("MCP_CODE_MAX_CONCURRENT_STARTS")
-    )  # upstreams starting at once; None: twice the CPU count, at least 4
+    )  # upstreams starting at once; None: four times the CPU count, at least 8
     max_tool_calls: int = Field(1000, ge=0, validation_alias=_env("MCP_CODE_MAX_TOOL_CALLS"))
     max_concurrent_calls: int = Field(
         16, gt=0, validation_alias=_env("MCP_CODE_MAX_CONCURRENT_CALLS")

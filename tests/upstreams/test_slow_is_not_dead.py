@@ -33,7 +33,13 @@ async def upstream_entry(request: pytest.FixtureRequest) -> AsyncIterator[dict[s
     """A config entry for a healing upstream whose later tools/list calls take BUSY_S."""
     extra = ("--slow-list", str(BUSY_S))
     if request.param == "stdio":
-        yield server_entry(HEALING_SERVER, args=[HEALING_SERVER, *extra])
+        # A stdio upstream is not pinged while its stderr pipe is open (the pipe's end says
+        # when it exits); with the pipe closed by the upstream itself it is pinged again.
+        code = (
+            "import os, runpy, sys; os.dup2(os.open(os.devnull, os.O_WRONLY), 2); "
+            "sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')"
+        )
+        yield server_entry(HEALING_SERVER, args=["-c", code, HEALING_SERVER, *extra])
         return
     upstream = HttpUpstream(legacy=request.param == "http-legacy", extra_args=extra)
     await upstream.start()

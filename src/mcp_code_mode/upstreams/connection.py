@@ -16,20 +16,16 @@ It moves only on what the transport and the protocol report (contract §6, §7):
   without an answer the upstream is reported `starting` with the reason, its gate slot
   goes to the next one, and it keeps going until `startup_ceiling_s`. A process that
   exits ends its attempt at once (its pipe closes), so only a live one is waited for.
-- Health costs the same at 10 tools and at 10,000: successful traffic counts as a sign of
-  life; an idle connection gets one `ping` (or `server/discover`) per `health_interval_s`;
-  tools are listed again on `tools/list_changed`, and on a 2026-07-28 connection (which
-  cannot announce a change between calls) at most every `refresh_interval_s`.
+- Health: see `health` (traffic is the sign of life; tools are listed again on
+  `tools/list_changed`, or on a 2026-07-28 connection at most every `refresh_interval_s`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import random
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 import mcp_types
@@ -39,6 +35,7 @@ from ..encodable import encodable_text
 from ..errors import ToolCallFailed
 from ..tool_results import error_text
 from .gate import StartGate
+from .health import ConnectionTiming, check_due, probe, retry_delay_s, wait_for
 from .stderr_log import StderrLog
 from .tool_list import ToolList
 
@@ -57,19 +54,6 @@ _TRANSITIONS: dict[UpstreamState, frozenset[UpstreamState]] = {
     "reconnecting": frozenset({"ok", "error"}),
     "error": frozenset({"reconnecting"}),
 }
-# After the n-th failure in a row the supervisor waits about this long (the last value
-# repeats; each wait is jittered by ±50% so a herd of upstreams spreads out).
-_RETRY_DELAYS_S = (0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0)
-
-
-@dataclass(slots=True)
-class ConnectionTiming:
-    """How long things may take; shared by every connection of a manager (tests tune it)."""
-
-    health_interval_s: float = 10.0
-    health_timeout_s: float = 10.0
-    refresh_interval_s: float = 600.0
-    startup_ceiling_factor: float = 10.0  # times startup_timeout_s, while it is still working
 
 
 class UpstreamConnection:
@@ -104,7 +88,8 @@ class UpstreamConnection:
         self._attempt_started = 0.0
         self._slow = False  # the attempt in flight is past startup_timeout_s
         self._last_answer = 0.0  # monotonic time of the last successful request
-        self._wake = asyncio.Event()  # tells the supervisor: lost
+        self._wake = asyncio.Event()  # tells the supervisor: lost, or check now
+        self._check_now = False  # the process's stderr ended: is it gone?
         self._supervisor: asyncio.Task[None] | None = None
         self._closing = False
 
@@ -334,7 +319,7 @@ class UpstreamConnection:
         # The hooks close over `link`, so a stale connection's news never touches its successor.
         stderr = None
         if self._stderr is not None:
-            stderr = self._stderr.open(lambda: self._lose(link, "connection lost: it exited"))
+            stderr = self._stderr.open(lambda: self._stderr_ended(link))
         fresh = client.new_client(
             self.config.to_transport(stderr=stderr),
             link,
@@ -359,22 +344,28 @@ class UpstreamConnection:
         """Heal with jittered backoff while down; check health while idle and up."""
         while not self._closing:
             if self.state == "ok":
-                woken = await _wait(self._wake, self._timing.health_interval_s)
-                if not woken and self.state == "ok":
+                woken = await wait_for(self._wake, self._timing.health_interval_s)
+                if self.is_ok() and (not woken or self._check_now):
                     await self._check()
                 continue
             if self.state == "connecting" and self._attempt is not None:
                 await asyncio.shield(self._attempt)  # the first attempt, however slow
                 continue
-            step = _RETRY_DELAYS_S[min(max(self._failures - 1, 0), len(_RETRY_DELAYS_S) - 1)]
-            await asyncio.sleep(step * random.uniform(0.5, 1.5))
+            await asyncio.sleep(retry_delay_s(self._failures))
             if not self.is_ok() and not self._closing:  # a call may have healed it
                 await self._heal()
 
-    async def _check(self) -> None:
-        """One health check, unless traffic has shown it alive since the last one."""
-        from . import client, errors
+    def _stderr_ended(self, link: Link) -> None:
+        """The process's stderr closed: most likely it exited; a request tells for sure."""
+        if self._link is link and self.state == "ok" and not self._closing:
+            self._check_now = True
+            self._wake.set()
 
+    async def _check(self) -> None:
+        """One health check, when `health.check_due` says so."""
+        from . import client
+
+        forced, self._check_now = self._check_now, False
         self.observe()
         link = self._link
         if self.state != "ok" or link is None:
@@ -382,18 +373,19 @@ class UpstreamConnection:
         now = time.monotonic()
         if self.tools.stale(now, self._timing.refresh_interval_s, client.is_modern(link.client)):
             self.tools.want_refresh(link, announced=False)
-        if now - self._last_answer < self._timing.health_interval_s:
+        watched = self._stderr is not None and self._stderr.watching
+        since_s, interval_s = now - self._last_answer, self._timing.health_interval_s
+        if not check_due(
+            forced=forced, since_answer_s=since_s, interval_s=interval_s, watched=watched
+        ):
             return
-        try:
-            await client.check_alive(link.client, timeout_s=self._timing.health_timeout_s)
-        except Exception as exc:  # mapped by `classify`: only a dead transport counts
-            failure = errors.classify(exc, session_gone=link.session_gone)
-            if failure.connection_lost:
-                self._lose(link, failure.message)
-            else:
-                logger.debug("upstream %s: health check: %s", self.name, failure.message)
-            return
-        self._answered()
+        failure = await probe(link, timeout_s=self._timing.health_timeout_s)
+        if failure is None:
+            self._answered()
+        elif failure.connection_lost:
+            self._lose(link, "connection lost: it exited" if forced else failure.message)
+        else:
+            logger.debug("upstream %s: health check: %s", self.name, failure.message)
 
     async def _stderr_drained(self) -> None:
         """Let the stderr of a process that just died be read, for the error message."""
@@ -404,14 +396,3 @@ class UpstreamConnection:
         """`; command: ...; stderr: ...` or `; url: ...`: what a person needs to fix it."""
         tail = self._stderr.tail() if self._stderr is not None else ""
         return f"; {self.config.where()}{tail}"
-
-
-async def _wait(event: asyncio.Event, timeout_s: float) -> bool:
-    """Wait for `event` (and clear it) for at most `timeout_s`; whether it was set."""
-    try:
-        async with asyncio.timeout(timeout_s):
-            await event.wait()
-    except TimeoutError:
-        return False
-    event.clear()
-    return True

@@ -18,8 +18,9 @@ import mcp_types
 from ..config import GatewayConfig
 from ..encodable import make_encodable
 from ..errors import ToolCallFailed
-from .connection import ConnectionTiming, UpstreamConnection, UpstreamState
+from .connection import UpstreamConnection, UpstreamState
 from .gate import StartGate, default_concurrent_starts
+from .health import ConnectionTiming
 from .tool_list import ToolList
 
 __all__ = ["Connect", "MCPServerManager", "ServerStatus"]

@@ -49,6 +49,11 @@ class StderrLog:
                 self._write.close()
             self._write = None
 
+    @property
+    def watching(self) -> bool:
+        """Whether the pipe is open: its end will tell when the process exits."""
+        return self._reader is not None and not self._reader.done()
+
     async def drained(self, *, timeout_s: float) -> None:
         """Wait (at most `timeout_s`) until everything the process wrote has been read."""
         if self._reader is not None and self._write is None:
