@@ -137,7 +137,7 @@ def test_background_build_ranks_like_a_foreground_one() -> None:
     assert isinstance(ready, Future)
     for query in ("remove a meeting", "unread letters", "read file"):
         assert names(c.search(query, limit=10)) == names(catalog().search(query, limit=10))
-    assert ready.done()
+    assert ready.result(timeout=30) is None  # the index is built and the model loaded
     assert Catalog({}, embeddings=STORE).ready().done()
 
 
@@ -239,3 +239,11 @@ def test_identifiers_follow_the_new_server_list() -> None:
     second = Catalog({"a_b": [tool("y")], "a-b": [tool("x")]}, previous=first)
     assert second.get("a-b", "x").server_id == "a_b_2"
     assert second.search("x")[0].signature.startswith("tools.a_b_2.x(")
+
+
+def test_ready_means_the_model_for_queries_is_loaded_too() -> None:
+    c = Catalog(TOOLS, DESCRIPTIONS, embeddings=STORE)
+    c.ready().result(timeout=60)
+    started = time.perf_counter()
+    assert names(c.search("unread letters"))[0][0] == "mail"  # meaning: the model answers
+    assert time.perf_counter() - started < 1

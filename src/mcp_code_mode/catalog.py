@@ -143,11 +143,12 @@ class Catalog:
         self._embeddings = embeddings
         self._background = background
         self._index: Future[SearchIndex] | None = None
+        self._ready: Future[Any] | None = None
         self._tool_names: dict[str, NameIndex] = {}  # per server, made on a first unknown name
         self._tool_ids: dict[str, dict[str, str]] = {}  # per server, made on first use
         self._shown_hits: dict[int, tuple[str, str, str]] = {}  # tool, signature, description
         if not background:
-            self.ready().result()  # built now, embeddings included
+            self._built().result()  # built now, embeddings included
 
     def _entries(self, server: str, tools: Sequence[mcp_types.Tool]) -> dict[str, ToolEntry]:
         ids = assign_identifiers(t.name for t in tools)
@@ -191,9 +192,18 @@ class Catalog:
         return self._ranking
 
     def ready(self) -> Future[Any]:
-        """Done once search has every index it will use (built in a thread, unless the
-        catalog was made with `background=False`); `await asyncio.wrap_future(catalog.ready())`
-        keeps the first search off the loop. Starts the build if nothing has yet."""
+        """Done once search answers without waiting: the index built (in a thread, unless
+        the catalog was made with `background=False`) and the embedding model loaded for the
+        queries (after the index, in the same thread). `await asyncio.wrap_future(
+        catalog.ready())` keeps the first search off the loop. Starts the build if need be."""
+        if self._ready is None:
+            from .search_index import answering
+
+            self._ready = answering(self._built())
+        return self._ready
+
+    def _built(self) -> Future[SearchIndex]:
+        """The search index, built on first use (the model for queries may still load)."""
         if self._index is None:
             # Imported here: numpy and the embeddings cost a run that never searches.
             from .embeddings import EmbeddingStore
@@ -266,10 +276,9 @@ class Catalog:
             return []
         span = self._spans[server] if server is not None else (0, len(self.entries))
         preferred = [self._spans[s] for s in set(prefer) if s in self._spans]
-        ranked = (
-            self.ready()
-            .result()
-            .ranked(query[:MAX_QUERY_CHARS], limit, span=span, preferred=preferred, exact=query)
+        index = self._built().result()
+        ranked = index.ranked(
+            query[:MAX_QUERY_CHARS], limit, span=span, preferred=preferred, exact=query
         )
         return [self._hit(i, score) for i, score in ranked]
 

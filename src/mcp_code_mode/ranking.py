@@ -190,6 +190,11 @@ class SemanticRanker:
         self._vectors = numpy.ascontiguousarray(vectors, dtype=numpy.float32)
         self._embedder = embedder
 
+    @property
+    def loaded(self) -> Future[Embedder | None]:
+        """Done once the model for the queries is loaded (or known to be unavailable)."""
+        return self._embedder
+
     def scores(self, query: str) -> Scores | None:
         """One cosine per tool; None when the model could not be loaded for the query
         (it may still be loading: the first query waits for it)."""

@@ -15,7 +15,7 @@ import logging
 import threading
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Protocol
+from typing import Any, Protocol
 
 import mcp_types
 import numpy
@@ -24,7 +24,15 @@ from .embeddings import DocumentGroup, Embedder, EmbeddingStore, Vectors
 from .lexical import LexicalRanker, ToolTerms
 from .ranking import FusedRanker, Ranking, Scores, SemanticRanker, ToolText, semantic_documents
 
-__all__ = ["PREFER_FACTOR", "Named", "SearchIndex", "ToolGroup", "build_index", "top_positions"]
+__all__ = [
+    "PREFER_FACTOR",
+    "Named",
+    "SearchIndex",
+    "ToolGroup",
+    "answering",
+    "build_index",
+    "top_positions",
+]
 
 logger = logging.getLogger(__name__)
 PREFER_FACTOR = 1.15  # of the scores of the servers a search says it is already using
@@ -134,6 +142,7 @@ class SearchIndex:
             if store is not None and ranking.semantic_weight > 0 and any(g.tools for g in groups):
                 semantic = _semantic(groups, store)
             self._ranker = FusedRanker(lexical, semantic, weight=ranking.semantic_weight)
+            self.loaded: Future[Any] = semantic.loaded if semantic else _done()
             self._by_name: dict[str, list[int]] = {}
             self._by_id: dict[str, list[int]] = {}
             for i, named in enumerate(names):
@@ -178,6 +187,12 @@ class SearchIndex:
         q = query.strip().lower()
         named = self._by_name.get(q, [])
         return named + [i for i in self._by_id.get(q, []) if i not in named]
+
+
+def _done() -> Future[Any]:
+    done: Future[Any] = Future()
+    done.set_result(None)
+    return done
 
 
 def top_positions(scores: Scores, k: int) -> list[int]:
@@ -251,6 +266,21 @@ def build_index(
     built: Future[SearchIndex] = Future()
     built.set_result(SearchIndex(groups, names, ranking, store))
     return built
+
+
+def answering(index: Future[SearchIndex]) -> Future[None]:
+    """Done once `index` is built and the model its queries need is loaded (or failed)."""
+    done: Future[None] = Future()
+
+    def built(future: Future[SearchIndex]) -> None:
+        failure = future.exception()
+        if failure is not None:
+            done.set_exception(failure)
+        else:
+            future.result().loaded.add_done_callback(lambda _: done.set_result(None))
+
+    index.add_done_callback(built)
+    return done
 
 
 @functools.cache
