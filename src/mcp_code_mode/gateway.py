@@ -28,6 +28,7 @@ from .errors import (
     ToolCallLimitExceeded,
     UnknownToolError,
 )
+from .memory import release_free_memory
 from .reach import servers_reached
 from .sandbox.base import ExecutionResult, Executor, GuestIndex, Limits, ToolCallRecord
 from .sandbox.executor import SandboxExecutor
@@ -46,6 +47,7 @@ __all__ = ["DISCOVERY_WAIT_S", "MAX_QUERY_CHARS", "Gateway"]
 logger = logging.getLogger(__name__)
 
 MAX_QUERY_CHARS = 1000  # of a search query, the part that is used (contract §7)
+_BIG_LISTING = 1000  # tools in one listing, from which the memory it freed is given back
 DISCOVERY_WAIT_S = 5.0  # discovery waits this long at most for upstreams still starting
 
 
@@ -95,6 +97,9 @@ class Gateway:
         self.executor: Executor = executor or _make_executor(settings)
         self._catalog: Catalog | None = None
         self._catalog_version = -1
+        self._trimmed: Catalog | None = (
+            None  # the last catalog after whose build memory was released
+        )
         self._index: tuple[object, GuestIndex] | None = None  # (what it was made from, it)
 
     @classmethod
@@ -136,10 +141,15 @@ class Gateway:
         await self.manager.start(connect="background")
 
     async def settle(
-        self, servers: Collection[str] | None = None, *, wait_s: float | None = DISCOVERY_WAIT_S
+        self,
+        servers: Collection[str] | None = None,
+        *,
+        wait_s: float | None = DISCOVERY_WAIT_S,
+        index: bool = True,
     ) -> None:
         """Wait until the named upstreams (default: all) have tried to connect, starting any
-        that have not, and the search index is built; what discovery answers from.
+        that have not, and (with `index`) the search index is built; what discovery answers
+        from. `list_servers` needs no index.
 
         An upstream still starting after `wait_s` (None: no limit) is left to start: the
         answer then says so, rather than wait out its start-up timeout.
@@ -147,8 +157,12 @@ class Gateway:
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(wait_s):
                 await self.manager.settle(servers)
-        if servers is None:
-            await asyncio.wrap_future(self.catalog.ready())
+        if servers is None and index:
+            catalog = self.catalog
+            await asyncio.wrap_future(catalog.ready())
+            if catalog is not self._trimmed:  # a new index: what building it freed goes back
+                self._trimmed = catalog
+                release_free_memory()
 
     def _needs_approval(self, server: str, tool: mcp_types.Tool) -> bool:
         return self.config.servers[server].needs_approval(tool)
@@ -159,6 +173,8 @@ class Gateway:
         except (ValueError, RecursionError):  # nested past pydantic's limit: not worth keeping
             return
         self.tool_cache.store(server, self.config.servers[server], dumped)
+        if len(tools) >= _BIG_LISTING:  # its parse and dump freed a few hundred MB
+            release_free_memory()
 
     async def aclose(self) -> None:
         """Stop the executor and every upstream, even when cancelled."""
@@ -414,7 +430,7 @@ class _RunRouter:
 
     async def query(self, kind: str, args: dict[str, Any]) -> JSON:
         gw = self._gateway
-        await gw.settle()  # discovery answers about every upstream
+        await gw.settle(index=kind != "list_servers")  # discovery answers about every upstream
         if kind == "search_tools":
             limit = args.get("limit")
             if limit is not None and not isinstance(limit, int):

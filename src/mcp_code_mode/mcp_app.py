@@ -156,7 +156,7 @@ def build_server(gateway: Gateway, *, lm: Any = None) -> FastMCP:
         return _json_result(_or_tool_error(lambda: gateway.get_tool_docs(server, tool, page)))
 
     async def list_servers() -> ToolResult:
-        await gateway.settle()
+        await gateway.settle(index=False)
         return _json_result(gateway.list_servers())
 
     _add(server, execute_code, _EXECUTE_CODE_DOC + "\n" + _servers_line(gateway))
