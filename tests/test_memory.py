@@ -17,8 +17,8 @@ def rss_mb():
         if line.startswith("VmRSS"):
             return int(line.split()[1]) // 1024
 
-junk = [{"name": f"tool_{i}", "schema": {"p": [i] * 8}} for i in range(400_000)]
-keep = junk[::1000]  # a few survivors pin nothing big, as after an index build
+junk = [f"{i:08d}" + "x" * 2000 for i in range(100_000)]  # 200 MB from malloc's heap
+keep = junk[::1000]  # a few survivors keep the heap from shrinking at its top
 del junk
 gc.collect()
 before = rss_mb()
