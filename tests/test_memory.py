@@ -29,6 +29,8 @@ print(before, rss_mb())
 
 @pytest.mark.skipif(ctypes.util.find_library("c") is None, reason="needs a C library")
 def test_freed_heap_goes_back_to_the_system() -> None:
-    out = subprocess.run([sys.executable, "-c", _SCRIPT], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", _SCRIPT], capture_output=True, text=True, check=True
+    )
     before, after = map(int, out.stdout.split())
     assert before - after >= 50, (before, after)

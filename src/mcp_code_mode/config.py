@@ -8,7 +8,7 @@ import os
 import re
 import shlex
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Self, TextIO
 
@@ -119,11 +119,17 @@ class _ServerEntry(BaseModel):
         """`command: ...` or `url: ...`: what a person needs to find it."""
         raise NotImplementedError
 
-    def to_transport(self, *, stderr: TextIO | None = None) -> ClientTransport:
+    def to_transport(
+        self,
+        *,
+        stderr: TextIO | None = None,
+        http_client_factory: Callable[..., Any] | None = None,
+    ) -> ClientTransport:
         """A fresh fastmcp transport for this entry (one per connection attempt).
 
         `stderr` (a real file) takes a stdio server's stderr instead of the terminal;
-        other kinds have none and ignore it.
+        `http_client_factory` makes a streamable HTTP server's httpx clients. A kind
+        ignores what it has no use for.
         """
         raise NotImplementedError
 
@@ -156,7 +162,12 @@ class StdioServer(_ServerEntry):
     def where(self) -> str:
         return "command: " + shlex.join([self.command or "", *self.args])
 
-    def to_transport(self, *, stderr: TextIO | None = None) -> ClientTransport:
+    def to_transport(
+        self,
+        *,
+        stderr: TextIO | None = None,
+        http_client_factory: Callable[..., Any] | None = None,
+    ) -> ClientTransport:
         # fastmcp's client stack is imported when a connection is made, not with the config:
         # a run that reaches no upstream never pays for it.
         from fastmcp.client.transports import StdioTransport
@@ -200,11 +211,20 @@ class HttpServer(_UrlServer):
 
     transport: Literal["http"] = "http"
 
-    def to_transport(self, *, stderr: TextIO | None = None) -> ClientTransport:
+    def to_transport(
+        self,
+        *,
+        stderr: TextIO | None = None,
+        http_client_factory: Callable[..., Any] | None = None,
+    ) -> ClientTransport:
         from fastmcp.client.transports import StreamableHttpTransport
 
         assert self.url is not None
-        return StreamableHttpTransport(self.url, headers=dict(self.headers) or None)
+        return StreamableHttpTransport(
+            self.url,
+            headers=dict(self.headers) or None,
+            httpx_client_factory=http_client_factory,
+        )
 
 
 class SseServer(_UrlServer):
@@ -212,7 +232,12 @@ class SseServer(_UrlServer):
 
     transport: Literal["sse"] = "sse"
 
-    def to_transport(self, *, stderr: TextIO | None = None) -> ClientTransport:
+    def to_transport(
+        self,
+        *,
+        stderr: TextIO | None = None,
+        http_client_factory: Callable[..., Any] | None = None,
+    ) -> ClientTransport:
         from fastmcp.client.transports import SSETransport
 
         assert self.url is not None

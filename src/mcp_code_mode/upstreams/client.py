@@ -21,12 +21,20 @@ import httpx2
 import mcp_types
 from fastmcp import Client
 from fastmcp.client.messages import MessageHandler
-from fastmcp.client.transports import ClientTransport, StreamableHttpTransport
+from fastmcp.client.transports import ClientTransport
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
 from .. import __version__
 
-__all__ = ["Link", "check_alive", "close", "is_modern", "new_client", "session_ended"]
+__all__ = [
+    "Link",
+    "check_alive",
+    "close",
+    "http_client_factory",
+    "is_modern",
+    "new_client",
+    "session_ended",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -48,15 +56,11 @@ def new_client(
     *,
     name: str,
     on_tools_changed: Callable[[], None],
-    on_session_gone: Callable[[], None],
 ) -> Client[Any]:
     """A client for `transport`, not yet connected, set as `link.client`.
 
-    `on_tools_changed`: the upstream sent tools/list_changed. `on_session_gone`: an HTTP
-    upstream answered 404 for our session id (`link.session_gone` is set first).
+    `on_tools_changed`: the upstream sent tools/list_changed.
     """
-    if isinstance(transport, StreamableHttpTransport):  # before it connects
-        transport.httpx_client_factory = _http_client_factory(link, on_session_gone)
     # No client-wide timeouts: a call passes its own, and start-up is bounded by the
     # connection's deadline, which extends while the upstream is still working on it
     # (a server with 10,000 tools may take minutes to answer `initialize`).
@@ -112,10 +116,13 @@ class _Notifications(MessageHandler):
         logger.debug("upstream %s sent something unreadable: %s", self._name, message)
 
 
-def _http_client_factory(
+def http_client_factory(
     link: Link, on_session_gone: Callable[[], None]
 ) -> Callable[..., httpx2.AsyncClient]:  # an mcp `McpHttpClientFactory`
     """httpx clients for a streamable HTTP upstream: the SDK's default, with three changes.
+
+    `on_session_gone` is called when the upstream no longer knows our session
+    (`link.session_gone` is set first).
 
     - No read timeout. The SDK sets the HTTP read timeout to the MCP request timeout,
       so a slow call's HTTP read can fail first, which kills the whole session (the

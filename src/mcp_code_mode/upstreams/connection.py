@@ -320,12 +320,13 @@ class UpstreamConnection:
         stderr = None
         if self._stderr is not None:
             stderr = self._stderr.open(lambda: self._stderr_ended(link))
+        gone = "the upstream no longer knows our session"
+        factory = client.http_client_factory(link, lambda: self._lose(link, gone))
         fresh = client.new_client(
-            self.config.to_transport(stderr=stderr),
+            self.config.to_transport(stderr=stderr, http_client_factory=factory),
             link,
             name=self.name,
             on_tools_changed=lambda: self.tools.want_refresh(link, announced=True),
-            on_session_gone=lambda: self._lose(link, "the upstream no longer knows our session"),
         )
         try:
             await fresh.__aenter__()  # type: ignore[no-untyped-call]
