@@ -109,3 +109,11 @@ def test_a_timeout_stays_a_timeout_even_when_the_session_is_gone() -> None:
 def test_malformed_message_names_the_field_without_input() -> None:
     message = classify(_validation_error()).message
     assert "n:" in message and "not a number" not in message
+
+
+def test_closure_in_words_only_is_unconfirmed() -> None:
+    """An upstream can reply with the SDK's words for a closed connection (and echo a
+    guest's text in them): such a failure is checked with one more request first."""
+    assert classify(MCPError(mcp_types.CONNECTION_CLOSED, "Connection closed")).unconfirmed
+    assert not classify(anyio.EndOfStream()).unconfirmed
+    assert not classify(OSError("gone")).unconfirmed

@@ -33,12 +33,15 @@ __all__ = [
     "http_client_factory",
     "is_modern",
     "new_client",
+    "refuses_session",
     "session_ended",
 ]
 
 logger = logging.getLogger(__name__)
 
 _SESSION_ERROR_BYTES = 4096  # of a 400 body, read to see whether it names the session
+# What servers say in a 400 for a session id they do not know (lower case).
+_SESSION_GONE = ("no valid session", "session not found", "invalid session", "unknown session")
 _CLIENT_INFO = mcp_types.Implementation(name="mcp-code-mode", version=__version__)
 
 
@@ -139,7 +142,7 @@ def http_client_factory(
     """
 
     async def on_response(response: httpx2.Response) -> None:
-        if response.request.headers.get("mcp-session-id") and await _refuses_session(response):
+        if await refuses_session(response):
             link.session_gone = True
             on_session_gone()
 
@@ -161,25 +164,29 @@ def http_client_factory(
     return factory
 
 
-async def _refuses_session(response: httpx2.Response) -> bool:
-    """Whether an answer to a request that carried our session id says the session is gone.
+async def refuses_session(response: httpx2.Response) -> bool:
+    """Whether the answer to a POST that carried our session id says the session is gone.
 
     The spec's answer is 404. Servers built on the TypeScript SDK's older examples (npm
-    `@modelcontextprotocol/server-everything` among them) answer 400 with a JSON-RPC error
-    "Bad Request: No valid session ID provided" instead; other 400s are about the request.
+    `@modelcontextprotocol/server-everything` among them) answer 400 with the JSON-RPC error
+    "Bad Request: No valid session ID provided" instead; any other 400 is about the request.
+    A GET (the optional server-to-client stream) is not asked: servers that do not offer it
+    answer 404 too. Only a short body with a declared length is read (an endless one is
+    the SDK's to refuse).
     """
+    request = response.request
+    if request.method != "POST" or not request.headers.get("mcp-session-id"):
+        return False
     if response.status_code == 404:
         return True
-    if response.status_code != 400:
+    length = response.headers.get("content-length", "")
+    if response.status_code != 400 or not length.isdigit() or int(length) > _SESSION_ERROR_BYTES:
         return False
-    if int(response.headers.get("content-length") or 0) > _SESSION_ERROR_BYTES:
-        return False
-    body = (await response.aread())[:_SESSION_ERROR_BYTES]
     try:
-        message = json.loads(body)["error"]["message"]
+        message = json.loads(await response.aread())["error"]["message"]
     except (ValueError, KeyError, TypeError):
         return False
-    return isinstance(message, str) and "session" in message.lower()
+    return isinstance(message, str) and any(p in message.lower() for p in _SESSION_GONE)
 
 
 @functools.cache

@@ -182,6 +182,8 @@ class UpstreamConnection:
                     self._lose(link, failure.message)
                     logger.info("upstream %s: session gone; resending %s once", self.name, tool)
                     continue
+                if failure.unconfirmed and await self._answers(link):
+                    failure = errors.Failure(errors.FailureKind.ERROR_REPLY, failure.message)
                 if failure.connection_lost:
                     await self._stderr_drained()
                 raise self._call_failure(link, tool, failure) from None
@@ -387,6 +389,11 @@ class UpstreamConnection:
             self._lose(link, "connection lost: it exited" if forced else failure.message)
         else:
             logger.debug("upstream %s: health check: %s", self.name, failure.message)
+
+    async def _answers(self, link: Link) -> bool:
+        """Whether the connection still answers (a call's error only looked like its end)."""
+        failure = await probe(link, timeout_s=self._timing.health_timeout_s)
+        return failure is None or not failure.connection_lost
 
     async def _stderr_drained(self) -> None:
         """Let the stderr of a process that just died be read, for the error message."""

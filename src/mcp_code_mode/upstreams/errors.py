@@ -39,6 +39,9 @@ class FailureKind(Enum):
 class Failure:
     kind: FailureKind
     message: str  # for a person: what happened, without our stack
+    # Inferred from an error's words, which an upstream can also send as a reply (and put
+    # a guest's text in): one more request tells whether the connection is really gone.
+    unconfirmed: bool = False
 
     @property
     def connection_lost(self) -> bool:
@@ -76,7 +79,7 @@ def classify(exc: BaseException, *, session_gone: bool = False) -> Failure:
     if isinstance(exc, _TRANSPORT_ERRORS):
         return Failure(FailureKind.TRANSPORT, f"connection lost: {describe(exc)}")
     if _closed(exc):
-        return Failure(FailureKind.TRANSPORT, f"connection lost: {describe(exc)}")
+        return Failure(FailureKind.TRANSPORT, f"connection lost: {describe(exc)}", True)
     if isinstance(exc, ValidationError):
         return Failure(FailureKind.MALFORMED, f"the upstream sent a malformed reply: {_first(exc)}")
     if isinstance(exc, MCPError):

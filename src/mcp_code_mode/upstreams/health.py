@@ -3,10 +3,10 @@
 Health costs the same at 10 tools and at 10,000, and slow is never dead:
 
 - While down, the supervisor retries with backoff, jittered so a herd spreads out.
-- While up, successful traffic is the sign of life. A stdio upstream whose stderr pipe is
-  open is not asked at all: the pipe's end says at once that the process exited (then one
-  request tells for sure, as a process may close its stderr and live on). Any other idle
-  upstream gets one `ping` (`server/discover` on a 2026-07-28 connection) per interval.
+- While up, successful traffic is the sign of life. An idle upstream gets one `ping`
+  (`server/discover` on a 2026-07-28 connection) per interval; a stdio upstream whose
+  stderr pipe is open, one per six: the pipe's end says at once that the process exited
+  (then one request tells for sure, as a process may close its stderr and live on).
 - A probe that times out or gets an error reply changes nothing; only a dead transport
   or a forgotten session (`errors.classify`) loses the connection.
 """
@@ -24,6 +24,9 @@ if TYPE_CHECKING:
 
 __all__ = ["ConnectionTiming", "check_due", "probe", "retry_delay_s", "wait_for"]
 
+# A stdio upstream whose stderr pipe is open is asked this many times less often: a child
+# it forked may hold the pipe after it died, and then only a request tells.
+_WATCHED_FACTOR = 6
 # After the n-th failure in a row the supervisor waits about this long (the last value
 # repeats), jittered by ±50%.
 _RETRY_DELAYS_S = (0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0)
@@ -47,7 +50,8 @@ def retry_delay_s(failures: int) -> float:
 
 def check_due(*, forced: bool, since_answer_s: float, interval_s: float, watched: bool) -> bool:
     """Whether an `ok` upstream should be asked now (see the module docstring)."""
-    return forced or not (since_answer_s < interval_s or watched)
+    factor = _WATCHED_FACTOR if watched else 1
+    return forced or since_answer_s >= interval_s * factor
 
 
 async def probe(link: Link, *, timeout_s: float) -> Failure | None:

@@ -22,6 +22,8 @@ if TYPE_CHECKING:
 
 __all__ = ["ToolList"]
 
+_REST_FACTOR = 4.0  # a refresh waits this many times the last one's cost
+
 logger = logging.getLogger(__name__)
 
 
@@ -55,6 +57,7 @@ class ToolList:
         self._link: Link | None = None
         self._wanted = False
         self._announced = False  # by the upstream: calls wait for the refresh
+        self._rested_at = 0.0  # monotonic time before which no listing starts
 
     def attach(self, link: Link | None) -> None:
         """The connection's live link (None while down): the only one refreshed."""
@@ -102,8 +105,13 @@ class ToolList:
             await asyncio.wait({task}, timeout=timeout_s)
 
     async def _refresh(self, link: Link) -> None:
+        """List until no change is announced meanwhile. Each listing waits until the last
+        one's cost has passed `_REST_FACTOR` times over: an upstream announcing changes
+        in a loop gets at most a fifth of the gateway's time, however big its list."""
         while self._wanted and self._link is link:
+            await asyncio.sleep(max(0.0, self._rested_at - time.monotonic()))
             self._wanted = False
+            started = time.monotonic()
             try:
                 tools = await link.client.list_tools()
             except Exception as exc:  # the next call or health check will tell more
@@ -112,6 +120,8 @@ class ToolList:
             if self._link is link:
                 self.replace(tools)
                 logger.info("upstream %s: tools listed (%d tools)", self.name, len(self.exposed))
+            ended = time.monotonic()
+            self._rested_at = ended + _REST_FACTOR * (ended - started)
         self._announced = False
 
 
