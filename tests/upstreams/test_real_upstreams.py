@@ -87,15 +87,12 @@ async def test_mcp_server_time_killed_shows_at_once_and_comes_back(
     write_config: ConfigWriter,
 ) -> None:
     entry = {"command": "python", "args": ["-m", "mcp_server_time", "--local-timezone", "UTC"]}
+    others = _time_servers()  # the session's shared gateways run the demo's time server too
     gw = await _gateway(write_config({"time": entry}))  # health checks every 10 s
     try:
         first = await value(gw, "tools.time.get_current_time(timezone='UTC')")
         assert first["timezone"] == "UTC"
-        pids = [
-            pid
-            for pid, (ppid, _, cmd) in live_processes().items()
-            if ppid == os.getpid() and b"mcp_server_time" in cmd
-        ]
+        pids = sorted(_time_servers() - others)
         assert len(pids) == 1
         os.kill(pids[0], signal.SIGKILL)
         await eventually(lambda: status(gw, "time")["status"] == "error", within_s=5)
@@ -105,3 +102,12 @@ async def test_mcp_server_time_killed_shows_at_once_and_comes_back(
         assert status(gw, "time")["status"] == "ok"
     finally:
         await gw.aclose()
+
+
+def _time_servers() -> set[int]:
+    """The mcp-server-time processes this test process started."""
+    return {
+        pid
+        for pid, (ppid, _, cmd) in live_processes().items()
+        if ppid == os.getpid() and b"mcp_server_time" in cmd
+    }
