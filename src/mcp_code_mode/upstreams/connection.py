@@ -41,6 +41,7 @@ from .tool_list import ToolList
 
 if TYPE_CHECKING:
     from .client import Link
+    from .errors import Failure
 
 __all__ = ["ConnectionTiming", "UpstreamConnection", "UpstreamState"]
 
@@ -194,7 +195,7 @@ class UpstreamConnection:
             raise self._failure(tool, error_text(result))
         return result
 
-    def _call_failure(self, link: Link, tool: str, failure: Any) -> ToolCallFailed:
+    def _call_failure(self, link: Link, tool: str, failure: Failure) -> ToolCallFailed:
         from . import client, errors
 
         if failure.kind is errors.FailureKind.TIMEOUT:

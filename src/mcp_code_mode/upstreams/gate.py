@@ -33,7 +33,6 @@ class StartGate:
     """At most `size` attempts inside their first `hold_s` at a time."""
 
     def __init__(self, size: int) -> None:
-        self.size = size
         self._slots = asyncio.Semaphore(size)
 
     async def run(
