@@ -8,9 +8,10 @@ which puts U+FFFD in place of what cannot be encoded (contract §7).
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
-__all__ = ["MAX_DEPTH", "TooDeep", "clip", "encodable_text", "make_encodable"]
+__all__ = ["MAX_DEPTH", "TooDeep", "clip", "encodable_text", "make_encodable", "wire_size"]
 
 MAX_DEPTH = 200
 """Deepest nesting of lists and objects a value may have on its way out (serialisers
@@ -58,3 +59,22 @@ def clip(text: str, limit: int) -> str:
     if len(text) <= limit:
         return text
     return text[:limit] + f"… [{len(text) - limit} more characters cut]"
+
+
+def wire_size(value: Any, limit: int) -> int:
+    """The size in bytes of `value` as compact UTF-8 JSON, as the MCP layer writes it, or
+    some number over `limit` when that is larger (or it cannot be written).
+
+    Pass a `make_encodable` value: the count is of what is sent, U+FFFD (3 bytes) where a
+    lone surrogate was. No number is written longer by the MCP layer than by `json`.
+    """
+    try:
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    except (TypeError, ValueError, RecursionError):
+        return limit + 1
+    if len(text) > limit:  # every character is at least one byte
+        return len(text)
+    try:
+        return len(text.encode("utf-8"))
+    except UnicodeEncodeError:  # not made encodable: it cannot be sent as it is
+        return limit + 1

@@ -10,7 +10,7 @@ import contextlib
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable, Collection
+from collections.abc import Collection
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
@@ -21,16 +21,16 @@ from pydantic import ValidationError
 from .approval import Approver, RunApprovals
 from .catalog import Catalog
 from .config import GatewayConfig, ServerConfig, load_config
+from .encodable import TooDeep, make_encodable, wire_size
 from .errors import (
-    CodeModeError,
     ErrorType,
     ToolCallFailed,
-    ToolCallLimitExceeded,
     UnknownToolError,
 )
 from .memory import release_free_memory
 from .reach import servers_reached
-from .sandbox.base import ExecutionResult, Executor, GuestIndex, Limits, ToolCallRecord
+from .run_router import RunRouter
+from .sandbox.base import ExecutionResult, Executor, GuestIndex, Limits
 from .sandbox.executor import SandboxExecutor
 from .sandbox.pool import Launcher, Zygote
 from .sandbox.pyodide import PyodideLauncher
@@ -217,7 +217,7 @@ class Gateway:
         client is one that cannot ask.
         """
         started = time.perf_counter()
-        router = _RunRouter(self, approver)
+        router = self.router(approver)
         try:
             # The upstreams the code can reach (by name, or any when it is dynamic) have
             # tried to connect: the guest's index has their own tool lists, not the cache's.
@@ -282,7 +282,7 @@ class Gateway:
         from .sandbox.interpreter import MCPCodeInterpreter  # imports dspy: only when asked
 
         return MCPCodeInterpreter(
-            router=_RunRouter(self),
+            router=self.router(),
             router_loop=asyncio.get_running_loop(),
             index=self._guest_index(),
             allowed_imports=self.settings.allowed_imports,
@@ -299,21 +299,53 @@ class Gateway:
             "inactive": [k for k, on in layers.items() if not on],
         }
 
-    def needs_approval(self, server: str, tool: str) -> bool:
-        """Whether calls to this tool need a person's approval (contract §8)."""
-        return self.catalog.get(server, tool).needs_approval
+    def router(self, approver: Approver | None = None) -> RunRouter:
+        """A new run's router: its calls are bounded, approved and recorded there (§7, §8)."""
+        approvals = RunApprovals(
+            mode=self.settings.approval,
+            approver=approver,
+            timeout_s=self.settings.approval_timeout_s,
+            redact=self.config.redact,
+        )
+        return RunRouter(
+            self,
+            approvals,
+            max_tool_calls=self.settings.max_tool_calls,
+            max_concurrent_calls=self.settings.max_concurrent_calls,
+        )
 
     async def call_tool(self, server: str, tool: str, args: dict[str, Any]) -> JSON:
-        """Call one upstream tool by original names and unwrap its result."""
+        """Call one upstream tool by original names, as a run of one call that cannot ask
+        for approval, and unwrap its result."""
+        router = self.router()
+        try:
+            return await router.call(server, tool, args)
+        finally:
+            router.close()
+
+    async def resolve(self, server: str, tool: str) -> bool:
+        """Wait until `server` has tried to connect (starting it if need be), then find `tool`
+        in its tool list: whether calls to it need approval (see `RunRouter`).
+
+        Raises:
+            ToolCallFailed: the server is unavailable, or has no such tool.
+        """
         await self.manager.settle([server])
         reason = self.manager.unavailable_reason(server)
         if reason is not None:
             raise ToolCallFailed(server, tool, reason)
         try:
-            self.catalog.get(server, tool)
+            return self.catalog.get(server, tool).needs_approval
         except UnknownToolError as exc:
             raise ToolCallFailed(server, tool, str(exc)) from None
-        size = _json_size(args, self.settings.max_call_bytes)
+
+    async def send(self, server: str, tool: str, args: dict[str, Any]) -> JSON:
+        """Send a resolved call, its arguments bounded by their size on the wire."""
+        try:
+            args = make_encodable(args)  # what is sent: U+FFFD for what cannot be encoded
+        except TooDeep as exc:
+            raise ToolCallFailed(server, tool, f"the arguments cannot be sent: {exc}") from None
+        size = wire_size(args, self.settings.max_call_bytes)
         if size > self.settings.max_call_bytes:
             raise ToolCallFailed(
                 server,
@@ -359,100 +391,6 @@ class Gateway:
         return self._index[1]
 
 
-class _RunRouter:
-    """One run's view of the gateway: counts, bounds and records its tool calls.
-
-    Every piece of server-side work a guest causes goes through here and is charged to
-    its run (contract §7): calls per run (MCP_CODE_MAX_TOOL_CALLS), calls in flight
-    (MCP_CODE_MAX_CONCURRENT_CALLS; the rest wait their turn), and nothing outlives the
-    run (`close()` cancels what is still waiting or in flight).
-    """
-
-    def __init__(self, gateway: Gateway, approver: Approver | None = None) -> None:
-        self._gateway = gateway
-        self._approvals = RunApprovals(
-            mode=gateway.settings.approval,
-            approver=approver,
-            timeout_s=gateway.settings.approval_timeout_s,
-            redact=gateway.config.redact,
-        )
-        self._records: list[ToolCallRecord] = []
-        self._limit = gateway.settings.max_tool_calls
-        self._slots = asyncio.Semaphore(gateway.settings.max_concurrent_calls)
-        self._tasks: set[asyncio.Task[Any]] = set()
-        self._closed = False
-
-    def admit(self, count: int) -> None:
-        if self._limit and len(self._records) + count > self._limit:
-            raise ToolCallLimitExceeded(
-                f"the run made more than {self._limit} tool calls (raise MCP_CODE_MAX_TOOL_CALLS)"
-            )
-
-    async def call(self, server: str, tool: str, args: dict[str, Any]) -> JSON:
-        self.admit(1)
-        if self._closed:
-            raise ToolCallFailed(server, tool, "the run has ended")
-        record = ToolCallRecord(server=server, tool=tool, ms=0.0, ok=False)
-        self._records.append(record)
-        if self._needs_approval(server, tool):
-            await self._approvals.check(server, tool, args)
-        async with self._slots:
-            started = time.perf_counter()
-            task = asyncio.ensure_future(self._gateway.call_tool(server, tool, args))
-            self._tasks.add(task)
-            try:
-                value = await task
-                record.ok = True
-                return value
-            finally:
-                self._tasks.discard(task)
-                record.ms = round((time.perf_counter() - started) * 1000, 1)
-
-    @property
-    def paused_s(self) -> float:
-        """Seconds the run waited for a person: not counted against its time limit."""
-        return self._approvals.paused_s
-
-    def on_pause(self, notify: Callable[[], Awaitable[None]]) -> None:
-        self._approvals.before_asking = notify
-
-    def _needs_approval(self, server: str, tool: str) -> bool:
-        try:
-            return self._gateway.needs_approval(server, tool)
-        except (UnknownToolError, KeyError):
-            return False  # the call itself reports the unknown name
-
-    def close(self) -> None:
-        """The run is over: cancel its calls still in flight; later calls fail."""
-        self._closed = True
-        for task in self._tasks:
-            task.cancel()
-
-    async def query(self, kind: str, args: dict[str, Any]) -> JSON:
-        gw = self._gateway
-        await gw.settle(index=kind != "list_servers")  # discovery answers about every upstream
-        if kind == "search_tools":
-            limit = args.get("limit")
-            if limit is not None and not isinstance(limit, int):
-                raise UnknownToolError(f"search_tools: limit must be an int, not {limit!r}")
-            used = {record.server for record in self._records if record.ok}
-            query = str(args.get("query", ""))
-            return gw.search_tools(query, 5 if limit is None else limit, prefer=used)
-        if kind == "get_tool_docs":
-            server, tool, page = args.get("server"), args.get("tool"), args.get("page", 1)
-            if not isinstance(server, str) or not (tool is None or isinstance(tool, str)):
-                raise UnknownToolError("get_tool_docs(server, tool=None) takes names as strings")
-            if not isinstance(page, int) or isinstance(page, bool):
-                raise UnknownToolError(f"get_tool_docs: page must be an int, not {page!r}")
-            return gw.get_tool_docs(server, tool, page)
-        if kind == "list_servers":
-            return gw.list_servers()
-        raise CodeModeError(f"unknown query {kind!r}")
-
-    def records(self) -> list[ToolCallRecord]:
-        return list(self._records)
-
-
 def _make_executor(settings: Settings) -> Executor:
     launcher: Launcher = Zygote(allowed_imports=settings.allowed_imports)
     if settings.executor == "pyodide":
@@ -467,15 +405,6 @@ def _make_executor(settings: Settings) -> Executor:
         limits=Limits.from_settings(settings),
         pool_size=settings.pool_size,
     )
-
-
-def _json_size(value: JSON, limit: int) -> int:
-    """The size of `value` as JSON in bytes, or some number over `limit` when it is larger."""
-    try:
-        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-    except (TypeError, ValueError, RecursionError):
-        return limit + 1
-    return len(text) if len(text) * 4 <= limit else len(text.encode("utf-8", "replace"))
 
 
 def _parse_input(value: JSON) -> JSON:

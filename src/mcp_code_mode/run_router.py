@@ -1,0 +1,168 @@
+"""One run's view of the gateway: every upstream call a guest makes goes through `RunRouter.call`.
+
+It is the one place where a call is admitted, bounded, approved and recorded, whatever the
+path that made it (`tools.x.y(...)`, `call_tool`, each call of a `call_tools` batch, their
+`await` forms, a dspy interpreter session, `run_task`'s steps, `mcp-code-mode exec`) and
+whichever executor ran the code (contract §7, §8). The order is what makes approval hold:
+
+1. the names are checked for size, and clipped copies are what the run keeps;
+2. the upstream is waited for and the tool looked up in its own tool list (`resolve`): a
+   server that never connects or a tool it does not have fails here, and is never sent;
+3. only then is it decided whether the tool needs approval, and a person asked;
+4. the call is sent (`send`), within the run's limits on calls in flight.
+
+What it does not stop: an upstream that lists a tool as harmless and then does harm. The
+decision is as good as the tool's annotations and the config's `approve_tools` globs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Collection
+from typing import Any, Protocol
+
+from .approval import RunApprovals
+from .encodable import clip
+from .errors import CodeModeError, ToolCallFailed, ToolCallLimitExceeded, UnknownToolError
+from .sandbox.base import ToolCallRecord
+from .tool_results import JSON
+
+__all__ = ["MAX_NAME_CHARS", "RECORD_NAME_CHARS", "RouterHost", "RunRouter"]
+
+MAX_NAME_CHARS = 1000  # a server or tool name longer than this is refused unsent
+RECORD_NAME_CHARS = 200  # of a name, what a run's records (and its errors) keep
+
+
+class RouterHost(Protocol):
+    """What a run's calls and discovery queries need of the gateway."""
+
+    async def resolve(self, server: str, tool: str) -> bool:
+        """Wait for `server`, find `tool` in its tool list; whether a call needs approval.
+
+        Raises:
+            ToolCallFailed: the server is unavailable, or has no such tool.
+        """
+        ...
+
+    async def send(self, server: str, tool: str, args: dict[str, Any]) -> JSON:
+        """Send one resolved (and, if needed, approved) call; its unwrapped result."""
+        ...
+
+    async def settle(self, *, index: bool) -> None: ...
+    def search_tools(
+        self, query: str, limit: int, *, prefer: Collection[str]
+    ) -> list[dict[str, Any]]: ...
+    def get_tool_docs(self, server: str, tool: str | None, page: int) -> str: ...
+    def list_servers(self) -> list[dict[str, Any]]: ...
+
+
+class RunRouter:
+    """Counts, bounds, approves and records one run's tool calls (see the module docstring).
+
+    Every piece of server-side work a guest causes goes through here and is charged to its
+    run: calls per run (`max_tool_calls`, 0: no limit), calls in flight
+    (`max_concurrent_calls`; the rest wait their turn), and nothing outlives the run
+    (`close()` cancels what is still waiting or in flight).
+    """
+
+    def __init__(
+        self,
+        host: RouterHost,
+        approvals: RunApprovals,
+        *,
+        max_tool_calls: int,
+        max_concurrent_calls: int,
+    ) -> None:
+        self._host = host
+        self._approvals = approvals
+        self._records: list[ToolCallRecord] = []
+        self._limit = max_tool_calls
+        self._slots = asyncio.Semaphore(max_concurrent_calls)
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._closed = False
+
+    def admit(self, count: int) -> None:
+        if self._limit and len(self._records) + count > self._limit:
+            raise ToolCallLimitExceeded(
+                f"the run made more than {self._limit} tool calls (raise MCP_CODE_MAX_TOOL_CALLS)"
+            )
+
+    async def call(self, server: str, tool: str, args: dict[str, Any]) -> JSON:
+        self.admit(1)
+        kept = (clip(server, RECORD_NAME_CHARS), clip(tool, RECORD_NAME_CHARS))
+        record = ToolCallRecord(server=kept[0], tool=kept[1], ms=0.0, ok=False)
+        self._records.append(record)
+        if self._closed:
+            raise ToolCallFailed(*kept, "the run has ended")
+        _check_names(server, tool)
+        task = asyncio.ensure_future(self._approved_call(server, tool, args, record))
+        self._tasks.add(task)
+        try:
+            return await task
+        finally:
+            self._tasks.discard(task)
+
+    async def _approved_call(
+        self, server: str, tool: str, args: dict[str, Any], record: ToolCallRecord
+    ) -> JSON:
+        if await self._host.resolve(server, tool):  # known now: decided now, never before
+            await self._approvals.check(server, tool, args)
+        async with self._slots:
+            started = time.perf_counter()
+            try:
+                value = await self._host.send(server, tool, args)
+                record.ok = True
+                return value
+            finally:
+                record.ms = round((time.perf_counter() - started) * 1000, 1)
+
+    @property
+    def paused_s(self) -> float:
+        """Seconds the run waited for a person: not counted against its time limit."""
+        return self._approvals.paused_s
+
+    def on_pause(self, notify: Callable[[], Awaitable[None]]) -> None:
+        self._approvals.before_asking = notify
+
+    def close(self) -> None:
+        """The run is over: cancel its calls still waiting or in flight; later calls fail."""
+        self._closed = True
+        for task in self._tasks:
+            task.cancel()
+
+    async def query(self, kind: str, args: dict[str, Any]) -> JSON:
+        host = self._host
+        await host.settle(index=kind != "list_servers")  # discovery answers about every upstream
+        if kind == "search_tools":
+            limit = args.get("limit")
+            if limit is not None and not isinstance(limit, int):
+                raise UnknownToolError(f"search_tools: limit must be an int, not {limit!r}")
+            used = {record.server for record in self._records if record.ok}
+            query = str(args.get("query", ""))
+            return host.search_tools(query, 5 if limit is None else limit, prefer=used)
+        if kind == "get_tool_docs":
+            server, tool, page = args.get("server"), args.get("tool"), args.get("page", 1)
+            if not isinstance(server, str) or not (tool is None or isinstance(tool, str)):
+                raise UnknownToolError("get_tool_docs(server, tool=None) takes names as strings")
+            if not isinstance(page, int) or isinstance(page, bool):
+                raise UnknownToolError(f"get_tool_docs: page must be an int, not {page!r}")
+            return host.get_tool_docs(server, tool, page)
+        if kind == "list_servers":
+            return host.list_servers()
+        raise CodeModeError(f"unknown query {kind!r}")
+
+    def records(self) -> list[ToolCallRecord]:
+        return list(self._records)
+
+
+def _check_names(server: str, tool: str) -> None:
+    """Refuse names no upstream can have before any work is done with them."""
+    for what, name in (("server", server), ("tool", tool)):
+        if len(name) > MAX_NAME_CHARS:
+            raise ToolCallFailed(
+                clip(server, RECORD_NAME_CHARS),
+                clip(tool, RECORD_NAME_CHARS),
+                f"the {what} name is {len(name):,} characters, over the {MAX_NAME_CHARS:,} "
+                "a name may have; the call was not sent",
+            )
