@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pydantic_core
+
 __all__ = ["MAX_DEPTH", "TooDeep", "clip", "encodable_text", "make_encodable", "wire_size"]
 
 MAX_DEPTH = 200
@@ -66,7 +68,8 @@ def wire_size(value: Any, limit: int) -> int:
     some number over `limit` when that is larger (or it cannot be written).
 
     Pass a `make_encodable` value: the count is of what is sent, U+FFFD (3 bytes) where a
-    lone surrogate was. No number is written longer by the MCP layer than by `json`.
+    lone surrogate was. The SDK writes stdio lines with pydantic and HTTP bodies with `json`;
+    they differ only in how numbers are spelt (`1e-05` / `0.00001`), and the longer counts.
     """
     try:
         text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
@@ -75,6 +78,8 @@ def wire_size(value: Any, limit: int) -> int:
     if len(text) > limit:  # every character is at least one byte
         return len(text)
     try:
-        return len(text.encode("utf-8"))
-    except UnicodeEncodeError:  # not made encodable: it cannot be sent as it is
-        return limit + 1
+        by_json = len(text.encode("utf-8"))
+        by_pydantic = len(pydantic_core.to_json(value))
+    except (UnicodeEncodeError, pydantic_core.PydanticSerializationError, ValueError):
+        return limit + 1  # not made encodable: it cannot be sent as it is
+    return max(by_json, by_pydantic)

@@ -8,7 +8,9 @@ send, so the client sees exactly these bytes. With `--modern` it answers `server
 Tools: `echo` (a correct reply), `boot` (this process's pid), `content_not_list`
 (`content` is a string), `text_not_string` (a text block whose `text` is a number),
 `no_result_type` (a correct 2025 result, so on a 2026-07-28 connection it lacks
-`resultType`), `garbage_first` (a line that is not JSON, then a correct reply).
+`resultType`), `garbage_first` (a line that is not JSON, then a correct reply),
+`wire_size` (the size in bytes of the call's `arguments` JSON exactly as it arrived, and
+whether those bytes were valid UTF-8).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ MODERN = "--modern" in sys.argv
 MODERN_VERSION = "2026-07-28"
 LEGACY_VERSION = "2025-11-25"
 _NO_ARGS = {"type": "object", "properties": {}}
+_LAST_LINE = [b""]  # the request line being answered, as its bytes arrived
 TOOLS = [
     {
         "name": "echo",
@@ -47,6 +50,11 @@ TOOLS = [
         "name": "no_result_type",
         "description": "Replies without resultType.",
         "inputSchema": _NO_ARGS,
+    },
+    {
+        "name": "wire_size",
+        "description": "The size in bytes of this call's arguments as they arrived.",
+        "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}},
     },
     {
         "name": "garbage_first",
@@ -81,10 +89,27 @@ def call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
         return modern({"content": [{"type": "text", "text": 42}], "isError": False})
     if name == "no_result_type":
         return {"content": [{"type": "text", "text": "no resultType"}], "isError": False}
+    if name == "wire_size":
+        return text(json.dumps(_raw_arguments(_LAST_LINE[0])))
     if name == "garbage_first":
         sys.stdout.write("this line is not JSON-RPC\n")
         return text("after garbage")
     return modern({"content": [{"type": "text", "text": f"unknown tool {name}"}], "isError": True})
+
+
+def _raw_arguments(line: bytes) -> dict[str, Any]:
+    """The `arguments` object of a tools/call line, measured in the bytes that carried it."""
+    try:
+        decoded, utf8 = line.decode("utf-8"), True
+    except UnicodeDecodeError:
+        decoded, utf8 = line.decode("utf-8", "surrogateescape"), False
+    key = decoded.index('"arguments"')
+    start = decoded.index(":", key) + 1
+    while decoded[start] in " \t":
+        start += 1
+    _, end = json.JSONDecoder().raw_decode(decoded, start)
+    raw = decoded[start:end].encode("utf-8", "surrogateescape")
+    return {"bytes": len(raw), "utf8": utf8}
 
 
 def answer(request: dict[str, Any]) -> dict[str, Any] | None:
@@ -128,7 +153,8 @@ def answer(request: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def main() -> None:
-    for line in sys.stdin:
+    for line in sys.stdin.buffer:
+        _LAST_LINE[0] = line
         try:
             request = json.loads(line)
         except ValueError:

@@ -1,0 +1,95 @@
+"""MCP_CODE_MAX_CALL_BYTES counts what is sent (contract §7): the bytes of the arguments'
+JSON as they arrive at a real upstream, for any text, lone surrogates included."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pydantic_core
+import pytest
+import pytest_asyncio
+from hypothesis import HealthCheck, Phase, example, given, settings
+from hypothesis import strategies as st
+
+from mcp_code_mode.encodable import make_encodable, wire_size
+from mcp_code_mode.gateway import Gateway
+
+from .support import ROOT, server_entry, start_gateway
+
+MALFORMED = str(ROOT / "tests" / "servers" / "malformed_upstream.py")
+LIMIT = 3000
+
+PROPERTY = settings(
+    deadline=None,
+    database=None,
+    phases=[Phase.explicit, Phase.generate],
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+
+# Text as guests make it: any code point (lone surrogates, NUL, controls, astral), repeated
+# so that sizes cross the limit in both directions.
+PIECES = st.text(st.characters(codec=None, exclude_categories=()), min_size=1, max_size=6)
+TEXT = st.tuples(PIECES, st.integers(1, 1200)).map(lambda t: t[0] * t[1])
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="session")
+async def gw(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Gateway]:
+    config = tmp_path_factory.mktemp("wire") / "mcp_servers.json"
+    config.write_text(json.dumps({"servers": {"raw": server_entry(MALFORMED)}}))
+    gateway = await start_gateway(config, max_call_bytes=LIMIT)
+    try:
+        yield gateway
+    finally:
+        await gateway.aclose()
+
+
+async def _send(gw: Gateway, text: str) -> dict[str, Any]:
+    code = "call_tool('raw', 'wire_size', {'text': ''.join(map(chr, input['c']))})"
+    return (await gw.execute(code, input={"c": [ord(c) for c in text]})).to_json()
+
+
+@settings(PROPERTY, max_examples=40)
+@example(text="\ud800" * 999)  # 999 characters of JSON text; 2,997 bytes of U+FFFD: sent
+@example(text="\ud800" * 1000)  # 3,007 bytes with U+FFFD: refused (1 byte each before)
+@example(text="\x00" * 499)  # NUL goes as \u0000: 6 bytes each
+@example(text="\ud83d\ude00" * 749)  # a surrogate pair the guest joined: one 4-byte emoji
+@given(text=TEXT)
+async def test_the_limit_holds_to_the_byte_on_the_wire(gw: Gateway, text: str) -> None:
+    expected = wire_size(make_encodable({"text": text}), LIMIT)
+    out = await _send(gw, text)
+    if expected <= LIMIT:
+        assert out["ok"], out
+        assert out["result"] == {"bytes": expected, "utf8": True}
+    else:
+        assert out["error"]["type"] == "TOOL_ERROR", out
+        message = out["error"]["message"]
+        assert f"{expected:,} bytes" in message and "MCP_CODE_MAX_CALL_BYTES" in message
+
+
+JSON_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@given(value=JSON_VALUES)
+@settings(max_examples=300, deadline=None)
+def test_no_mcp_writer_writes_more_bytes_than_are_counted(value: Any) -> None:
+    """The SDK writes stdio lines with pydantic and HTTP bodies with `json`: `wire_size`
+    counts the longer of the two for the same (encodable) value."""
+    sent = make_encodable(value)
+    compact = json.dumps(sent, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    by_pydantic, by_json = len(pydantic_core.to_json(sent)), len(compact.encode("utf-8"))
+    assert wire_size(sent, 10**9) == max(by_pydantic, by_json)
+
+
+def test_text_that_cannot_be_encoded_counts_as_over() -> None:
+    assert wire_size({"t": "\ud800"}, 100) == 101
+    assert wire_size({"t": "é"}, 100) == len('{"t":"é"}'.encode())
