@@ -21,7 +21,7 @@ from pydantic import ValidationError
 from .approval import Approver, RunApprovals
 from .catalog import Catalog
 from .config import GatewayConfig, ServerConfig, load_config
-from .encodable import TooDeep, make_encodable, wire_size
+from .encodable import TooDeep, clip, make_encodable, wire_size
 from .errors import (
     ErrorType,
     ToolCallFailed,
@@ -42,13 +42,15 @@ from .upstreams import Connect, MCPServerManager, ToolCache
 if TYPE_CHECKING:
     from .sandbox.interpreter import MCPCodeInterpreter
 
-__all__ = ["DISCOVERY_WAIT_S", "MAX_QUERY_CHARS", "Gateway"]
+__all__ = ["DISCOVERY_WAIT_S", "ERROR_CHARS", "MAX_QUERY_CHARS", "Gateway"]
 
 logger = logging.getLogger(__name__)
 
 MAX_QUERY_CHARS = 1000  # of a search query, the part that is used (contract §7)
 _BIG_LISTING = 1000  # tools in one listing, from which the memory it freed is given back
 DISCOVERY_WAIT_S = 5.0  # discovery waits this long at most for upstreams still starting
+ERROR_CHARS = 20_000  # of an upstream's error text, what a failed call says
+_BIG_RESULT_CHARS = 100_000  # a result with more text is parsed off the event loop
 
 
 class Gateway:
@@ -353,7 +355,15 @@ class Gateway:
                 f"the arguments are {size:,} bytes of JSON, over the "
                 f"{self.settings.max_call_bytes:,} allowed (MCP_CODE_MAX_CALL_BYTES)",
             )
-        return unwrap_result(await self.manager.call_tool(server, tool, args))
+        try:
+            result = await self.manager.call_tool(server, tool, args)
+        except ToolCallFailed as exc:  # an upstream's error text, kept by nobody past the run
+            if len(exc.message) <= ERROR_CHARS:
+                raise
+            raise ToolCallFailed(server, tool, clip(exc.message, ERROR_CHARS)) from None
+        if _text_chars(result) > _BIG_RESULT_CHARS:  # parsing it would stall other runs
+            return await asyncio.to_thread(unwrap_result, result)
+        return unwrap_result(result)
 
     def _servers_reached(self, code: str) -> list[str] | None:
         """The enabled servers `code` names (None: any); see `reach`. Code over the size
@@ -405,6 +415,11 @@ def _make_executor(settings: Settings) -> Executor:
         limits=Limits.from_settings(settings),
         pool_size=settings.pool_size,
     )
+
+
+def _text_chars(result: mcp_types.CallToolResult) -> int:
+    """Characters of text in a result's content blocks (what unwrapping parses)."""
+    return sum(len(b.text) for b in result.content if isinstance(b, mcp_types.TextContent))
 
 
 def _parse_input(value: JSON) -> JSON:
