@@ -31,8 +31,8 @@ from mcp_code_mode.sandbox.pyodide import PYODIDE_VERSION
 from mcp_code_mode.settings import cache_root
 from mcp_code_mode.upstreams import Connect
 
-from .conftest import require_pyodide
-from .support import QUIET, ROOT, make_settings, server_entry
+from ..conftest import require_pyodide
+from ..support import QUIET, ROOT, make_settings, server_entry
 
 BOARD = str(ROOT / "tests" / "servers" / "approvals_upstream.py")
 SCRIPT = Path(sys.executable).parent / "mcp-code-mode"

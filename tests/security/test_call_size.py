@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from mcp_code_mode.encodable import make_encodable, wire_size
 from mcp_code_mode.gateway import Gateway
 
-from .support import ROOT, server_entry, start_gateway
+from ..support import ROOT, server_entry, start_gateway
 
 MALFORMED = str(ROOT / "tests" / "servers" / "malformed_upstream.py")
 LIMIT = 3000
