@@ -80,7 +80,7 @@ JSON_VALUES = st.recursive(
 
 
 @given(value=JSON_VALUES)
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300, deadline=None, database=None)
 def test_no_mcp_writer_writes_more_bytes_than_are_counted(value: Any) -> None:
     """The SDK writes stdio lines with pydantic and HTTP bodies with `json`: `wire_size`
     counts the longer of the two for the same (encodable) value."""
