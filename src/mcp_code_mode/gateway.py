@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import time
 from collections.abc import Collection
@@ -16,11 +15,10 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
 
 import mcp_types
-from pydantic import ValidationError
 
 from .approval import Approver, RunApprovals
 from .catalog import Catalog
-from .config import GatewayConfig, ServerConfig, load_config
+from .config import GatewayConfig, load_config
 from .encodable import TooDeep, clip, make_encodable, wire_size
 from .errors import (
     ErrorType,
@@ -32,11 +30,9 @@ from .reach import servers_reached
 from .run_router import RunRouter
 from .sandbox.base import ExecutionResult, Executor, GuestIndex, Limits
 from .sandbox.executor import SandboxExecutor
-from .sandbox.pool import Launcher, Zygote
-from .sandbox.pyodide import PyodideLauncher
 from .sandbox.reply import bound_reply
 from .settings import Settings, cache_root
-from .tool_results import JSON, unwrap_result
+from .tool_results import JSON, parse_input, text_chars, unwrap_result
 from .upstreams import Connect, MCPServerManager, ToolCache
 
 if TYPE_CHECKING:
@@ -84,7 +80,7 @@ class Gateway:
         known: dict[str, list[mcp_types.Tool]] = {}
         if connect != "wait":
             for name, server in config.enabled.items():
-                cached = _cached_tools(self.tool_cache, name, server)
+                cached = self.tool_cache.load_tools(name, server)
                 if cached is not None:
                     known[name] = cached
         self.manager = MCPServerManager(
@@ -96,7 +92,7 @@ class Gateway:
             on_tools_listed=self._remember_tools,
         )
         self.connect: Connect = connect
-        self.executor: Executor = executor or _make_executor(settings)
+        self.executor: Executor = executor or SandboxExecutor.from_settings(settings)
         self._catalog: Catalog | None = None
         self._catalog_version = -1
         self._trimmed: Catalog | None = (
@@ -170,11 +166,7 @@ class Gateway:
         return self.config.servers[server].needs_approval(tool)
 
     def _remember_tools(self, server: str, tools: list[mcp_types.Tool]) -> None:
-        try:
-            dumped = [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in tools]
-        except (ValueError, RecursionError):  # nested past pydantic's limit: not worth keeping
-            return
-        self.tool_cache.store(server, self.config.servers[server], dumped)
+        self.tool_cache.store_tools(server, self.config.servers[server], tools)
         if len(tools) >= _BIG_LISTING:  # its parse and dump freed a few hundred MB
             release_free_memory()
 
@@ -229,7 +221,7 @@ class Gateway:
                     await self.manager.settle(reached)
             result = await self.executor.run(
                 code,
-                input=_parse_input(input),
+                input=parse_input(input),
                 timeout_s=self.settings.clamp_timeout(timeout_s),
                 index=self._guest_index(),
                 router=router,
@@ -361,7 +353,7 @@ class Gateway:
             if len(exc.message) <= ERROR_CHARS:
                 raise
             raise ToolCallFailed(server, tool, clip(exc.message, ERROR_CHARS)) from None
-        if _text_chars(result) > _BIG_RESULT_CHARS:  # parsing it would stall other runs
+        if text_chars(result) > _BIG_RESULT_CHARS:  # parsing it would stall other runs
             return await asyncio.to_thread(unwrap_result, result)
         return unwrap_result(result)
 
@@ -399,48 +391,3 @@ class Gateway:
             )
         self._index = (source, GuestIndex.of(index))
         return self._index[1]
-
-
-def _make_executor(settings: Settings) -> Executor:
-    launcher: Launcher = Zygote(allowed_imports=settings.allowed_imports)
-    if settings.executor == "pyodide":
-        launcher = PyodideLauncher(
-            allowed_imports=settings.allowed_imports,
-            wheelhouse=settings.wheelhouse,
-            cache_dir=settings.cache_dir,
-        )
-    return SandboxExecutor(
-        launcher,
-        allowed_imports=settings.allowed_imports,
-        limits=Limits.from_settings(settings),
-        pool_size=settings.pool_size,
-    )
-
-
-def _text_chars(result: mcp_types.CallToolResult) -> int:
-    """Characters of text in a result's content blocks (what unwrapping parses)."""
-    return sum(len(b.text) for b in result.content if isinstance(b, mcp_types.TextContent))
-
-
-def _parse_input(value: JSON) -> JSON:
-    """A string that holds a JSON object or array is parsed (some clients send objects so)."""
-    if isinstance(value, str) and value.lstrip()[:1] in ("{", "["):
-        try:
-            return json.loads(value)
-        except ValueError:
-            return value
-    return value
-
-
-def _cached_tools(cache: ToolCache, name: str, server: ServerConfig) -> list[mcp_types.Tool] | None:
-    """A server's remembered tools; None when there are none, or they are not valid tools."""
-    raw = cache.load(name, server)
-    if raw is None:
-        return None
-    try:
-        tools = [mcp_types.Tool.model_validate(t) for t in raw]
-        for tool in tools:  # what cannot be dumped again would fail every comparison later
-            tool.model_dump(mode="json", by_alias=True, exclude_none=True)
-    except (ValidationError, ValueError, RecursionError):
-        return None
-    return tools

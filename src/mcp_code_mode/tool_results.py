@@ -7,7 +7,7 @@ from typing import Any, TypeAlias
 
 import mcp_types
 
-__all__ = ["JSON", "error_text", "unwrap_result"]
+__all__ = ["JSON", "error_text", "parse_input", "text_chars", "unwrap_result"]
 
 JSON: TypeAlias = Any
 """A value that survives `json.dumps` / `json.loads` (dict, list, str, number, bool, None)."""
@@ -53,3 +53,18 @@ def _block_value(block: mcp_types.ContentBlock) -> JSON:
         except ValueError:
             return block.text
     return block.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+def text_chars(result: mcp_types.CallToolResult) -> int:
+    """Characters of text in a result's content blocks (what unwrapping parses)."""
+    return sum(len(b.text) for b in result.content if isinstance(b, mcp_types.TextContent))
+
+
+def parse_input(value: JSON) -> JSON:
+    """A string that holds a JSON object or array is parsed (some clients send objects so)."""
+    if isinstance(value, str) and value.lstrip()[:1] in ("{", "["):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    return value

@@ -20,9 +20,10 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from ..errors import CodeModeError, ErrorType, WorkerCrashed
+from ..settings import Settings
 from .base import ErrorDetail, ExecutionResult, GuestIndex, Limits, ToolRouter
 from .policy import check_policy
-from .pool import Launcher, Worker, WorkerPool
+from .pool import Launcher, Worker, WorkerPool, Zygote
 from .protocol import (
     CallRequest,
     DoneMessage,
@@ -31,6 +32,7 @@ from .protocol import (
     ReplyMessage,
     RunMessage,
 )
+from .pyodide import PyodideLauncher
 
 __all__ = ["KILL_GRACE_S", "Conversation", "SandboxExecutor", "check_code"]
 
@@ -53,6 +55,23 @@ class SandboxExecutor:
         self.allowed_imports = tuple(allowed_imports)
         self.limits = limits
         self.pool = WorkerPool(size=pool_size, launcher=launcher, memory_mb=limits.memory_mb)
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> SandboxExecutor:
+        """The executor MCP_EXECUTOR names, with the settings' imports, limits and pool."""
+        launcher: Launcher = Zygote(allowed_imports=settings.allowed_imports)
+        if settings.executor == "pyodide":
+            launcher = PyodideLauncher(
+                allowed_imports=settings.allowed_imports,
+                wheelhouse=settings.wheelhouse,
+                cache_dir=settings.cache_dir,
+            )
+        return cls(
+            launcher,
+            allowed_imports=settings.allowed_imports,
+            limits=Limits.from_settings(settings),
+            pool_size=settings.pool_size,
+        )
 
     @property
     def name(self) -> str:

@@ -22,6 +22,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import mcp_types
+from pydantic import ValidationError
+
 from ..config import ServerConfig
 
 __all__ = ["ToolCache", "cache_key"]
@@ -85,6 +88,29 @@ class ToolCache:
             logger.debug("tool cache: cannot write %s: %s", path, exc)
             return
         _prune(path.parent)
+
+    def load_tools(self, name: str, server: ServerConfig) -> list[mcp_types.Tool] | None:
+        """The tools last stored for this server as MCP tools; None when there are none or
+        they are not valid tools."""
+        raw = self.load(name, server)
+        if raw is None:
+            return None
+        try:
+            tools = [mcp_types.Tool.model_validate(t) for t in raw]
+            for tool in tools:  # what cannot be dumped again would fail every comparison later
+                tool.model_dump(mode="json", by_alias=True, exclude_none=True)
+        except (ValidationError, ValueError, RecursionError):
+            return None
+        return tools
+
+    def store_tools(self, name: str, server: ServerConfig, tools: Sequence[mcp_types.Tool]) -> None:
+        """Write the server's MCP tools (see `store`); tools nested past pydantic's limit are
+        not worth keeping."""
+        try:
+            dumped = [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in tools]
+        except (ValueError, RecursionError):
+            return
+        self.store(name, server, dumped)
 
     def _path(self, name: str, server: ServerConfig) -> Path | None:
         if self.directory is None:
