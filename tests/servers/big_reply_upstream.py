@@ -150,7 +150,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     do_DELETE = do_GET
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the stdlib's name
+    def log_message(self, format: str, *args: Any) -> None:
         del format, args
 
 
