@@ -241,12 +241,14 @@ def table(before: dict[str, Any], after: dict[str, Any]) -> Table:
     """Before (the code at commit a905118) against after, one row per measure."""
     o = after["options"]
     limit_mb = o["limit_bytes"] / 1e6
+    calls = f"{o['name_calls']:,} failed calls (1 MB tool, 100 KB server names)"
+    peak = f"the same: peak RSS over idle, MB (target ≤ 2 × {limit_mb:.0f} MB)"
     rows: list[tuple[str, str, Any]] = [
-        ("names", f"{o['name_calls']:,} failed calls (1 MB tool, 100 KB server names): RSS growth MB", "growth_mb"),
+        ("names", f"{calls}: RSS growth MB", "growth_mb"),
         ("names", "the same: peak RSS over idle, MB", "peak_over_idle_mb"),
         ("names", "the same: outcome", "outcome"),
         ("big", f"{o['big_bytes'] / 1e6:.0f} MB upstream result: outcome", "outcome"),
-        ("big", f"the same: peak RSS over idle, MB (target ≤ 2 × {limit_mb:.0f} MB)", "peak_over_idle_mb"),
+        ("big", peak, "peak_over_idle_mb"),
         ("big", "the same: RSS kept after, MB", "kept_mb"),
         ("big", "the same: seconds until the call answered", "seconds"),
         ("big", "`1+1` p95 ms, idle", "idle_p95_ms"),
