@@ -26,6 +26,7 @@ from ..support import QUIET, ConfigWriter, make_settings
 from ..test_upstream_healing import free_port, run, status, value
 
 SERVER = str(Path(__file__).parents[1] / "servers" / "big_reply_upstream.py")
+SSE_SERVER = str(Path(__file__).parents[1] / "servers" / "big_sse_upstream.py")
 LIMIT = 1_000_000
 KINDS = ["stdio", "http-json", "http-sse"]
 
@@ -134,6 +135,39 @@ async def test_an_sse_event_over_the_sdks_own_limit_says_which_limit(
             assert out["error"]["type"] == "TOOL_ERROR"
             assert "MCP SDK takes in one SSE event" in out["error"]["message"], out["error"]
             assert await value(gw, "tools.b.echo(text='after')") == "after"
+        finally:
+            await gw.aclose()
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+
+
+async def test_an_sse_upstream_keeps_its_connection_after_a_refused_reply(
+    write_config: ConfigWriter,
+) -> None:
+    """On the older HTTP+SSE transport every reply comes on one long event stream, which the
+    MCP SDK ends when one event is too big: the line is cut before that and answered."""
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, SSE_SERVER, "--port", str(port)],
+        env={**os.environ, **QUIET},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        await _listening(port, proc)
+        path = write_config({"b": {"url": f"http://127.0.0.1:{port}/sse", "transport": "sse"}})
+        gw = await _gateway(path)
+        try:
+            started = time.monotonic()
+            out = await run(gw, "tools.b.big(size=2_000_000)", timeout_s=60)
+            assert time.monotonic() - started < 15
+            assert out["error"]["type"] == "TOOL_ERROR"
+            assert "MCP_CODE_MAX_RESULT_BYTES (1,000,000)" in out["error"]["message"], out
+            # fastmcp sends the text twice (content and structuredContent): 600 KB in all.
+            assert await value(gw, "len(tools.b.big(size=300_000))") == 300_000
+            assert await value(gw, "tools.b.echo(text='after')") == "after"
+            assert status(gw, "b")["status"] == "ok"
         finally:
             await gw.aclose()
     finally:
