@@ -76,6 +76,7 @@ DEFAULTS = {
     "max_tool_calls": 1000,
     "max_concurrent_calls": 16,
     "max_call_bytes": 1_000_000,
+    "max_result_bytes": 10_000_000,
     "approval": "auto",
     "approval_timeout_s": 120.0,
     "max_output_chars": 100_000,
@@ -118,6 +119,7 @@ def test_defaults_match_the_contract(clean_env: pytest.MonkeyPatch) -> None:
     assert s.memory_mb == 256
     assert s.max_tool_calls == 1000
     assert s.max_concurrent_calls == 16
+    assert s.max_result_bytes == 10_000_000
     assert s.max_call_bytes == 1_000_000
     assert s.max_output_chars == 100_000
     assert s.pool_size == 2

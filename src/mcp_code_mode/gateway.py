@@ -88,6 +88,7 @@ class Gateway:
             default_timeout_s=settings.timeout_s,
             startup_timeout_s=settings.startup_timeout_s,
             max_concurrent_starts=settings.max_concurrent_starts,
+            max_result_bytes=settings.max_result_bytes,
             known_tools=known,
             on_tools_listed=self._remember_tools,
         )

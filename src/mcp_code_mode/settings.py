@@ -75,6 +75,9 @@ class Settings(BaseSettings):
         16, gt=0, validation_alias=_env("MCP_CODE_MAX_CONCURRENT_CALLS")
     )
     max_call_bytes: int = Field(1_000_000, gt=0, validation_alias=_env("MCP_CODE_MAX_CALL_BYTES"))
+    max_result_bytes: int = Field(
+        10_000_000, gt=0, validation_alias=_env("MCP_CODE_MAX_RESULT_BYTES")
+    )  # of one upstream reply; a bigger one fails its call (TOOL_ERROR)
     approval: Literal["auto", "required", "off"] = Field(
         "auto", validation_alias=_env("MCP_CODE_APPROVAL")
     )

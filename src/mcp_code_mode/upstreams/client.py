@@ -21,13 +21,16 @@ import httpx2
 import mcp_types
 from fastmcp import Client
 from fastmcp.client.messages import MessageHandler
-from fastmcp.client.transports import ClientTransport
+from fastmcp.client.transports import ClientTransport, SSETransport, StdioTransport
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
 from .. import __version__
+from .http_limit import IDENTITY, bound_response
+from .stdio import BoundedStdioTransport
 
 __all__ = [
     "Link",
+    "bounded",
     "check_alive",
     "close",
     "http_client_factory",
@@ -77,6 +80,25 @@ def new_client(
     return link.client
 
 
+def bounded(
+    transport: ClientTransport,
+    *,
+    max_result_bytes: int,
+    http_client_factory: Callable[..., httpx2.AsyncClient],
+) -> ClientTransport:
+    """`transport` with each reply of its upstream bounded at `max_result_bytes`.
+
+    A stdio upstream is read by `BoundedStdioTransport`; an SSE upstream gets the httpx
+    clients of `http_client_factory` (a streamable HTTP one already has them, from
+    `to_transport`), whose responses `BoundedHTTPTransport` bounds.
+    """
+    if isinstance(transport, StdioTransport):
+        return BoundedStdioTransport(transport, max_line_bytes=max_result_bytes)
+    if isinstance(transport, SSETransport) and transport.httpx_client_factory is None:
+        transport.httpx_client_factory = http_client_factory
+    return transport
+
+
 def is_modern(client: Client[Any]) -> bool:
     """Whether the connection speaks a 2026-07-28 protocol version (no ping, no session)."""
     return client.protocol_version in MODERN_PROTOCOL_VERSIONS
@@ -120,12 +142,16 @@ class _Notifications(MessageHandler):
 
 
 def http_client_factory(
-    link: Link, on_session_gone: Callable[[], None]
+    link: Link, on_session_gone: Callable[[], None], max_result_bytes: int
 ) -> Callable[..., httpx2.AsyncClient]:  # an mcp `McpHttpClientFactory`
-    """httpx clients for a streamable HTTP upstream: the SDK's default, with three changes.
+    """httpx clients for an HTTP upstream: the SDK's default, with four changes.
 
     `on_session_gone` is called when the upstream no longer knows our session
     (`link.session_gone` is set first).
+
+    - Each response body, or each line of an event stream, is bounded at
+      `max_result_bytes` (`http_limit.bound_response`, asking for uncompressed bodies):
+      a bigger reply fails its call and is not read into memory.
 
     - No read timeout. The SDK sets the HTTP read timeout to the MCP request timeout,
       so a slow call's HTTP read can fail first, which kills the whole session (the
@@ -142,6 +168,7 @@ def http_client_factory(
     """
 
     async def on_response(response: httpx2.Response) -> None:
+        bound_response(response, max_result_bytes=max_result_bytes)
         if await refuses_session(response):
             link.session_gone = True
             on_session_gone()
@@ -154,7 +181,7 @@ def http_client_factory(
     ) -> httpx2.AsyncClient:
         del timeout, follow_redirects  # as mcp's `create_mcp_http_client`, but see above
         return httpx2.AsyncClient(
-            headers=headers,
+            headers={**(headers or {}), **IDENTITY},
             timeout=httpx2.Timeout(30.0, read=None),
             auth=auth,
             verify=_ssl_context(),

@@ -67,6 +67,7 @@ class UpstreamConnection:
         *,
         timeout_s: float,
         startup_timeout_s: float,
+        max_result_bytes: int,
         gate: StartGate,
         timing: ConnectionTiming,
         tools: ToolList,
@@ -76,6 +77,7 @@ class UpstreamConnection:
         self.config = config
         self.timeout_s = timeout_s  # each call
         self.startup_timeout_s = startup_timeout_s
+        self.max_result_bytes = max_result_bytes  # of one reply (see `client.bounded`)
         self.tools = tools
         self.state: UpstreamState = "connecting"
         self.reason: str | None = None  # why it is not `ok`
@@ -324,9 +326,11 @@ class UpstreamConnection:
         if self._stderr is not None:
             stderr = self._stderr.open(lambda: self._stderr_ended(link))
         gone = "the upstream no longer knows our session"
-        factory = client.http_client_factory(link, lambda: self._lose(link, gone))
+        limit = self.max_result_bytes
+        factory = client.http_client_factory(link, lambda: self._lose(link, gone), limit)
+        transport = self.config.to_transport(stderr=stderr, http_client_factory=factory)
         fresh = client.new_client(
-            self.config.to_transport(stderr=stderr, http_client_factory=factory),
+            client.bounded(transport, max_result_bytes=limit, http_client_factory=factory),
             link,
             name=self.name,
             on_tools_changed=lambda: self.tools.want_refresh(link, announced=True),

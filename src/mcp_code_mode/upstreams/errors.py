@@ -21,6 +21,8 @@ import mcp_types
 from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
+from .framing import refusal
+
 __all__ = ["Failure", "FailureKind", "classify", "describe"]
 
 
@@ -32,6 +34,7 @@ class FailureKind(Enum):
     SESSION_GONE = "session_gone"  # the HTTP upstream forgot our session: new session, resend
     MALFORMED = "malformed"  # the reply broke the protocol's schema: this request fails
     ERROR_REPLY = "error_reply"  # the upstream answered with an error: an answer all the same
+    TOO_LARGE = "too_large"  # the reply was bigger than the limit: cut off, this request fails
     OTHER = "other"  # anything else fails this request only
 
 
@@ -83,6 +86,9 @@ def classify(exc: BaseException, *, session_gone: bool = False) -> Failure:
     if isinstance(exc, ValidationError):
         return Failure(FailureKind.MALFORMED, f"the upstream sent a malformed reply: {_first(exc)}")
     if isinstance(exc, MCPError):
+        refused = refusal(exc.message)
+        if refused is not None:  # our transports' answer for the request (`framing`)
+            return Failure(FailureKind.TOO_LARGE, refused)
         return Failure(FailureKind.ERROR_REPLY, exc.message)
     return Failure(FailureKind.OTHER, f"the call failed ({type(exc).__name__}: {describe(exc)})")
 

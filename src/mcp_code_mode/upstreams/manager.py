@@ -60,6 +60,8 @@ class MCPServerManager:
         on_tools_listed: called with an upstream's unfiltered tools whenever it lists
             tools that differ from what was known (the gateway writes its cache).
         max_concurrent_starts: upstreams starting at once (default: from the CPU count).
+        max_result_bytes: the largest reply an upstream may send; a bigger one is cut off
+            while it is read and fails its call (`MCP_CODE_MAX_RESULT_BYTES`).
     """
 
     def __init__(
@@ -70,6 +72,7 @@ class MCPServerManager:
         startup_timeout_s: float = 60.0,
         health_interval_s: float = 10.0,
         max_concurrent_starts: int | None = None,
+        max_result_bytes: int = 10_000_000,
         known_tools: Mapping[str, list[mcp_types.Tool]] | None = None,
         on_tools_listed: Callable[[str, list[mcp_types.Tool]], None] | None = None,
     ) -> None:
@@ -85,6 +88,7 @@ class MCPServerManager:
                 server,
                 timeout_s=server.timeout_s or default_timeout_s,
                 startup_timeout_s=server.timeout_s or startup_timeout_s,
+                max_result_bytes=max_result_bytes,
                 gate=gate,
                 timing=self.timing,
                 tools=ToolList(name, server, known=known.get(name), on_change=self._changed),

@@ -1,0 +1,143 @@
+"""What an HTTP upstream sends in one reply, bounded while it is read.
+
+`bound_response`, called from a response hook of the httpx client that the MCP SDK uses
+for a streamable HTTP or SSE upstream (`client.http_client_factory`), wraps each
+response's byte stream before the SDK reads it:
+
+- a JSON body (anything that is not an event stream) over the limit fails while it is
+  read (or before, when its declared length says so) with `ResultTooLarge`, an
+  `httpx.StreamError`: the SDK answers the request it belongs to with a JSON-RPC error
+  carrying our message; the session stays up;
+- an event stream (SSE) is bounded line by line, never as a whole (it may stay open for
+  hours): a line over the limit is cut off while it is read and replaced by a `data:`
+  line holding a JSON-RPC error reply for the id found in its first or last few KB (or
+  the id of the request the response answers). The MCP SDK itself refuses an SSE event
+  over 1 MiB (httpx's default; on the legacy SSE transport that ends the connection), so
+  event lines are cut at that size when it is below `MCP_CODE_MAX_RESULT_BYTES`, with a
+  message that says so.
+
+What it does not stop: a body the upstream compresses although we ask for `identity`
+(it is counted compressed); an event made of many lines each under the limit (the SDK's
+own 1 MiB event limit applies); a body that never ends (its call times out).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+
+import httpx2
+
+from .framing import (
+    RESULT_TOO_LARGE_CODE,
+    LineSplitter,
+    Oversized,
+    reply_id,
+    too_large_message,
+)
+
+__all__ = ["IDENTITY", "SDK_EVENT_BYTES", "ResultTooLarge", "bound_response"]
+
+# What the MCP SDK's EventSource accepts in one SSE event (httpx2's default), less room
+# for the event's other fields.
+SDK_EVENT_BYTES = 1024 * 1024
+_EVENT_ROOM = 1024
+# Asked of every upstream, so the bytes counted are the bytes parsed.
+IDENTITY = {"accept-encoding": "identity"}
+
+
+class ResultTooLarge(httpx2.StreamError):
+    """An upstream's reply is bigger than `MCP_CODE_MAX_RESULT_BYTES`."""
+
+
+def bound_response(response: httpx2.Response, *, max_result_bytes: int) -> None:
+    """Bound `response`'s body at `max_result_bytes` before anyone reads it (see the module).
+
+    Call it from an httpx response hook: hooks run before a streamed body is read.
+    """
+    stream = response.stream
+    if not isinstance(stream, httpx2.AsyncByteStream):  # already read, or a sync stream
+        return
+    kind = response.headers.get("content-type", "").partition(";")[0].strip().lower()
+    if kind == "text/event-stream":
+        response.stream = _BoundedEvents(stream, response.request, max_result_bytes)
+        return
+    declared = response.headers.get("content-length", "")
+    size = int(declared) if declared.isdigit() else None
+    response.stream = _BoundedBody(stream, max_result_bytes, size)
+
+
+class _BoundedBody(httpx2.AsyncByteStream):
+    """A body that fails with `ResultTooLarge` once it passes `limit` bytes."""
+
+    def __init__(self, inner: httpx2.AsyncByteStream, limit: int, declared: int | None) -> None:
+        self._inner = inner
+        self._limit = limit
+        self._declared = declared
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        if self._declared is not None and self._declared > self._limit:
+            raise ResultTooLarge(too_large_message(self._declared, self._limit))
+        seen = 0
+        async for chunk in self._inner:
+            seen += len(chunk)
+            if seen > self._limit:
+                raise ResultTooLarge(too_large_message(seen, self._limit, at_least=True))
+            yield chunk
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+class _BoundedEvents(httpx2.AsyncByteStream):
+    """An event stream whose lines over the limit become error replies."""
+
+    def __init__(self, inner: httpx2.AsyncByteStream, request: httpx2.Request, limit: int) -> None:
+        self._inner = inner
+        self._request = request
+        self._limit = limit
+        self._line_limit = min(limit, SDK_EVENT_BYTES - _EVENT_ROOM)
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        splitter = LineSplitter(self._line_limit)
+        async for chunk in self._inner:
+            if out := self._lines(splitter.feed(chunk)):
+                yield out
+        if out := self._lines(splitter.finish()):
+            yield out
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    def _lines(self, lines: list[bytes | Oversized]) -> bytes:
+        parts = [self._replace(line) if isinstance(line, Oversized) else line for line in lines]
+        return b"".join(part + b"\n" for part in parts if part is not None)
+
+    def _replace(self, line: Oversized) -> bytes | None:
+        """A `data:` line answering the cut line's request; None drops it."""
+        if not line.head.startswith(b"data:"):
+            return None  # a field that is not data: nothing to answer
+        head = line.head.removeprefix(b"data:").removeprefix(b" ")
+        found = reply_id(head, line.tail)
+        if found is None:
+            found = self._request_id()
+        if found is None:
+            return None
+        cap = ""
+        if self._line_limit < self._limit:
+            cap = f"the {SDK_EVENT_BYTES:,} bytes the MCP SDK takes in one SSE event"
+        message = too_large_message(line.size, self._limit, cap=cap)
+        error = {"code": RESULT_TOO_LARGE_CODE, "message": message}
+        reply = {"jsonrpc": "2.0", "id": found, "error": error}
+        return b"data: " + json.dumps(reply).encode()
+
+    def _request_id(self) -> int | str | None:
+        """The id of the request whose POST this stream answers, if it is one."""
+        if self._request.method != "POST":
+            return None
+        try:
+            sent = json.loads(self._request.content)
+        except ValueError:
+            return None
+        found = sent.get("id") if isinstance(sent, dict) and "method" in sent else None
+        return found if isinstance(found, int | str) and not isinstance(found, bool) else None

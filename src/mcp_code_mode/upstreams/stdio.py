@@ -1,0 +1,232 @@
+"""A stdio upstream whose replies are read through a bounded line reader.
+
+`BoundedStdioTransport` is fastmcp's `StdioTransport` (same command, arguments,
+environment, working folder and stderr file; fastmcp's `Client` on top) with its own
+pipe tasks instead of the MCP SDK's `stdio_client`, which reads each whole line of the
+upstream's stdout into memory before parsing it. Here each line passes a `LineSplitter`:
+
+- a line over `max_line_bytes` is cut off while it is read (the rest is dropped up to its
+  end) and answered with a JSON-RPC error reply for the id found in its first or last few
+  KB, so the call waiting for it fails at once with a message naming its size and
+  `MCP_CODE_MAX_RESULT_BYTES`; the connection stays up (it is not a transport failure);
+- a line that is not a JSON-RPC message is answered the same way when it carries the id
+  of a reply, instead of leaving its call to time out.
+
+Otherwise it does what `stdio_client` does: the upstream gets only the SDK's minimal
+environment plus its configured `env`, runs in its own process group, and on close has
+its stdin closed, then (after a grace period) its group terminated and killed.
+
+What it does not stop: a cut line whose id is in neither end, or that is the upstream's
+own request (both are dropped; a call waiting for it times out); a stream of lines each
+under the limit; a line that never ends (dropped as it comes, its call times out); memory
+of parsing a reply that is under the limit (the MCP SDK and pydantic build it whole).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import TextIO
+
+import anyio
+import mcp_types
+from anyio.abc import Process
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from fastmcp.client.transports import ClientTransport, StdioTransport
+from fastmcp.client.transports.base import SessionKwargs, TransportOptions
+from mcp import ClientSession
+from mcp.client.stdio import get_default_environment
+from mcp.os.posix.utilities import terminate_posix_process_tree
+from mcp.shared.message import SessionMessage
+from typing_extensions import Unpack
+
+from .framing import (
+    RESULT_TOO_LARGE_CODE,
+    LineSplitter,
+    Oversized,
+    reply_id,
+    too_large_message,
+)
+
+__all__ = ["BoundedStdioTransport", "error_reply"]
+
+logger = logging.getLogger(__name__)
+
+_GRACE_S = 2.0  # for the upstream to exit after its stdin closes (as the SDK)
+_KILL_S = 2.0  # from SIGTERM to SIGKILL of its process group, and again to see it gone
+_FLUSH_S = 0.5  # for the writer to send what it accepted before stdin closes
+
+_Inbound = SessionMessage | Exception
+
+
+class BoundedStdioTransport(ClientTransport):
+    """A stdio upstream (as `source` describes it) read through a bounded line reader."""
+
+    def __init__(self, source: StdioTransport, *, max_line_bytes: int) -> None:
+        self.command = source.command
+        self.args = list(source.args)
+        self.env = dict(source.env or {})
+        self.cwd = source.cwd
+        self.log_file = source.log_file  # a file, a path to append to, or None (our stderr)
+        self.max_line_bytes = max_line_bytes
+
+    @contextlib.asynccontextmanager
+    async def connect_session(
+        self,
+        *,
+        transport_options: TransportOptions | None = None,
+        **session_kwargs: Unpack[SessionKwargs],
+    ) -> AsyncIterator[ClientSession]:
+        options = transport_options or TransportOptions()
+        async with (
+            self._streams() as (read_stream, write_stream),
+            options.session_class(read_stream, write_stream, **session_kwargs) as session,
+        ):
+            yield session
+
+    def __repr__(self) -> str:
+        return f"<BoundedStdioTransport(command={self.command!r}, args={self.args!r})>"
+
+    @contextlib.asynccontextmanager
+    async def _streams(
+        self,
+    ) -> AsyncIterator[
+        tuple[MemoryObjectReceiveStream[_Inbound], MemoryObjectSendStream[SessionMessage]]
+    ]:
+        with _errlog(self.log_file) as errlog:
+            process = await anyio.open_process(
+                [self.command, *self.args],
+                env=get_default_environment() | self.env,
+                stderr=errlog,
+                cwd=self.cwd,
+                start_new_session=True,
+            )
+        # No awaits until the task group is entered: a cancellation there would leak it.
+        inbound_writer, inbound = anyio.create_memory_object_stream[_Inbound](0)
+        outbound, outbound_reader = anyio.create_memory_object_stream[SessionMessage](0)
+        writer_done = anyio.Event()
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_read_stdout, process, inbound_writer, self.max_line_bytes)
+            tg.start_soon(_write_stdin, process, outbound_reader, inbound_writer, writer_done)
+            try:
+                yield inbound, outbound
+            finally:
+                with anyio.CancelScope(shield=True):  # every wait inside is bounded
+                    inbound.close()
+                    outbound.close()
+                    with anyio.move_on_after(_FLUSH_S):
+                        await writer_done.wait()
+                    await _stop(process)
+                tg.cancel_scope.cancel()
+
+
+def _errlog(log_file: Path | TextIO | None) -> contextlib.AbstractContextManager[TextIO]:
+    """Where the upstream's stderr goes (the child keeps its own copy of the descriptor)."""
+    if isinstance(log_file, Path):
+        return log_file.open("a", encoding="utf-8")
+    return contextlib.nullcontext(log_file or sys.stderr)
+
+
+def error_reply(request_id: int | str, code: int, message: str) -> SessionMessage:
+    """A JSON-RPC error reply to our request `request_id`, as if the upstream sent it."""
+    error = mcp_types.ErrorData(code=code, message=message)
+    return SessionMessage(mcp_types.JSONRPCError(jsonrpc="2.0", id=request_id, error=error))
+
+
+def _inbound(line: bytes | Oversized, limit: int) -> _Inbound | None:
+    """What one line of the upstream's stdout is for the session (None: nothing)."""
+    if isinstance(line, Oversized):
+        found = reply_id(line.head, line.tail)
+        message = too_large_message(line.size, limit)
+        if found is None:
+            logger.warning("upstream sent a line it cannot be answered for: %s", message)
+            return ValueError(message)
+        return error_reply(found, RESULT_TOO_LARGE_CODE, message)
+    if not line.strip():
+        return None
+    try:
+        parsed = mcp_types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+    except ValueError as exc:
+        found = reply_id(line[:4096], line[-4096:])
+        if found is None:
+            return exc  # the session hands it to the message handler, which logs it
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        text = f"the upstream sent a reply that is not a JSON-RPC message ({reason})"
+        return error_reply(found, mcp_types.PARSE_ERROR, text)
+    return SessionMessage(parsed)
+
+
+async def _read_stdout(
+    process: Process, sink: MemoryObjectSendStream[_Inbound], limit: int
+) -> None:
+    """Lines of stdout to the session, bounded; after the session is gone, drain stdout
+    (an upstream blocked on writing could not exit)."""
+    assert process.stdout is not None
+    splitter = LineSplitter(limit)
+    delivering = True
+    with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+        async with sink:
+            async for chunk in process.stdout:
+                if delivering:
+                    delivering = await _deliver(splitter.feed(chunk), sink, limit)
+            if delivering:
+                await _deliver(splitter.finish(), sink, limit)
+
+
+async def _deliver(
+    lines: list[bytes | Oversized], sink: MemoryObjectSendStream[_Inbound], limit: int
+) -> bool:
+    """Send each line's message; False once the session no longer takes them."""
+    for line in lines:
+        item = _inbound(line, limit)
+        if item is None:
+            continue
+        try:
+            await sink.send(item)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            return False
+    return True
+
+
+async def _write_stdin(
+    process: Process,
+    source: MemoryObjectReceiveStream[SessionMessage],
+    inbound: MemoryObjectSendStream[_Inbound],
+    done: anyio.Event,
+) -> None:
+    assert process.stdin is not None
+    try:
+        async with source:
+            async for message in source:
+                text = message.message.model_dump_json(by_alias=True, exclude_unset=True)
+                await process.stdin.send((text + "\n").encode())
+    except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+        # The upstream may still run: end the session's stream so no request hangs.
+        await inbound.aclose()
+    finally:
+        done.set()
+
+
+async def _stop(process: Process) -> None:
+    """Close stdin, give the upstream `_GRACE_S` to exit, then end its process group."""
+    assert process.stdin is not None and process.stdout is not None
+    with contextlib.suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+        await process.stdin.aclose()
+    if not await _exited(process, _GRACE_S):
+        await terminate_posix_process_tree(process, _KILL_S)
+        if not await _exited(process, _KILL_S):
+            logger.warning("upstream process %d is still alive after SIGKILL", process.pid)
+    with contextlib.suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+        await process.stdout.aclose()
+
+
+async def _exited(process: Process, timeout_s: float) -> bool:
+    """Whether it exits within `timeout_s` (polled: `wait` also waits for pipes that a
+    child of the upstream may hold open)."""
+    with anyio.move_on_after(timeout_s):
+        while process.returncode is None:
+            await anyio.sleep(0.01)
+    return process.returncode is not None

@@ -1,0 +1,199 @@
+"""MCP_CODE_MAX_RESULT_BYTES (contract §5, §7): a reply bigger than the limit fails its call
+with TOOL_ERROR at once, is not read into memory, and leaves the upstream connected.
+
+Real upstreams (`tests/servers/big_reply_upstream.py`, no MCP library) over stdio, streamable
+HTTP with JSON bodies, and streamable HTTP with event-stream bodies, behind a real gateway.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+
+from mcp_code_mode.config import load_config
+from mcp_code_mode.gateway import Gateway
+
+from ..support import QUIET, ConfigWriter, make_settings
+from ..test_upstream_healing import free_port, run, status, value
+
+SERVER = str(Path(__file__).parents[1] / "servers" / "big_reply_upstream.py")
+SSE_SERVER = str(Path(__file__).parents[1] / "servers" / "big_sse_upstream.py")
+LIMIT = 1_000_000
+KINDS = ["stdio", "http-json", "http-sse"]
+
+
+async def _listening(port: int, proc: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, f"the upstream exited with {proc.returncode}"
+        try:
+            _, writer = await asyncio.open_connection("127.0.0.1", port)
+        except OSError:
+            await asyncio.sleep(0.05)
+            continue
+        writer.close()
+        await writer.wait_closed()
+        return
+    raise AssertionError("the HTTP upstream did not start listening")
+
+
+@pytest_asyncio.fixture(params=KINDS)
+async def entry(request: pytest.FixtureRequest) -> AsyncIterator[dict[str, Any]]:
+    """A config entry for the big-reply upstream of each transport kind."""
+    if request.param == "stdio":
+        yield {"command": "python", "args": [SERVER], "env": dict(QUIET)}
+        return
+    port = free_port()
+    args = [sys.executable, SERVER, "--http", str(port)]
+    proc = subprocess.Popen(
+        [*args, "--sse"] if request.param == "http-sse" else args,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        await _listening(port, proc)
+        yield {"url": f"http://127.0.0.1:{port}/mcp", "transport": "http"}
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+
+
+async def _gateway(path: Path, limit: int = LIMIT) -> Gateway:
+    gateway = Gateway(make_settings(max_result_bytes=limit, timeout_s=30.0), load_config(path))
+    await gateway.start()
+    return gateway
+
+
+async def test_a_reply_over_the_limit_fails_its_call_and_keeps_the_connection(
+    entry: dict[str, Any], write_config: ConfigWriter
+) -> None:
+    gw = await _gateway(write_config({"b": entry}))
+    try:
+        pid = (await value(gw, "tools.b.boot()"))["pid"]
+        for id_last in (False, True):
+            started = time.monotonic()
+            out = await run(gw, f"tools.b.big(size=2_000_000, id_last={id_last})", timeout_s=60)
+            assert time.monotonic() - started < 15  # answered, not timed out (30 s)
+            assert not out["ok"]
+            error = out["error"]
+            assert error["type"] == "TOOL_ERROR", error
+            assert "MCP_CODE_MAX_RESULT_BYTES (1,000,000)" in error["message"], error
+            assert "2,000,0" in error["message"] or "more than 1,000,000" in error["message"]
+            assert "upstream failed" not in error["message"]  # not a lost connection
+        # The same connection (the same process, for stdio) answers the next calls.
+        assert (await value(gw, "tools.b.boot()"))["pid"] == pid
+        assert await value(gw, "len(tools.b.big(size=500_000))") == 500_000
+        assert await value(gw, "tools.b.echo(text='after')") == "after"
+        assert status(gw, "b")["status"] == "ok"
+    finally:
+        await gw.aclose()
+
+
+async def test_a_line_that_is_not_json_rpc_is_answered_not_timed_out(
+    write_config: ConfigWriter,
+) -> None:
+    entry = {"command": "python", "args": [SERVER], "env": dict(QUIET)}
+    gw = await _gateway(write_config({"b": entry}))
+    try:
+        pid = (await value(gw, "tools.b.boot()"))["pid"]
+        started = time.monotonic()
+        out = await run(gw, "tools.b.broken()", timeout_s=60)
+        assert time.monotonic() - started < 15
+        assert out["error"]["type"] == "TOOL_ERROR"
+        assert "not a JSON-RPC message" in out["error"]["message"], out["error"]
+        assert (await value(gw, "tools.b.boot()"))["pid"] == pid
+    finally:
+        await gw.aclose()
+
+
+async def test_an_sse_event_over_the_sdks_own_limit_says_which_limit(
+    write_config: ConfigWriter,
+) -> None:
+    """The MCP SDK takes at most 1 MiB in one SSE event: a reply between that and a higher
+    MCP_CODE_MAX_RESULT_BYTES fails with a message naming the SDK's limit."""
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, SERVER, "--http", str(port), "--sse"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        await _listening(port, proc)
+        path = write_config({"b": {"url": f"http://127.0.0.1:{port}/mcp"}})
+        gw = await _gateway(path, limit=3_000_000)
+        try:
+            out = await run(gw, "tools.b.big(size=2_000_000)", timeout_s=60)
+            assert out["error"]["type"] == "TOOL_ERROR"
+            assert "MCP SDK takes in one SSE event" in out["error"]["message"], out["error"]
+            assert await value(gw, "tools.b.echo(text='after')") == "after"
+        finally:
+            await gw.aclose()
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+
+
+async def test_an_sse_upstream_keeps_its_connection_after_a_refused_reply(
+    write_config: ConfigWriter,
+) -> None:
+    """On the older HTTP+SSE transport every reply comes on one long event stream, which the
+    MCP SDK ends when one event is too big: the line is cut before that and answered."""
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, SSE_SERVER, "--port", str(port)],
+        env={**os.environ, **QUIET},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        await _listening(port, proc)
+        path = write_config({"b": {"url": f"http://127.0.0.1:{port}/sse", "transport": "sse"}})
+        gw = await _gateway(path)
+        try:
+            started = time.monotonic()
+            out = await run(gw, "tools.b.big(size=2_000_000)", timeout_s=60)
+            assert time.monotonic() - started < 15
+            assert out["error"]["type"] == "TOOL_ERROR"
+            assert "MCP_CODE_MAX_RESULT_BYTES (1,000,000)" in out["error"]["message"], out
+            # fastmcp sends the text twice (content and structuredContent): 600 KB in all.
+            assert await value(gw, "len(tools.b.big(size=300_000))") == 300_000
+            assert await value(gw, "tools.b.echo(text='after')") == "after"
+            assert status(gw, "b")["status"] == "ok"
+        finally:
+            await gw.aclose()
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs /proc")
+async def test_refusing_a_big_reply_does_not_hold_it(write_config: ConfigWriter) -> None:
+    """A 60 MB reply over stdio, refused at 1 MB: this process's peak memory grows by far
+    less than the reply (the whole line is never held)."""
+    entry = {"command": "python", "args": [SERVER], "env": dict(QUIET)}
+    gw = await _gateway(write_config({"b": entry}))
+    try:
+        await value(gw, "tools.b.boot()")
+        before = _peak_kb()
+        out = await run(gw, "tools.b.big(size=60_000_000)", timeout_s=60)
+        assert out["error"]["type"] == "TOOL_ERROR"
+        assert "60,000," in out["error"]["message"]
+        assert _peak_kb() - before < 20_000  # KB; the reply is 60,000 KB
+    finally:
+        await gw.aclose()
+
+
+def _peak_kb() -> int:
+    for line in Path(f"/proc/{os.getpid()}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1])
+    raise AssertionError("no VmHWM")
