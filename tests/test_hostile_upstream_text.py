@@ -130,19 +130,35 @@ async def _render_hostile(client: Client, stop: asyncio.Event) -> int:
     return replies
 
 
+async def _loop_lag_ms(stop: asyncio.Event) -> float:
+    """The longest the event loop was late to wake a 5 ms sleep, until `stop`."""
+    worst = 0.0
+    while not stop.is_set():
+        started = time.perf_counter()
+        await asyncio.sleep(0.005)
+        worst = max(worst, (time.perf_counter() - started) * 1000 - 5)
+    return worst
+
+
 async def test_other_runs_keep_answering_while_hostile_schemas_render(server: FastMCP) -> None:
     async with Client(server) as client, Client(server) as discovery:
-        await _one_plus_one_ms(client, 5)  # warm: workers, the search index
+        # warm: workers, the search index, the tokenizer (loaded once, ~0.5 s on the loop)
+        await _one_plus_one_ms(client, 5)
         await _call(discovery, "search_tools", {"query": "hostile", "limit": 100})
+        await _call(discovery, "get_tool_docs", {"server": "schemas", "tool": "paint"})
         idle = await _one_plus_one_ms(client, 40)
         stop = asyncio.Event()
         rendering = asyncio.ensure_future(_render_hostile(discovery, stop))
+        lag = asyncio.ensure_future(_loop_lag_ms(stop))
         try:
             busy = await _one_plus_one_ms(client, 40)
         finally:
             stop.set()
-        replies = await rendering
-    print(f"1+1 p95: idle {p95(idle):.1f} ms, while rendering {p95(busy):.1f} ms ({replies} docs)")
+        replies, worst_lag = await rendering, await lag
+    print(
+        f"1+1 p95: idle {p95(idle):.1f} ms, while rendering {p95(busy):.1f} ms "
+        f"({replies} docs; the loop was at most {worst_lag:.1f} ms late)"
+    )
     assert replies >= 20, "the hostile schemas were hardly rendered: the test proves nothing"
     # 2x idle, plus 5 ms for a machine shared with other work (idle is a few ms)
     assert p95(busy) <= 2 * p95(idle) + 5, (p95(idle), p95(busy))

