@@ -172,6 +172,7 @@ def _printable(text: str) -> str:
 
 
 async def _tools(settings: Settings, args: argparse.Namespace) -> int:
+    from .encodable import clean_text
     from .gateway import Gateway
 
     async with Gateway.from_settings(settings, args.config) as gateway:
@@ -184,9 +185,9 @@ async def _tools(settings: Settings, args: argparse.Namespace) -> int:
             rows = [
                 {
                     "server": e.server,
-                    "tool": e.tool,
+                    "tool": clean_text(e.tool),  # shown: an upstream's name may hold escapes
                     "signature": catalog.signature(e),
-                    "description": (e.schema.description or "").strip().split("\n")[0],
+                    "description": clean_text((e.schema.description or "").strip().split("\n")[0]),
                 }
                 for e in entries
             ]
@@ -202,10 +203,10 @@ async def _tools(settings: Settings, args: argparse.Namespace) -> int:
                 )
             )
         else:
-            for row in rows:
-                print(row["signature"])
+            for row in rows:  # hits and rows hold upstream text cleaned for the terminal
+                print(clean_text(row["signature"]))
                 if row["description"]:
-                    print(f"    {row['description']}")
+                    print(f"    {clean_text(row['description'])}")
     return 0
 
 

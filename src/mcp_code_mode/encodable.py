@@ -4,16 +4,29 @@ Python strings may hold lone surrogates (`'\\ud800'` from guest code, or an upst
 `"\\ud83d"`), which no UTF-8 writer accepts: fastmcp's stdio writer dies on them. Every
 value that leaves the server (replies, tool arguments) passes through `make_encodable`,
 which puts U+FFFD in place of what cannot be encoded (contract §7).
+
+Text an upstream wrote and a model or a terminal is shown (tool names, descriptions, error
+texts) also passes through `clean_text`: no terminal escapes, control characters or bidi
+overrides, which could rewrite a terminal or make the text read otherwise than it is.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pydantic_core
 
-__all__ = ["MAX_DEPTH", "TooDeep", "clip", "encodable_text", "make_encodable", "wire_size"]
+__all__ = [
+    "MAX_DEPTH",
+    "TooDeep",
+    "clean_text",
+    "clip",
+    "encodable_text",
+    "make_encodable",
+    "wire_size",
+]
 
 MAX_DEPTH = 200
 """Deepest nesting of lists and objects a value may have on its way out (serialisers
@@ -31,6 +44,39 @@ def encodable_text(text: str) -> str:
     except UnicodeEncodeError:
         return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
     return text
+
+
+# ESC and the C1 controls that open an escape sequence: a sequence's body never holds one, so
+# each failed match stops at the next opener and cleaning stays linear in the text.
+_OPENERS = "\x1b\x90\x98\x9b\x9d\x9e\x9f"
+_SEQUENCE = re.compile(
+    # OSC, DCS, SOS, PM, APC: a string up to BEL or ST (ESC \\ or U+009C); unterminated,
+    # only the opener goes (by the pass below) and the rest is shown as the text it is
+    f"(?:\x1b[\\]PX^_]|[\x90\x98\x9d\x9e\x9f])[^{_OPENERS}\x07\x9c]*+(?:\x07|\x1b\\\\|\x9c)"
+    # CSI: parameters, intermediates, a final byte
+    "|(?:\x1b\\[|\x9b)[\x30-\x3f]*+[\x20-\x2f]*+[\x40-\x7e]"
+    # any other escape: intermediates and a final byte (ESC 7, ESC ( B, ESC c, ...)
+    "|\x1b[\x20-\x2f]*+[\x30-\x7e]"
+)
+_OPENER = re.compile(f"[{_OPENERS}]")
+_BIDI = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+_CONTROLS = [*range(0x00, 0x09), *range(0x0B, 0x20), *range(0x7F, 0xA0), *map(ord, _BIDI)]
+_DROPPED = dict.fromkeys(_CONTROLS)
+"""What `clean_text` deletes: C0 controls but newline and tab, DEL, C1 controls, bidi marks,
+embeddings, overrides and isolates."""
+
+
+def clean_text(text: str) -> str:
+    """`text` as a model or a terminal may be shown it: ANSI/ECMA-48 escape sequences (CSI,
+    OSC and the other string sequences, two-character escapes) removed whole, then every
+    control character but newline and tab and every bidi control removed, lone surrogates
+    as U+FFFD. Text without those characters comes back unchanged; the work is linear.
+    Apply it where text is shown, never to a name something is called by."""
+    if text.isprintable():  # no control, format (bidi) or surrogate character at all
+        return text
+    if _OPENER.search(text):  # scanning for sequences costs more than looking for an opener
+        text = _SEQUENCE.sub("", text)
+    return encodable_text(text).translate(_DROPPED)
 
 
 def make_encodable(value: Any, *, max_depth: int = MAX_DEPTH) -> Any:

@@ -5,7 +5,10 @@
 warm), then 200. MCP requests that arrive before that wait for it. The MCP endpoint is
 fastmcp's own app: its Host/Origin guard, strict (loopback names plus
 MCP_CODE_HTTP_ALLOWED_HOSTS / _ORIGINS, whatever address is bound), and with
-MCP_CODE_HTTP_TOKEN its static bearer-token verifier (401 without the token).
+MCP_CODE_HTTP_TOKEN its static bearer-token verifier (401 without the token). Before that
+guard, a request must carry exactly one `Host` header that `parse_host` reads (RFC 9110
+host and optional port), else it is refused with 400: fastmcp's guard takes whatever
+precedes a `:` or `]`, so `localhost:80@evil.com` or `[::1].evil.com` would pass it.
 
 The first SIGTERM or SIGINT drains: `/readyz` turns 503 and requests that would start new
 work (`tools/call`, `initialize`) are refused with 503 before anything runs, so a balancer
@@ -29,6 +32,7 @@ import enum
 import ipaddress
 import json
 import logging
+import re
 import signal
 import socket
 import sys
@@ -48,7 +52,7 @@ if TYPE_CHECKING:
     from fastmcp.server.http import StarletteWithLifespan
     from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-__all__ = ["check_exposure", "serve_http"]
+__all__ = ["check_exposure", "parse_host", "serve_http"]
 
 logger = logging.getLogger(__name__)
 
@@ -58,6 +62,49 @@ _QUIET_S = 0.5  # a drain ends after this long without a request
 _FLUSH_S = 5  # for uvicorn to close connections once the drain is over
 _MAX_PEEK_BYTES = 4 * 1024 * 1024  # the MCP SDK's own request-body limit
 _NEW_WORK = frozenset({"tools/call", "initialize"})  # refused while draining
+
+
+# RFC 3986 §3.2.2 reg-name: unreserved, pct-encoded and sub-delims characters (an empty one,
+# which RFC 3986 allows, is no host to serve); IPv4 addresses are reg-names by this syntax.
+_REG_NAME = re.compile(r"(?:[A-Za-z0-9\-._~!$&'()*+,;=]|%[0-9A-Fa-f]{2})+")
+_PORT = re.compile(r"[0-9]{1,5}")
+
+
+def parse_host(value: str) -> tuple[str, int | None] | None:
+    """The host and port of a `Host` header (RFC 9110 §7.2: `uri-host [":" port]`), or None
+    when it is anything else: userinfo, a path, spaces, an unbracketed or zoned IPv6
+    address, a port that is not 1-5 digits up to 65535, trailing junk. A bracketed IPv6
+    literal comes back without its brackets; nothing is decoded or lowered."""
+    host, port = value, None
+    if value.startswith("["):
+        end = value.find("]")
+        host, rest = value[1:end], value[end + 1 :]
+        if end < 0 or not _is_ipv6(host) or (rest and not rest.startswith(":")):
+            return None
+        port = rest[1:] if rest else None
+    elif ":" in value:
+        host, port = value.split(":", 1)
+    if not value.startswith("[") and not _REG_NAME.fullmatch(host):
+        return None
+    if port is None:
+        return host, None
+    if not _PORT.fullmatch(port) or int(port) > 65535:
+        return None
+    return host, int(port)
+
+
+def _is_ipv6(text: str) -> bool:
+    try:
+        ipaddress.IPv6Address(text)
+    except ValueError:
+        return False
+    return "%" not in text  # a zone id belongs to no Host header
+
+
+def _one_host(scope: Scope) -> bool:
+    """Whether the request has exactly one `Host` header, and one `parse_host` reads."""
+    hosts = [value for name, value in scope["headers"] if name.lower() == b"host"]
+    return len(hosts) == 1 and parse_host(hosts[0].decode("latin-1")) is not None
 
 
 class _State(enum.Enum):
@@ -305,6 +352,9 @@ class _Gate:
             return
         if scope["path"] in (_HEALTH_PATH, _READY_PATH):
             await self._probe(scope, send)
+            return
+        if not _one_host(scope):  # RFC 9112 §3.2: 400 for none, several or an invalid one
+            await _respond(send, 400, "invalid Host header", close=True)
             return
         while self.state is _State.STARTING:
             await self._changed.wait()

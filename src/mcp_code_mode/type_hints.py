@@ -3,14 +3,20 @@
 An upstream's schema is not checked: it may nest unions of arrays so that walking every branch
 takes hours (a type list of 7 array kinds nested 7 deep is 7^7 walks), or hold enums and
 defaults of a megabyte. Each hint visits at most `MAX_NODES` schema nodes and `MAX_DEPTH`
-levels, names at most `MAX_UNION` union members and `MAX_LITERALS` enum values, and is at most
+levels, names at most `MAX_UNION` union members and `MAX_LITERALS` enum values, renders at
+most `MAX_LITERAL_WORK` characters of literals (more would make it too long), and is at most
 `MAX_HINT_CHARS` long; past a bound it says `Any` (or the bare `list` / `dict`), a literal
-too long to show is `...`. Work is linear in the size of the schema, and usually far less.
+too long to show is `...`. A type list names each kind once, so `items` is read once however
+often `"array"` is listed. The work of one hint is thus bounded by a constant (a fraction of a
+millisecond), whatever the schema.
+
+Not resolved: `$ref` (a reference is `Any`, so a cycle costs nothing), `allOf`, tuple-form
+`items` (a list: the hint is the bare `list`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = [
@@ -18,6 +24,7 @@ __all__ = [
     "MAX_HINT_CHARS",
     "MAX_LITERALS",
     "MAX_LITERAL_CHARS",
+    "MAX_LITERAL_WORK",
     "MAX_NODES",
     "MAX_UNION",
     "python_literal",
@@ -30,6 +37,7 @@ MAX_UNION = 8  # members of a union (anyOf, oneOf, a type list); more make it `A
 MAX_LITERALS = 12  # enum values shown, then `...`
 MAX_LITERAL_CHARS = 48  # of one literal (a default, an enum value); longer ones are `...`
 MAX_HINT_CHARS = 160  # of one hint; a longer one is its outer kind alone
+MAX_LITERAL_WORK = 2 * MAX_HINT_CHARS  # literal characters one hint renders; past it, outer
 
 _SCALARS = {"string": "str", "integer": "int", "number": "float", "boolean": "bool", "null": "None"}
 
@@ -37,11 +45,19 @@ _SCALARS = {"string": "str", "integer": "int", "number": "float", "boolean": "bo
 @dataclass(slots=True)
 class _Budget:
     nodes: int = MAX_NODES
+    literal_chars: int = MAX_LITERAL_WORK
+
+
+class _TooLong(Exception):
+    """The hint being made is past `MAX_HINT_CHARS`: making the rest is wasted work."""
 
 
 def type_hint(schema: Any) -> str:
     """A Python type for a JSON Schema (`Any` where it cannot say more, or past a bound)."""
-    hint = _hint(schema, _Budget(), 0)
+    try:
+        hint = _hint(schema, _Budget(), 0)
+    except _TooLong:
+        return _outer(schema)
     return hint if len(hint) <= MAX_HINT_CHARS else _outer(schema)
 
 
@@ -50,9 +66,9 @@ def _hint(schema: Any, budget: _Budget, depth: int) -> str:
     if not isinstance(schema, dict) or budget.nodes < 0 or depth > MAX_DEPTH:
         return "Any"
     if "enum" in schema and isinstance(schema["enum"], list):
-        return _literal_hint(schema["enum"])
+        return _literal_hint(schema["enum"], budget)
     if "const" in schema:
-        return _literal_hint([schema["const"]])
+        return _literal_hint([schema["const"]], budget)
     for key in ("anyOf", "oneOf"):
         members = schema.get(key)
         if isinstance(members, list):
@@ -63,7 +79,9 @@ def _hint(schema: Any, budget: _Budget, depth: int) -> str:
     if isinstance(kind, list):
         if len(kind) > MAX_UNION:
             return "Any"
-        return _union([_kind_hint(schema, k, budget, depth + 1) for k in kind])
+        # each kind once: `["array"] * 7` must not read `items` seven times
+        kinds = dict.fromkeys(k if isinstance(k, str) else None for k in kind)
+        return _union([_kind_hint(schema, k, budget, depth + 1) for k in kinds])
     return _kind_hint(schema, kind, budget, depth)
 
 
@@ -92,10 +110,17 @@ def _outer(schema: Any) -> str:
     return _SCALARS.get(kind, "Any") if isinstance(kind, str) else "Any"
 
 
-def _literal_hint(values: list[Any]) -> str:
+def _literal_hint(values: list[Any], budget: _Budget) -> str:
     if not values:
         return "Any"
-    shown = [python_literal(v) for v in values[:MAX_LITERALS]]
+    shown = []
+    for value in values[:MAX_LITERALS]:
+        room = min(MAX_LITERAL_CHARS, budget.literal_chars)
+        if room <= 0:  # so many literals make a hint longer than MAX_HINT_CHARS
+            raise _TooLong
+        literal = python_literal(value, room)
+        budget.literal_chars -= room if literal == "..." else len(literal)  # work done
+        shown.append(literal)
     if len(values) > MAX_LITERALS:
         shown.append("...")
     return "Literal[" + ", ".join(shown) + "]"
@@ -111,48 +136,57 @@ def _union(parts: list[str]) -> str:
 
 
 def python_literal(value: Any, limit: int = MAX_LITERAL_CHARS) -> str:
-    """`value` as a Python literal, or `...` when that would be longer than `limit`."""
-    parts: list[str] = []
-    if _render(value, parts, limit):
-        return "".join(parts)
-    return "..."
+    """`value` as a Python literal, or `...` when that would be longer than `limit`.
+    The work is bounded by `limit`, not by the size of `value`."""
+    out = _Literal(limit)
+    return "".join(out.parts) if _render(value, out) else "..."
 
 
-def _render(value: Any, out: list[str], room: int) -> bool:
-    """Append `value`'s literal to `out`; False as soon as `out` would pass `room` chars
-    (so a megabyte value costs no more than `room` characters of work)."""
-    if len(out) > room:  # each part is a character or more: a deep nesting stops here
-        return False
+@dataclass(slots=True)
+class _Literal:
+    """A literal being written, and whether it is still within `room` characters."""
+
+    room: int
+    parts: list[str] = field(default_factory=list)
+    used: int = 0
+
+    def add(self, text: str) -> bool:
+        self.parts.append(text)
+        self.used += len(text)
+        return self.used <= self.room
+
+
+def _render(value: Any, out: _Literal) -> bool:
+    """Append `value`'s literal to `out`; False as soon as it passes `out.room` characters
+    (each level of nesting adds one, so a deep nesting stops there too)."""
     if isinstance(value, str):
-        if len(value) > room:
-            return False
-        out.append(repr(value))
-    elif isinstance(value, int) and value.bit_length() > 4 * room:
-        return False  # too many digits to show (and Python refuses to print past 4,300)
-    elif isinstance(value, bool | int | float) or value is None:
-        out.append(repr(value))
-    elif isinstance(value, list):
-        return _render_items(value, out, room, "[", "]", None)
-    elif isinstance(value, dict):
-        return _render_items(list(value.items()), out, room, "{", "}", ": ")
-    else:
-        out.append("...")
-    return sum(map(len, out)) <= room
+        return len(value) <= out.room and out.add(repr(value))
+    if isinstance(value, bool) or value is None:
+        return out.add(repr(value))
+    if isinstance(value, int):
+        # too many digits to show (and Python refuses to print past 4,300)
+        return value.bit_length() <= 4 * out.room and out.add(repr(value))
+    if isinstance(value, float):
+        return out.add(repr(value))
+    if isinstance(value, list):
+        return _render_items(value, out, "[", "]")
+    if isinstance(value, dict):
+        return _render_items(value, out, "{", "}")
+    return out.add("...")
 
 
-def _render_items(
-    items: list[Any], out: list[str], room: int, start: str, end: str, colon: str | None
-) -> bool:
-    out.append(start)
+def _render_items(items: list[Any] | dict[Any, Any], out: _Literal, start: str, end: str) -> bool:
+    if 3 * len(items) > out.room - out.used:  # each item takes a character and ", " at least
+        return False
+    if not out.add(start):
+        return False
     for i, item in enumerate(items):
-        if i:
-            out.append(", ")
-        if colon is not None:
-            key, item = item
-            if not _render(str(key), out, room):
-                return False
-            out.append(colon)
-        if not _render(item, out, room):
+        if i and not out.add(", "):
             return False
-    out.append(end)
-    return sum(map(len, out)) <= room
+        if isinstance(items, dict):
+            if not (_render(item, out) and out.add(": ")):
+                return False
+            item = items[item]
+        if not _render(item, out):
+            return False
+    return out.add(end)

@@ -16,7 +16,7 @@ from typing import Any, Literal, Self
 import mcp_types
 
 from ..config import GatewayConfig
-from ..encodable import make_encodable
+from ..encodable import clean_text, clip, make_encodable
 from ..errors import ToolCallFailed
 from .connection import UpstreamConnection, UpstreamState
 from .gate import StartGate, default_concurrent_starts
@@ -183,7 +183,7 @@ class MCPServerManager:
                 rows.append(ServerStatus(name, server.description, "ok", count, None))
             else:
                 status: Status = "starting" if up.state == "connecting" else "error"
-                reason = up.status_reason()
+                reason = _shown(up.status_reason())
                 rows.append(ServerStatus(name, server.description, status, 0, reason))
         return rows
 
@@ -197,7 +197,7 @@ class MCPServerManager:
             return f"server {server!r} is disabled in the config"
         up = self._upstreams.get(server)
         if up is not None and up.state != "ok" and not up.tools.known:
-            return f"server {server!r} is unavailable: {up.status_reason()}"
+            return f"server {server!r} is unavailable: {_shown(up.status_reason())}"
         return None
 
     # ------------------------------------------------------------------ calls
@@ -219,9 +219,21 @@ class MCPServerManager:
             raise ToolCallFailed(server, tool, f"server {server!r} is not configured or disabled")
         # Text that cannot be encoded would fail while the request is written: send U+FFFD.
         args = make_encodable(dict(arguments or {}))
-        return await up.call_tool(tool, args)
+        try:
+            return await up.call_tool(tool, args)
+        except ToolCallFailed as exc:  # its text is the upstream's: shown to models, cleaned
+            raise ToolCallFailed(exc.server, exc.tool, clean_text(exc.message)) from None
 
     def _changed(self, server: str, tools: list[mcp_types.Tool]) -> None:
         self.tools_version += 1
         if self._on_tools_listed is not None:
             self._on_tools_listed(server, tools)
+
+
+_REASON_CHARS = 2000  # of an upstream's failure in a status row or an error
+
+
+def _shown(reason: str) -> str:
+    """An upstream's failure (its error text, its stderr's last lines) as a model or a
+    terminal is shown it: cleaned of escapes, controls and bidi overrides, and clipped."""
+    return clean_text(clip(reason, _REASON_CHARS))

@@ -14,6 +14,8 @@ import os
 from collections.abc import Callable
 from typing import TextIO
 
+from ..encodable import clean_text
+
 __all__ = ["StderrLog"]
 
 _TAIL_BYTES = 2000
@@ -60,8 +62,9 @@ class StderrLog:
             await asyncio.wait({self._reader}, timeout=timeout_s)
 
     def tail(self) -> str:
-        """`; stderr: <last lines>` of what the process wrote, or nothing."""
-        text = self._tail.decode("utf-8", errors="replace")
+        """`; stderr: <last lines>` of what the process wrote, or nothing; cleaned of
+        terminal escapes, controls and bidi overrides (it is shown to models and people)."""
+        text = clean_text(self._tail.decode("utf-8", errors="replace"))
         lines = [line.strip() for line in text.splitlines() if line.strip()]
         return f"; stderr: {' | '.join(lines[-_TAIL_LINES:])}" if lines else ""
 
