@@ -18,29 +18,33 @@ from numpy.typing import NDArray
 
 from .ranking import Ranking, Scores, ToolText, split_words, stem_words
 
-__all__ = ["LexicalRanker", "ToolTerms"]
+__all__ = ["TERMS_RECIPE", "LexicalRanker", "Tokens", "ToolTerms"]
+
+TERMS_RECIPE = "lexical.ToolTerms v1"
+"""Names how `ToolTerms.of` makes terms: change it with `_document`, `_surface` or the layout
+(the term cache's files made by another recipe are then misses)."""
 
 _K1, _B = 1.5, 0.75
 _EMPTY = "_"  # the one term of a document without words (bm25s's convention)
 _TYPO_MIN_CHARS = 4  # shorter unknown words are too ambiguous to repair
 _TYPO_MAX_CHARS = 40  # longer ones are no typos, and their deletions cost O(n²)
-_MEMO_TEXTS = 32768  # texts whose words are remembered across upstreams ...
+_MEMO_TEXTS = 32768  # texts whose words are remembered across the upstreams of a build ...
 _MEMO_TEXT_CHARS = 1000  # ... if no longer than this
 
-Ints = NDArray[numpy.int64]
+Ints = NDArray[numpy.int32]
 
 
 @dataclass(frozen=True, slots=True)
-class _Tokens:
+class Tokens:
     """Documents, end to end, as positions in a vocabulary of their own."""
 
     terms: list[str]
     ids: Ints
 
     @classmethod
-    def of(cls, words: list[str]) -> _Tokens:
+    def of(cls, words: list[str]) -> Tokens:
         vocabulary = {w: i for i, w in enumerate(dict.fromkeys(words))}
-        ids = numpy.fromiter(map(vocabulary.__getitem__, words), numpy.int64, len(words))
+        ids = numpy.fromiter(map(vocabulary.__getitem__, words), numpy.int32, len(words))
         return cls(list(vocabulary), ids)
 
 
@@ -49,13 +53,46 @@ class ToolTerms:
 
     A document is the tool's name 3 times, its description, its parameters (and their
     descriptions with `Ranking.parameter_docs`), and the server's name and description
-    `Ranking.server_weight` times.
+    `Ranking.server_weight` times. `ToolTerms.of` finds them in the tools' text; the
+    constructor takes them as they are (`term_cache` stores them).
+
+    Args:
+        own_lengths: each document's number of own words, shared words excluded.
+        shared: how many words end every document (the server's, kept once at the end
+            of `own.ids`).
+        own: the documents' words, end to end, then the shared words.
+        folding: each of `own.terms`'s position in `folded_terms`.
+        folded_terms: the concept-folded terms.
+        surface: the lower-cased words of the tools' text a typo may be one edit from,
+            one a line.
     """
 
-    def __init__(self, texts: Sequence[ToolText], ranking: Ranking) -> None:
-        self.texts = tuple(texts)
-        self.size = len(texts)
-        memo = _memo(ranking)
+    def __init__(
+        self,
+        own_lengths: Ints,
+        shared: int,
+        own: Tokens,
+        folding: Ints,
+        folded_terms: list[str],
+        surface: str,
+    ) -> None:
+        self.size = len(own_lengths)
+        self.own_lengths = own_lengths
+        self.shared = shared
+        self.lengths: NDArray[numpy.int64] = own_lengths.astype(numpy.int64) + shared
+        self.own = own
+        self.folding = folding
+        self.folded = Tokens(folded_terms, folding[own.ids])
+        self.surface = surface
+
+    @classmethod
+    def of(
+        cls, texts: Sequence[ToolText], ranking: Ranking, memo: dict[str, list[str]] | None = None
+    ) -> ToolTerms:
+        """The terms of `texts`. `memo` keeps the words of texts seen, for other groups of
+        the same build (upstreams repeat texts: `owner`, `repo`, another instance of a
+        server); bounded, it forgets everything at once when full."""
+        memo = {} if memo is None else memo
         # The server's words are the same in every document of one upstream: kept once, as
         # `shared` words that end each document (numpy repeats them, not Python lists).
         servers = {(t.server, t.server_description) for t in texts}
@@ -66,29 +103,32 @@ class ToolTerms:
         documents = [_document(ranking, t, memo, server=not shared) for t in texts]
         if not shared:
             documents = [d or [_EMPTY] for d in documents]
-        self.own_lengths = numpy.fromiter(map(len, documents), numpy.int64, self.size)
-        self.shared = len(shared)
-        self.lengths = self.own_lengths + self.shared
-        self.own = _Tokens.of([*itertools.chain.from_iterable(documents), *shared])
-        folding = _Tokens.of(ranking.fold(self.own.terms))  # own term → folded term
-        self.folded = _Tokens(folding.terms, folding.ids[self.own.ids])
+        own_lengths = numpy.fromiter(map(len, documents), numpy.int32, len(documents))
+        own = Tokens.of([*itertools.chain.from_iterable(documents), *shared])
+        folding = Tokens.of(ranking.fold(own.terms))  # own term → folded term
+        return cls(own_lengths, len(shared), own, folding.ids, folding.terms, _surface(texts))
 
     @functools.cached_property
     def surface_words(self) -> frozenset[str]:
-        """Lower-cased words of the tools' text a typo may be one edit from (built on use)."""
-        return frozenset(
-            w.lower()
-            for tool in self.texts
-            for text in (tool.name, tool.description, *tool.params, tool.server)
-            for w in split_words(text)
-            if _TYPO_MIN_CHARS - 1 <= len(w) <= _TYPO_MAX_CHARS + 1 and not w.isdigit()
-        )
+        """Lower-cased words of the tools' text a typo may be one edit from (made on use)."""
+        return frozenset(self.surface.split("\n")) - {""}
+
+
+def _surface(texts: Sequence[ToolText]) -> str:
+    words = {
+        w.lower()
+        for tool in texts
+        for text in (tool.name, tool.description, *tool.params, tool.server)
+        for w in split_words(text)
+        if _TYPO_MIN_CHARS - 1 <= len(w) <= _TYPO_MAX_CHARS + 1 and not w.isdigit()
+    }
+    return "\n".join(sorted(words))
 
 
 class _Index:
     """A BM25 score per (term, document), by term (compressed sparse columns)."""
 
-    def __init__(self, groups: Sequence[ToolTerms], parts: Sequence[_Tokens]) -> None:
+    def __init__(self, groups: Sequence[ToolTerms], parts: Sequence[Tokens]) -> None:
         every_term = itertools.chain.from_iterable(p.terms for p in parts)
         self.vocabulary = {t: i for i, t in enumerate(dict.fromkeys(every_term))}
         tokens, docs = [numpy.zeros(0, numpy.int64)], [numpy.zeros(0, numpy.int64)]
@@ -144,7 +184,7 @@ class LexicalRanker:
     @classmethod
     def of(cls, texts: Sequence[ToolText], ranking: Ranking) -> LexicalRanker:
         """The ranker of tools taken as one group."""
-        return cls([ToolTerms(texts, ranking)], ranking)
+        return cls([ToolTerms.of(texts, ranking)], ranking)
 
     def scores(self, query: str) -> Scores:
         weighted = self._terms(query)
@@ -223,14 +263,6 @@ def _words(ranking: Ranking, text: str, memo: dict[str, list[str]]) -> list[str]
                 memo.clear()
             memo[text] = found
     return found
-
-
-@functools.cache
-def _memo(ranking: Ranking) -> dict[str, list[str]]:
-    """The words of texts seen, for one `Ranking`, across upstreams: upstreams repeat texts
-    (`owner`, `repo`, a server's description on each of its tools, another instance of a
-    server). Bounded: short texts only, forgotten all at once when full."""
-    return {}
 
 
 def _deletions(word: str) -> set[str]:
