@@ -18,10 +18,10 @@ from numpy.typing import NDArray
 
 from .ranking import Ranking, Scores, ToolText, split_words, stem_words
 
-__all__ = ["TERMS_RECIPE", "LexicalRanker", "Tokens", "ToolTerms"]
+__all__ = ["TERMS_RECIPE", "LexicalRanker", "Postings", "ToolTerms"]
 
-TERMS_RECIPE = "lexical.ToolTerms v1"
-"""Names how `ToolTerms.of` makes terms: change it with `_document`, `_surface` or the layout
+TERMS_RECIPE = "lexical.ToolTerms v2"
+"""Names how `ToolTerms.of` makes terms: change it with `_document`, `_surface` or `Postings`
 (the term cache's files made by another recipe are then misses)."""
 
 _K1, _B = 1.5, 0.75
@@ -32,20 +32,46 @@ _MEMO_TEXTS = 32768  # texts whose words are remembered across the upstreams of 
 _MEMO_TEXT_CHARS = 1000  # ... if no longer than this
 
 Ints = NDArray[numpy.int32]
+_NONE = numpy.zeros(0, numpy.int32)
 
 
 @dataclass(frozen=True, slots=True)
-class Tokens:
+class _Tokens:
     """Documents, end to end, as positions in a vocabulary of their own."""
 
     terms: list[str]
     ids: Ints
 
     @classmethod
-    def of(cls, words: list[str]) -> Tokens:
+    def of(cls, words: list[str]) -> _Tokens:
         vocabulary = {w: i for i, w in enumerate(dict.fromkeys(words))}
         ids = numpy.fromiter(map(vocabulary.__getitem__, words), numpy.int32, len(words))
         return cls(list(vocabulary), ids)
+
+
+@dataclass(frozen=True, slots=True)
+class Postings:
+    """How often each term is in each document of one upstream: (term, document, count)
+    triples, sorted by term, then document; a term is a position in `terms`."""
+
+    terms: list[str]
+    term: Ints
+    doc: Ints
+    count: Ints
+
+    @classmethod
+    def of(cls, tokens: _Tokens, own_lengths: Ints, shared: int) -> Postings:
+        """The postings of documents written end to end, `own_lengths[i]` tokens each, then
+        `shared` tokens that end every document."""
+        size = max(own_lengths.size, 1)
+        own = tokens.ids.size - shared
+        positions = numpy.arange(own_lengths.size, dtype=numpy.int64)
+        ids = numpy.concatenate([tokens.ids[:own], numpy.tile(tokens.ids[own:], own_lengths.size)])
+        docs = [numpy.repeat(positions, own_lengths), numpy.repeat(positions, shared)]
+        keys = ids.astype(numpy.int64) * size + numpy.concatenate(docs)
+        keys, counts = numpy.unique(keys, return_counts=True)
+        term, doc = numpy.divmod(keys, size)
+        return cls(tokens.terms, *(a.astype(numpy.int32) for a in (term, doc, counts)))
 
 
 class ToolTerms:
@@ -57,32 +83,18 @@ class ToolTerms:
     constructor takes them as they are (`term_cache` stores them).
 
     Args:
-        own_lengths: each document's number of own words, shared words excluded.
-        shared: how many words end every document (the server's, kept once at the end
-            of `own.ids`).
-        own: the documents' words, end to end, then the shared words.
-        folding: each of `own.terms`'s position in `folded_terms`.
-        folded_terms: the concept-folded terms.
+        lengths: each document's number of words.
+        own: the documents' own words, as postings.
+        folded: their concept-folded terms, as postings.
         surface: the lower-cased words of the tools' text a typo may be one edit from,
             one a line.
     """
 
-    def __init__(
-        self,
-        own_lengths: Ints,
-        shared: int,
-        own: Tokens,
-        folding: Ints,
-        folded_terms: list[str],
-        surface: str,
-    ) -> None:
-        self.size = len(own_lengths)
-        self.own_lengths = own_lengths
-        self.shared = shared
-        self.lengths: NDArray[numpy.int64] = own_lengths.astype(numpy.int64) + shared
+    def __init__(self, lengths: Ints, own: Postings, folded: Postings, surface: str) -> None:
+        self.size = lengths.size
+        self.lengths = lengths
         self.own = own
-        self.folding = folding
-        self.folded = Tokens(folded_terms, folding[own.ids])
+        self.folded = folded
         self.surface = surface
 
     @classmethod
@@ -104,9 +116,16 @@ class ToolTerms:
         if not shared:
             documents = [d or [_EMPTY] for d in documents]
         own_lengths = numpy.fromiter(map(len, documents), numpy.int32, len(documents))
-        own = Tokens.of([*itertools.chain.from_iterable(documents), *shared])
-        folding = Tokens.of(ranking.fold(own.terms))  # own term → folded term
-        return cls(own_lengths, len(shared), own, folding.ids, folding.terms, _surface(texts))
+        own = _Tokens.of([*itertools.chain.from_iterable(documents), *shared])
+        folding = _Tokens.of(ranking.fold(own.terms))  # own term → folded term
+        folded = _Tokens(folding.terms, folding.ids[own.ids])
+        n = len(shared)
+        return cls(
+            own_lengths + numpy.int32(n),
+            Postings.of(own, own_lengths, n),
+            Postings.of(folded, own_lengths, n),
+            _surface(texts),
+        )
 
     @functools.cached_property
     def surface_words(self) -> frozenset[str]:
@@ -128,28 +147,26 @@ def _surface(texts: Sequence[ToolText]) -> str:
 class _Index:
     """A BM25 score per (term, document), by term (compressed sparse columns)."""
 
-    def __init__(self, groups: Sequence[ToolTerms], parts: Sequence[Tokens]) -> None:
+    def __init__(self, groups: Sequence[ToolTerms], parts: Sequence[Postings]) -> None:
         every_term = itertools.chain.from_iterable(p.terms for p in parts)
         self.vocabulary = {t: i for i, t in enumerate(dict.fromkeys(every_term))}
-        tokens, docs = [numpy.zeros(0, numpy.int64)], [numpy.zeros(0, numpy.int64)]
+        terms, docs, counts = [_NONE], [_NONE], [_NONE]
         offset = 0
         for group, part in zip(groups, parts, strict=True):
             ids = map(self.vocabulary.__getitem__, part.terms)
-            found = numpy.fromiter(ids, numpy.int64, len(part.terms))[part.ids]
-            own = found.size - group.shared
-            positions = numpy.arange(offset, offset + group.size, dtype=numpy.int64)
-            tokens += [found[:own], numpy.tile(found[own:], group.size)]
-            docs += [
-                numpy.repeat(positions, group.own_lengths),
-                numpy.repeat(positions, group.shared),
-            ]
+            terms.append(numpy.fromiter(ids, numpy.int32, len(part.terms))[part.term])
+            docs.append(part.doc + numpy.int32(offset))
+            counts.append(part.count)
             offset += group.size
-        lengths = numpy.concatenate([numpy.zeros(0, numpy.int64), *(g.lengths for g in groups)])
+        # term-major: a stable sort keeps each group's documents in order, and the groups in
+        # catalog order (a radix sort while the vocabulary fits 16 bits)
+        narrow = numpy.uint16 if len(self.vocabulary) <= 1 << 16 else numpy.int32
+        term = numpy.concatenate(terms)
+        order = numpy.argsort(term.astype(narrow), kind="stable")
+        term, doc = term[order], numpy.concatenate(docs)[order]
+        tf = numpy.concatenate(counts)[order].astype(numpy.float64)
+        lengths = numpy.concatenate([_NONE, *(g.lengths for g in groups)])
         size = lengths.size
-        # one key per token, term-major: sorted, the keys are the index's columns in order
-        keys = numpy.concatenate(tokens) * size + numpy.concatenate(docs)
-        keys, counts = numpy.unique(keys, return_counts=True)
-        term, doc, tf = keys // max(size, 1), keys % max(size, 1), counts.astype(numpy.float64)
         df = numpy.bincount(term, minlength=len(self.vocabulary))
         idf = numpy.log(1 + (size - df + 0.5) / (df + 0.5)).astype(numpy.float32)
         length = lengths.astype(numpy.float64)

@@ -164,14 +164,19 @@ class SearchIndex:
             memo: dict[str, list[str]] = {}  # the words of texts, for this build only
             lexical = LexicalRanker([g.terms(cache, memo) for g in groups], ranking)
             del memo
-            semantic = None
+            vectors = None
             if store is not None and ranking.semantic_weight > 0 and any(g.tools for g in groups):
-                semantic = _semantic(groups, store)
-            self._ranker = FusedRanker(lexical, semantic, weight=ranking.semantic_weight)
-            self.loaded: Future[Any] = semantic.loaded if semantic else _done()
+                vectors = _vectors(groups, store)
             self._by_name = _Positions([n.tool.lower() for n in names])
             self._by_path = _Positions([f"{n.server}.{n.tool}".lower() for n in names])
             self._by_id = _Positions([n.tool_id.lower() for n in names])
+        semantic = None
+        if vectors is not None and store is not None:
+            # Vectors found in the cache need no model: it is loaded after the index, for
+            # the queries, in the builder thread (not beside this build, competing for the GIL).
+            semantic = SemanticRanker(vectors, _builder().submit(_embedder, store))
+        self._ranker = FusedRanker(lexical, semantic, weight=ranking.semantic_weight)
+        self.loaded: Future[Any] = semantic.loaded if semantic else _done()
 
     def scores(self, query: str) -> Scores:
         """One score per tool, in catalog order (0: no match)."""
@@ -253,9 +258,8 @@ def top_positions(scores: Scores, k: int) -> list[int]:
     return [int(i) for i in positive[order]]
 
 
-def _semantic(groups: Sequence[ToolGroup], store: EmbeddingStore) -> SemanticRanker | None:
-    """The embedding ranker (None without a model). Vectors found in the cache need no
-    model: it is then loaded after the index, for the queries, in the builder thread."""
+def _vectors(groups: Sequence[ToolGroup], store: EmbeddingStore) -> Vectors | None:
+    """Every tool's embedding, in catalog order (None without a model)."""
     with_tools = [g for g in groups if g.tools]
     missing = [g for g in with_tools if g.vectors(store) is None]
     try:
@@ -268,9 +272,7 @@ def _semantic(groups: Sequence[ToolGroup], store: EmbeddingStore) -> SemanticRan
     for group, vectors in zip(missing, made, strict=True):
         group.keep_vectors(store, vectors)
     kept = [v for v in (g.vectors(store) for g in with_tools) if v is not None]
-    if not kept:
-        return None
-    return SemanticRanker(numpy.concatenate(kept), _builder().submit(_embedder, store))
+    return numpy.concatenate(kept) if kept else None
 
 
 def _embedder(store: EmbeddingStore) -> Embedder | None:

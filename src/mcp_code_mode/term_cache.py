@@ -26,7 +26,7 @@ import numpy
 import Stemmer
 from numpy.typing import NDArray
 
-from .lexical import TERMS_RECIPE, Tokens, ToolTerms
+from .lexical import TERMS_RECIPE, Postings, ToolTerms
 from .ranking import Ranking
 from .search_terms import CONCEPTS, STOP_WORDS
 
@@ -36,7 +36,7 @@ logger = logging.getLogger(__name__)
 
 _MAGIC = b"MCMTERMS"
 _FORMAT = 1  # bump when the file layout changes
-_HEADER = struct.Struct("<8sI8Q")  # magic, format, then the counts below
+_HEADER = struct.Struct("<8sI8Q")  # magic, format, 5 counts, 3 text lengths (`_encode`)
 _SUFFIX = ".terms"
 _DISK_FILES = 2000  # cached groups on disk; the oldest go first past this
 _INT = numpy.dtype("<i4")
@@ -109,23 +109,13 @@ def _key(texts_digest: str, ranking: Ranking) -> str:
 
 
 def _encode(terms: ToolTerms) -> bytes:
-    own_terms, folded_terms = (_text(terms.own.terms), _text(terms.folded.terms))
-    surface = terms.surface.encode()
-    header = _HEADER.pack(
-        _MAGIC,
-        _FORMAT,
-        terms.size,
-        terms.shared,
-        terms.own.ids.size,
-        len(terms.own.terms),
-        len(terms.folded.terms),
-        len(own_terms),
-        len(folded_terms),
-        len(surface),
-    )
-    arrays = (terms.own_lengths, terms.own.ids, terms.folding)
+    own, folded = terms.own, terms.folded
+    blobs = [_text(own.terms), _text(folded.terms), terms.surface.encode()]
+    counts = (terms.size, own.term.size, len(own.terms), folded.term.size, len(folded.terms))
+    header = _HEADER.pack(_MAGIC, _FORMAT, *counts, *map(len, blobs))
+    arrays = (terms.lengths, own.term, own.doc, own.count, folded.term, folded.doc, folded.count)
     body = b"".join(numpy.ascontiguousarray(a, dtype=_INT).tobytes() for a in arrays)
-    return header + body + own_terms + folded_terms + surface
+    return header + body + b"".join(blobs)
 
 
 def _text(words: list[str]) -> bytes:
@@ -136,37 +126,48 @@ def _decode(data: bytes, rows: int) -> ToolTerms | None:
     """The terms `_encode` wrote, or None when `data` is anything else (or of other rows)."""
     if len(data) < _HEADER.size:
         return None
-    magic, form, size, shared, ids, own_count, folded_count, *blobs = _HEADER.unpack_from(data)
+    magic, form, size, own_n, own_terms, folded_n, folded_terms, *blobs = _HEADER.unpack_from(data)
     if magic != _MAGIC or form != _FORMAT or size != rows:
         return None
-    start = _HEADER.size
-    ints = size + ids + own_count
-    if len(data) != start + _INT.itemsize * ints + sum(blobs):
+    ints = size + 3 * (own_n + folded_n)
+    start = _HEADER.size + _INT.itemsize * ints
+    if len(data) != start + sum(blobs):
         return None
-    every = numpy.frombuffer(data, _INT, ints, start)
-    own_lengths, own_ids, folding = every[:size], every[size : size + ids], every[size + ids :]
-    ends = numpy.cumsum([start + _INT.itemsize * ints, *blobs]).tolist()
+    arrays = numpy.split(
+        numpy.frombuffer(data, _INT, ints, _HEADER.size),
+        numpy.cumsum([size, own_n, own_n, own_n, folded_n, folded_n]),
+    )
+    ends = numpy.cumsum([start, *blobs]).tolist()
     try:
-        own_terms, folded_terms, surface = (data[a:b].decode() for a, b in itertools.pairwise(ends))
+        texts = [data[a:b].decode() for a, b in itertools.pairwise(ends)]
     except UnicodeDecodeError:
         return None
-    own_words, folded_words = _words(own_terms), _words(folded_terms)
-    consistent = (
-        len(own_words) == own_count
-        and len(folded_words) == folded_count
-        and _within(own_lengths, ids + 1)
-        and int(own_lengths.sum()) + shared == ids
-        and _within(own_ids, own_count)
-        and _within(folding, folded_count)
+    lengths = arrays[0]
+    own = Postings(_words(texts[0]), *arrays[1:4])
+    folded = Postings(_words(texts[1]), *arrays[4:7])
+    valid = _within(lengths, 1 << 31) and all(
+        len(p.terms) == n and _consistent(p, lengths)
+        for p, n in ((own, own_terms), (folded, folded_terms))
     )
-    if not consistent:
-        return None
-    own = Tokens(own_words, own_ids)
-    return ToolTerms(own_lengths, shared, own, folding, folded_words, surface)
+    return ToolTerms(lengths, own, folded, texts[2]) if valid else None
 
 
 def _words(text: str) -> list[str]:
     return text.split("\n") if text else []
+
+
+def _consistent(postings: Postings, lengths: NDArray[numpy.int32]) -> bool:
+    """Whether `postings` can index documents of `lengths` words: terms and documents in
+    range, sorted and distinct, and as many words in all as the lengths say."""
+    size = max(lengths.size, 1)
+    keys = postings.term.astype(numpy.int64) * size + postings.doc
+    return (
+        _within(postings.term, len(postings.terms))
+        and _within(postings.doc, lengths.size)
+        and bool(numpy.all(numpy.diff(keys) > 0))
+        and bool(numpy.all(postings.count > 0))
+        and int(postings.count.sum(dtype=numpy.int64)) == int(lengths.sum(dtype=numpy.int64))
+    )
 
 
 def _within(values: NDArray[numpy.int32], end: int) -> bool:
