@@ -148,23 +148,23 @@ class _Index:
     """A BM25 score per (term, document), by term (compressed sparse columns)."""
 
     def __init__(self, groups: Sequence[ToolTerms], parts: Sequence[Postings]) -> None:
-        every_term = itertools.chain.from_iterable(p.terms for p in parts)
+        every_term = [*itertools.chain.from_iterable(p.terms for p in parts)]
         self.vocabulary = {t: i for i, t in enumerate(dict.fromkeys(every_term))}
-        terms, docs, counts = [_NONE], [_NONE], [_NONE]
-        offset = 0
-        for group, part in zip(groups, parts, strict=True):
-            ids = map(self.vocabulary.__getitem__, part.terms)
-            terms.append(numpy.fromiter(ids, numpy.int32, len(part.terms))[part.term])
-            docs.append(part.doc + numpy.int32(offset))
-            counts.append(part.count)
-            offset += group.size
+        ids = numpy.fromiter(map(self.vocabulary.__getitem__, every_term), numpy.int32)
+        # each group's terms and documents shifted past the groups before it, in one go
+        triples = [p.term.size for p in parts]
+        vocabularies = numpy.cumsum([0, *(len(p.terms) for p in parts)])[:-1]
+        offsets = numpy.cumsum([0, *(g.size for g in groups)])[:-1]
+        local = numpy.concatenate([_NONE, *(p.term for p in parts)])
+        term = ids[local + numpy.repeat(vocabularies, triples).astype(numpy.int32)]
+        docs = numpy.concatenate([_NONE, *(p.doc for p in parts)])
+        docs += numpy.repeat(offsets, triples).astype(numpy.int32)
+        counts = numpy.concatenate([_NONE, *(p.count for p in parts)])
         # term-major: a stable sort keeps each group's documents in order, and the groups in
         # catalog order (a radix sort while the vocabulary fits 16 bits)
         narrow = numpy.uint16 if len(self.vocabulary) <= 1 << 16 else numpy.int32
-        term = numpy.concatenate(terms)
         order = numpy.argsort(term.astype(narrow), kind="stable")
-        term, doc = term[order], numpy.concatenate(docs)[order]
-        tf = numpy.concatenate(counts)[order].astype(numpy.float64)
+        term, doc, tf = term[order], docs[order], counts[order].astype(numpy.float64)
         lengths = numpy.concatenate([_NONE, *(g.lengths for g in groups)])
         size = lengths.size
         df = numpy.bincount(term, minlength=len(self.vocabulary))
