@@ -56,7 +56,7 @@ def same_terms(a: ToolTerms, b: ToolTerms) -> bool:
     parts = [(a.own, b.own), (a.folded, b.folded)]
     return (
         numpy.array_equal(a.lengths, b.lengths)
-        and a.surface_words == b.surface_words
+        and a.surface == b.surface
         and all(
             x.terms == y.terms
             and all(numpy.array_equal(u, v) for u, v in ((x.term, y.term), (x.doc, y.doc)))
@@ -70,8 +70,9 @@ def test_a_hit_reads_what_a_miss_made(tmp_path: Path) -> None:
     group = ToolGroup("mail", DESCRIPTIONS["mail"], TOOLS["mail"], Ranking())
     making = Making(group)
     args = (group.digest, len(group.tools), group.ranking, making)
-    made = TermCache(tmp_path).terms(*args)
-    read = TermCache(tmp_path).terms(*args)
+    made, written = TermCache(tmp_path).terms(*args)
+    read, stored = TermCache(tmp_path).terms(*args)
+    assert written and stored
     assert making.calls == 1
     assert same_terms(made, read)
     assert same_terms(read, ToolTerms.of(group.texts(), group.ranking))
@@ -81,7 +82,8 @@ def test_no_directory_caches_nothing(tmp_path: Path) -> None:
     group = ToolGroup("mail", DESCRIPTIONS["mail"], TOOLS["mail"], Ranking())
     making = Making(group)
     for _ in range(2):
-        TermCache(None).terms(group.digest, len(group.tools), group.ranking, making)
+        _, stored = TermCache(None).terms(group.digest, len(group.tools), group.ranking, making)
+        assert not stored
     assert making.calls == 2
 
 

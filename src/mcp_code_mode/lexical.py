@@ -127,11 +127,6 @@ class ToolTerms:
             _surface(texts),
         )
 
-    @functools.cached_property
-    def surface_words(self) -> frozenset[str]:
-        """Lower-cased words of the tools' text a typo may be one edit from (made on use)."""
-        return frozenset(self.surface.split("\n")) - {""}
-
 
 def _surface(texts: Sequence[ToolText]) -> str:
     words = {
@@ -193,7 +188,7 @@ class LexicalRanker:
 
     def __init__(self, groups: Sequence[ToolTerms], ranking: Ranking) -> None:
         self.ranking = ranking
-        self._groups = tuple(groups)
+        self._surfaces = [g.surface for g in groups]  # the groups' postings are not kept
         self._size = sum(g.size for g in groups)
         self._folded = _Index(groups, [g.folded for g in groups])
         self._own = _Index(groups, [g.own for g in groups])
@@ -243,7 +238,7 @@ class LexicalRanker:
     @functools.cached_property
     def _typo_index(self) -> dict[str, set[str]]:
         """Catalog words under each of their one-letter deletions (SymSpell), built on first use."""
-        surface = frozenset().union(*(g.surface_words for g in self._groups))
+        surface = {w for text in self._surfaces for w in text.split("\n") if w}
         # with their stems, so that a misspelt base form finds an inflected word
         # ("swich" → "switches" by way of "switch")
         words = surface | {w for w in stem_words(sorted(surface)) if len(w) > 2}

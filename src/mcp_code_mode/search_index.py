@@ -100,14 +100,18 @@ class ToolGroup:
         return [ToolText(*_fields(t), self.server, self.description) for t in self.tools]
 
     def terms(self, cache: TermCache, memo: dict[str, list[str]]) -> ToolTerms:
-        """The tools' BM25 terms: kept, else from `cache`, else made (`memo`: the words of
-        texts seen by this build, `ToolTerms.of`)."""
-        if self._terms is None:  # two builds at once both make them: the same terms
-            rows, ranking = len(self.tools), self.ranking
-            self._terms = cache.terms(
-                self.digest, rows, ranking, lambda: ToolTerms.of(self.texts(), ranking, memo)
-            )
-        return self._terms
+        """The tools' BM25 terms: from `cache`, else made (`memo`: the words of texts seen
+        by this build, `ToolTerms.of`). Kept only when the cache cannot give them back: the
+        index made of them holds what search needs."""
+        if self._terms is not None:
+            return self._terms
+        rows, ranking = len(self.tools), self.ranking
+        terms, stored = cache.terms(
+            self.digest, rows, ranking, lambda: ToolTerms.of(self.texts(), ranking, memo)
+        )
+        if not stored:  # two builds at once both make them: the same terms
+            self._terms = terms
+        return terms
 
     def vectors(self, store: EmbeddingStore) -> Vectors | None:
         """The tools' embeddings made by `store`, if made yet (None: not yet)."""
@@ -272,7 +276,14 @@ def _vectors(groups: Sequence[ToolGroup], store: EmbeddingStore) -> Vectors | No
     for group, vectors in zip(missing, made, strict=True):
         group.keep_vectors(store, vectors)
     kept = [v for v in (g.vectors(store) for g in with_tools) if v is not None]
-    return numpy.concatenate(kept) if kept else None
+    if len(kept) < len(with_tools) or not kept:
+        return None
+    matrix = numpy.concatenate(kept)
+    start = 0
+    for group in with_tools:  # each group keeps a view of the matrix, not a copy of its rows
+        group.keep_vectors(store, matrix[start : start + len(group.tools)])
+        start += len(group.tools)
+    return matrix
 
 
 def _embedder(store: EmbeddingStore) -> Embedder | None:

@@ -56,21 +56,23 @@ class TermCache:
 
     def terms(
         self, texts_digest: str, rows: int, ranking: Ranking, make: Callable[[], ToolTerms]
-    ) -> ToolTerms:
-        """The terms of a group of `rows` tools whose texts hash to `texts_digest`: read from
-        the cache, or made by `make` and written to it."""
+    ) -> tuple[ToolTerms, bool]:
+        """The terms of a group of `rows` tools whose texts hash to `texts_digest`, read from
+        the cache or made by `make` and written to it; and whether they are on disk now."""
         if self.directory is None:
-            return make()
+            return make(), False
         path = self.directory / f"{_key(texts_digest, ranking)}{_SUFFIX}"
         try:
             found = _decode(path.read_bytes(), rows)
         except OSError:  # absent or unreadable: made again
             found = None
-        if found is None:
-            found = make()
-            if self._write(path, found):
-                self._prune()
-        return found
+        if found is not None:
+            return found, True
+        made = make()
+        written = self._write(path, made)
+        if written:
+            self._prune()
+        return made, written
 
     def _write(self, path: Path, terms: ToolTerms) -> bool:
         try:
