@@ -322,6 +322,7 @@ async def _gateway(ups: _Upstreams, lay: Layout, options: Options, tmp: Path) ->
         out |= await _discovery_size(client, ups.slices[0].name)
         pid = _gateway_pid()
         out |= {"rss_mb": status_mb(pid, "VmRSS"), "hwm_mb": status_mb(pid, "VmHWM")}
+        out |= {"rss_anon_mb": status_mb(pid, "RssAnon"), "rss_file_mb": status_mb(pid, "RssFile")}
         out |= await _idle(pid, ups.logs, options.idle_s)
     return out
 

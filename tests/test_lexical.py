@@ -15,9 +15,7 @@ QUERIES = ["read file", "remove a meeting", "git_log", "open tickets", "scheudle
 
 
 def texts_by_server() -> list[list[ToolText]]:
-    return [
-        list(ToolGroup(s, DESCRIPTIONS[s], tools, Ranking()).texts) for s, tools in TOOLS.items()
-    ]
+    return [ToolGroup(s, DESCRIPTIONS[s], tools, Ranking()).texts() for s, tools in TOOLS.items()]
 
 
 def bm25s_scores(texts: list[ToolText], ranking: Ranking, terms: list[str]) -> numpy.ndarray:
@@ -32,7 +30,7 @@ def bm25s_scores(texts: list[ToolText], ranking: Ranking, terms: list[str]) -> n
 def test_scores_equal_bm25s_over_the_whole_catalog(ranking: Ranking) -> None:
     groups = texts_by_server()
     every = [t for group in groups for t in group]
-    ours = LexicalRanker([ToolTerms(g, ranking) for g in groups], ranking)
+    ours = LexicalRanker([ToolTerms.of(g, ranking) for g in groups], ranking)
     terms = sorted(ours._folded.vocabulary)
     expected = bm25s_scores(every, ranking, terms)
     for term, row in zip(terms, expected, strict=True):
@@ -45,7 +43,7 @@ def test_one_group_or_many_rank_the_same() -> None:
     groups = texts_by_server()
     ranking = Ranking()
     whole = LexicalRanker.of([t for g in groups for t in g], ranking)
-    parts = LexicalRanker([ToolTerms(g, ranking) for g in groups], ranking)
+    parts = LexicalRanker([ToolTerms.of(g, ranking) for g in groups], ranking)
     for query in QUERIES:
         assert numpy.array_equal(whole.scores(query), parts.scores(query)), query
 

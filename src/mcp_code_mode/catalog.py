@@ -208,19 +208,20 @@ class Catalog:
             # Imported here: numpy and the embeddings cost a run that never searches.
             from .embeddings import EmbeddingStore
             from .search_index import ToolGroup, build_index
+            from .term_cache import TermCache
 
             for server, entries in self._by_server.items():
                 if server not in self._groups:
                     description = self.descriptions.get(server, "")
                     tools = [e.schema for e in entries.values()]
                     self._groups[server] = ToolGroup(server, description, tools, self.ranking)
-            store = None
-            if self.ranking.semantic_weight > 0 and self.entries:
-                store = self._embeddings or EmbeddingStore.default()
+            cache = self._embeddings or EmbeddingStore.default()  # BM25 terms go beside
+            store = cache if self.ranking.semantic_weight > 0 and self.entries else None
             groups = [self._groups[server] for server in self._by_server]
             background = self._background and bool(self.entries)  # nothing to wait for
+            terms = TermCache(cache.directory)
             self._index = build_index(
-                groups, self.entries, self.ranking, store, background=background
+                groups, self.entries, self.ranking, store, background=background, terms=terms
             )
         return self._index
 

@@ -20,6 +20,7 @@ import importlib.util
 import itertools
 import json
 import logging
+import mmap
 import os
 import re
 import struct
@@ -58,7 +59,7 @@ _DISK_FILES = 2000  # cached groups on disk; the oldest go first past this
 _FORMAT = 2  # bump when what is stored changes shape or meaning
 _FEW_WORDS = 64  # of a text embedded on its own (a query), by the simple path
 _CHUNK_WORDS = 16384  # words of texts summed at once (a chunk's rows: 16 MB)
-_KEPT_WORDS = 200_000  # words whose tokens are kept between calls; all forgotten past this
+_KEPT_WORDS = 20_000  # query words whose tokens are kept between calls; all forgotten past this
 
 
 class Embedder:
@@ -73,7 +74,7 @@ class Embedder:
         self.tokenizer = tokenizer
         self.table = table
         self.dim = int(table.shape[1])
-        self._ids: dict[str, list[int]] = {}  # each word's tokens, kept across calls
+        self._ids: dict[str, list[int]] = {}  # each query word's tokens, kept across calls
 
     def embed_documents(self, documents: Sequence[Sequence[str]]) -> Vectors:
         """One row per document: the mean of its texts' vectors (views of one thing, such as
@@ -86,7 +87,15 @@ class Embedder:
             starts = numpy.concatenate(([0], numpy.cumsum(counts)[:-1]))
             sums = numpy.add.reduceat(self.embed(texts), starts[counts > 0], axis=0)
             out[counts > 0] = sums / counts[counts > 0, None]
+        self._release_table()
         return out.astype(numpy.float16).astype(numpy.float32)
+
+    def _release_table(self) -> None:
+        """Give back the pages of the memory-mapped table that a batch read (most of its
+        16 MB): a query reads a few rows, read again from the page cache on use."""
+        pages = getattr(self.table, "base", None)
+        if isinstance(pages, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED"):
+            pages.madvise(mmap.MADV_DONTNEED)
 
     def embed(self, texts: Sequence[str]) -> Vectors:
         """One row per text, in order.
@@ -127,11 +136,12 @@ class Embedder:
         """Each word's token ids (kept across calls)."""
         missing = [w for w in dict.fromkeys(words) if w not in self._ids]
         if missing:
-            if len(self._ids) + len(missing) > _KEPT_WORDS:
-                self._ids.clear()
             encodings = self.tokenizer.encode_batch(missing, add_special_tokens=False)
             found = dict(zip(missing, (e.ids for e in encodings), strict=True))
-            self._ids.update(found)
+            if len(missing) <= _FEW_WORDS:  # a query's: kept (a batch's are seldom asked again)
+                if len(self._ids) + len(missing) > _KEPT_WORDS:
+                    self._ids.clear()
+                self._ids.update(found)
         else:
             found = {}
         return [self._ids.get(w) or found.get(w) or [] for w in words]
@@ -324,13 +334,13 @@ class EmbeddingStore:
         if loaded is None:  # not what we write: embed again
             return None
         vectors: Vectors = loaded.astype(numpy.float32)
-        self._remember(key, vectors)
         return vectors
 
     def _keep(self, key: str, vectors: Vectors) -> bool:
-        """Remember `vectors`, and write them to disk; True when they were written."""
-        self._remember(key, vectors)
+        """Write `vectors` to disk, or remember them where there is no disk to read them back
+        from (the caller keeps what it uses); True when they were written."""
         if self.directory is None:
+            self._remember(key, vectors)
             return False
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
@@ -340,6 +350,7 @@ class EmbeddingStore:
             partial.replace(self.directory / f"{key}.npy")  # atomic: readers see all or nothing
         except OSError as exc:  # a read-only or full disk costs re-embedding, nothing else
             logger.info("embedding cache not written: %s", exc)
+            self._remember(key, vectors)
             return False
         return True
 

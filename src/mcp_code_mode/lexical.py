@@ -18,16 +18,21 @@ from numpy.typing import NDArray
 
 from .ranking import Ranking, Scores, ToolText, split_words, stem_words
 
-__all__ = ["LexicalRanker", "ToolTerms"]
+__all__ = ["TERMS_RECIPE", "LexicalRanker", "Postings", "ToolTerms"]
+
+TERMS_RECIPE = "lexical.ToolTerms v2"
+"""Names how `ToolTerms.of` makes terms: change it with `_document`, `_surface` or `Postings`
+(the term cache's files made by another recipe are then misses)."""
 
 _K1, _B = 1.5, 0.75
 _EMPTY = "_"  # the one term of a document without words (bm25s's convention)
 _TYPO_MIN_CHARS = 4  # shorter unknown words are too ambiguous to repair
 _TYPO_MAX_CHARS = 40  # longer ones are no typos, and their deletions cost O(n²)
-_MEMO_TEXTS = 32768  # texts whose words are remembered across upstreams ...
+_MEMO_TEXTS = 32768  # texts whose words are remembered across the upstreams of a build ...
 _MEMO_TEXT_CHARS = 1000  # ... if no longer than this
 
-Ints = NDArray[numpy.int64]
+Ints = NDArray[numpy.int32]
+_NONE = numpy.zeros(0, numpy.int32)
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,8 +45,33 @@ class _Tokens:
     @classmethod
     def of(cls, words: list[str]) -> _Tokens:
         vocabulary = {w: i for i, w in enumerate(dict.fromkeys(words))}
-        ids = numpy.fromiter(map(vocabulary.__getitem__, words), numpy.int64, len(words))
+        ids = numpy.fromiter(map(vocabulary.__getitem__, words), numpy.int32, len(words))
         return cls(list(vocabulary), ids)
+
+
+@dataclass(frozen=True, slots=True)
+class Postings:
+    """How often each term is in each document of one upstream: (term, document, count)
+    triples, sorted by term, then document; a term is a position in `terms`."""
+
+    terms: list[str]
+    term: Ints
+    doc: Ints
+    count: Ints
+
+    @classmethod
+    def of(cls, tokens: _Tokens, own_lengths: Ints, shared: int) -> Postings:
+        """The postings of documents written end to end, `own_lengths[i]` tokens each, then
+        `shared` tokens that end every document."""
+        size = max(own_lengths.size, 1)
+        own = tokens.ids.size - shared
+        positions = numpy.arange(own_lengths.size, dtype=numpy.int64)
+        ids = numpy.concatenate([tokens.ids[:own], numpy.tile(tokens.ids[own:], own_lengths.size)])
+        docs = [numpy.repeat(positions, own_lengths), numpy.repeat(positions, shared)]
+        keys = ids.astype(numpy.int64) * size + numpy.concatenate(docs)
+        keys, counts = numpy.unique(keys, return_counts=True)
+        term, doc = numpy.divmod(keys, size)
+        return cls(tokens.terms, *(a.astype(numpy.int32) for a in (term, doc, counts)))
 
 
 class ToolTerms:
@@ -49,13 +79,32 @@ class ToolTerms:
 
     A document is the tool's name 3 times, its description, its parameters (and their
     descriptions with `Ranking.parameter_docs`), and the server's name and description
-    `Ranking.server_weight` times.
+    `Ranking.server_weight` times. `ToolTerms.of` finds them in the tools' text; the
+    constructor takes them as they are (`term_cache` stores them).
+
+    Args:
+        lengths: each document's number of words.
+        own: the documents' own words, as postings.
+        folded: their concept-folded terms, as postings.
+        surface: the lower-cased words of the tools' text a typo may be one edit from,
+            one a line.
     """
 
-    def __init__(self, texts: Sequence[ToolText], ranking: Ranking) -> None:
-        self.texts = tuple(texts)
-        self.size = len(texts)
-        memo = _memo(ranking)
+    def __init__(self, lengths: Ints, own: Postings, folded: Postings, surface: str) -> None:
+        self.size = lengths.size
+        self.lengths = lengths
+        self.own = own
+        self.folded = folded
+        self.surface = surface
+
+    @classmethod
+    def of(
+        cls, texts: Sequence[ToolText], ranking: Ranking, memo: dict[str, list[str]] | None = None
+    ) -> ToolTerms:
+        """The terms of `texts`. `memo` keeps the words of texts seen, for other groups of
+        the same build (upstreams repeat texts: `owner`, `repo`, another instance of a
+        server); bounded, it forgets everything at once when full."""
+        memo = {} if memo is None else memo
         # The server's words are the same in every document of one upstream: kept once, as
         # `shared` words that end each document (numpy repeats them, not Python lists).
         servers = {(t.server, t.server_description) for t in texts}
@@ -66,50 +115,53 @@ class ToolTerms:
         documents = [_document(ranking, t, memo, server=not shared) for t in texts]
         if not shared:
             documents = [d or [_EMPTY] for d in documents]
-        self.own_lengths = numpy.fromiter(map(len, documents), numpy.int64, self.size)
-        self.shared = len(shared)
-        self.lengths = self.own_lengths + self.shared
-        self.own = _Tokens.of([*itertools.chain.from_iterable(documents), *shared])
-        folding = _Tokens.of(ranking.fold(self.own.terms))  # own term → folded term
-        self.folded = _Tokens(folding.terms, folding.ids[self.own.ids])
-
-    @functools.cached_property
-    def surface_words(self) -> frozenset[str]:
-        """Lower-cased words of the tools' text a typo may be one edit from (built on use)."""
-        return frozenset(
-            w.lower()
-            for tool in self.texts
-            for text in (tool.name, tool.description, *tool.params, tool.server)
-            for w in split_words(text)
-            if _TYPO_MIN_CHARS - 1 <= len(w) <= _TYPO_MAX_CHARS + 1 and not w.isdigit()
+        own_lengths = numpy.fromiter(map(len, documents), numpy.int32, len(documents))
+        own = _Tokens.of([*itertools.chain.from_iterable(documents), *shared])
+        folding = _Tokens.of(ranking.fold(own.terms))  # own term → folded term
+        folded = _Tokens(folding.terms, folding.ids[own.ids])
+        n = len(shared)
+        return cls(
+            own_lengths + numpy.int32(n),
+            Postings.of(own, own_lengths, n),
+            Postings.of(folded, own_lengths, n),
+            _surface(texts),
         )
+
+
+def _surface(texts: Sequence[ToolText]) -> str:
+    words = {
+        w.lower()
+        for tool in texts
+        for text in (tool.name, tool.description, *tool.params, tool.server)
+        for w in split_words(text)
+        if _TYPO_MIN_CHARS - 1 <= len(w) <= _TYPO_MAX_CHARS + 1 and not w.isdigit()
+    }
+    return "\n".join(sorted(words))
 
 
 class _Index:
     """A BM25 score per (term, document), by term (compressed sparse columns)."""
 
-    def __init__(self, groups: Sequence[ToolTerms], parts: Sequence[_Tokens]) -> None:
-        every_term = itertools.chain.from_iterable(p.terms for p in parts)
+    def __init__(self, groups: Sequence[ToolTerms], parts: Sequence[Postings]) -> None:
+        every_term = [*itertools.chain.from_iterable(p.terms for p in parts)]
         self.vocabulary = {t: i for i, t in enumerate(dict.fromkeys(every_term))}
-        tokens, docs = [numpy.zeros(0, numpy.int64)], [numpy.zeros(0, numpy.int64)]
-        offset = 0
-        for group, part in zip(groups, parts, strict=True):
-            ids = map(self.vocabulary.__getitem__, part.terms)
-            found = numpy.fromiter(ids, numpy.int64, len(part.terms))[part.ids]
-            own = found.size - group.shared
-            positions = numpy.arange(offset, offset + group.size, dtype=numpy.int64)
-            tokens += [found[:own], numpy.tile(found[own:], group.size)]
-            docs += [
-                numpy.repeat(positions, group.own_lengths),
-                numpy.repeat(positions, group.shared),
-            ]
-            offset += group.size
-        lengths = numpy.concatenate([numpy.zeros(0, numpy.int64), *(g.lengths for g in groups)])
+        ids = numpy.fromiter(map(self.vocabulary.__getitem__, every_term), numpy.int32)
+        # each group's terms and documents shifted past the groups before it, in one go
+        triples = [p.term.size for p in parts]
+        vocabularies = numpy.cumsum([0, *(len(p.terms) for p in parts)])[:-1]
+        offsets = numpy.cumsum([0, *(g.size for g in groups)])[:-1]
+        local = numpy.concatenate([_NONE, *(p.term for p in parts)])
+        term = ids[local + numpy.repeat(vocabularies, triples).astype(numpy.int32)]
+        docs = numpy.concatenate([_NONE, *(p.doc for p in parts)])
+        docs += numpy.repeat(offsets, triples).astype(numpy.int32)
+        counts = numpy.concatenate([_NONE, *(p.count for p in parts)])
+        # term-major: a stable sort keeps each group's documents in order, and the groups in
+        # catalog order (a radix sort while the vocabulary fits 16 bits)
+        narrow = numpy.uint16 if len(self.vocabulary) <= 1 << 16 else numpy.int32
+        order = numpy.argsort(term.astype(narrow), kind="stable")
+        term, doc, tf = term[order], docs[order], counts[order].astype(numpy.float64)
+        lengths = numpy.concatenate([_NONE, *(g.lengths for g in groups)])
         size = lengths.size
-        # one key per token, term-major: sorted, the keys are the index's columns in order
-        keys = numpy.concatenate(tokens) * size + numpy.concatenate(docs)
-        keys, counts = numpy.unique(keys, return_counts=True)
-        term, doc, tf = keys // max(size, 1), keys % max(size, 1), counts.astype(numpy.float64)
         df = numpy.bincount(term, minlength=len(self.vocabulary))
         idf = numpy.log(1 + (size - df + 0.5) / (df + 0.5)).astype(numpy.float32)
         length = lengths.astype(numpy.float64)
@@ -136,7 +188,7 @@ class LexicalRanker:
 
     def __init__(self, groups: Sequence[ToolTerms], ranking: Ranking) -> None:
         self.ranking = ranking
-        self._groups = tuple(groups)
+        self._surfaces = [g.surface for g in groups]  # the groups' postings are not kept
         self._size = sum(g.size for g in groups)
         self._folded = _Index(groups, [g.folded for g in groups])
         self._own = _Index(groups, [g.own for g in groups])
@@ -144,7 +196,7 @@ class LexicalRanker:
     @classmethod
     def of(cls, texts: Sequence[ToolText], ranking: Ranking) -> LexicalRanker:
         """The ranker of tools taken as one group."""
-        return cls([ToolTerms(texts, ranking)], ranking)
+        return cls([ToolTerms.of(texts, ranking)], ranking)
 
     def scores(self, query: str) -> Scores:
         weighted = self._terms(query)
@@ -186,7 +238,7 @@ class LexicalRanker:
     @functools.cached_property
     def _typo_index(self) -> dict[str, set[str]]:
         """Catalog words under each of their one-letter deletions (SymSpell), built on first use."""
-        surface = frozenset().union(*(g.surface_words for g in self._groups))
+        surface = {w for text in self._surfaces for w in text.split("\n") if w}
         # with their stems, so that a misspelt base form finds an inflected word
         # ("swich" → "switches" by way of "switch")
         words = surface | {w for w in stem_words(sorted(surface)) if len(w) > 2}
@@ -223,14 +275,6 @@ def _words(ranking: Ranking, text: str, memo: dict[str, list[str]]) -> list[str]
                 memo.clear()
             memo[text] = found
     return found
-
-
-@functools.cache
-def _memo(ranking: Ranking) -> dict[str, list[str]]:
-    """The words of texts seen, for one `Ranking`, across upstreams: upstreams repeat texts
-    (`owner`, `repo`, a server's description on each of its tools, another instance of a
-    server). Bounded: short texts only, forgotten all at once when full."""
-    return {}
 
 
 def _deletions(word: str) -> set[str]:

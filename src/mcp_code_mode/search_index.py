@@ -8,9 +8,12 @@ embedded again; `SearchIndex` then joins the parts (numpy work, no text).
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import functools
 import gc
+import hashlib
+import json
 import logging
 import threading
 from collections.abc import Iterator, Sequence
@@ -23,6 +26,7 @@ import numpy
 from .embeddings import DocumentGroup, Embedder, EmbeddingStore, Vectors
 from .lexical import LexicalRanker, ToolTerms
 from .ranking import FusedRanker, Ranking, Scores, SemanticRanker, ToolText, semantic_documents
+from .term_cache import TermCache
 
 __all__ = [
     "PREFER_FACTOR",
@@ -37,6 +41,7 @@ __all__ = [
 logger = logging.getLogger(__name__)
 PREFER_FACTOR = 1.15  # of the scores of the servers a search says it is already using
 _DOCUMENTS_RECIPE = "ranking.semantic_documents v1"  # change with what it makes of a tool
+_SOURCES_RECIPE = "search_index._fields v1"  # change with what the digest reads of a tool
 
 
 class Named(Protocol):
@@ -53,6 +58,9 @@ class Named(Protocol):
 class ToolGroup:
     """One upstream's tools as search reads them; its parts are made on first use.
 
+    Its texts are read again whenever a part is made, and not kept: a group whose parts come
+    from the caches holds its tools, their terms and their vectors.
+
     Args:
         server: the upstream's name.
         description: its description from the config.
@@ -68,6 +76,7 @@ class ToolGroup:
         self.ranking = ranking
         self._lock = threading.Lock()
         self._vectors: tuple[EmbeddingStore, Vectors] | None = None
+        self._terms: ToolTerms | None = None
 
     def matches(self, description: str, tools: Sequence[mcp_types.Tool], ranking: Ranking) -> bool:
         """Whether this group is what these tools would make (then it can be reused)."""
@@ -79,12 +88,30 @@ class ToolGroup:
         )
 
     @functools.cached_property
-    def texts(self) -> tuple[ToolText, ...]:
-        return tuple(_text(self.server, self.description, t) for t in self.tools)
+    def digest(self) -> str:
+        """sha256 of what search reads of the tools and their server: it names the group's
+        cached terms and vectors (hashing costs less than reading the texts into terms)."""
+        fields = [_fields(t) for t in self.tools]
+        text = json.dumps([_SOURCES_RECIPE, self.server, self.description, fields])
+        return hashlib.sha256(text.encode()).hexdigest()
 
-    @functools.cached_property
-    def terms(self) -> ToolTerms:
-        return ToolTerms(self.texts, self.ranking)
+    def texts(self) -> list[ToolText]:
+        """What search reads of each tool (made again on each call)."""
+        return [ToolText(*_fields(t), self.server, self.description) for t in self.tools]
+
+    def terms(self, cache: TermCache, memo: dict[str, list[str]]) -> ToolTerms:
+        """The tools' BM25 terms: from `cache`, else made (`memo`: the words of texts seen
+        by this build, `ToolTerms.of`). Kept only when the cache cannot give them back: the
+        index made of them holds what search needs."""
+        if self._terms is not None:
+            return self._terms
+        rows, ranking = len(self.tools), self.ranking
+        terms, stored = cache.terms(
+            self.digest, rows, ranking, lambda: ToolTerms.of(self.texts(), ranking, memo)
+        )
+        if not stored:  # two builds at once both make them: the same terms
+            self._terms = terms
+        return terms
 
     def vectors(self, store: EmbeddingStore) -> Vectors | None:
         """The tools' embeddings made by `store`, if made yet (None: not yet)."""
@@ -93,30 +120,28 @@ class ToolGroup:
         return kept[1] if kept is not None and kept[0] is store else None
 
     def documents(self) -> DocumentGroup:
-        """What is embedded of these tools, named by the tools' texts: the cache key costs
-        no more than hashing them, and the documents are made only when not cached."""
-        header = (_DOCUMENTS_RECIPE, self.server, self.description)
-        sources = [header] + [
-            (t.name, t.description, str(len(t.params)), *t.params, *t.param_docs)
-            for t in self.texts
-        ]
-        texts = self.texts
-        return DocumentGroup(sources, len(texts), lambda: [semantic_documents(t) for t in texts])
+        """What is embedded of these tools, named by the digest of their texts; the documents
+        are made only when not cached."""
+        return DocumentGroup(
+            [(_DOCUMENTS_RECIPE, self.digest)],
+            len(self.tools),
+            lambda: [semantic_documents(t) for t in self.texts()],
+        )
 
     def keep_vectors(self, store: EmbeddingStore, vectors: Vectors) -> None:
         with self._lock:
             self._vectors = (store, vectors)
 
 
-def _text(server: str, description: str, tool: mcp_types.Tool) -> ToolText:
+def _fields(tool: mcp_types.Tool) -> tuple[str, str, tuple[str, ...], tuple[str, ...]]:
+    """A tool's name, description, parameter names and parameter descriptions."""
     schema = tool.input_schema
     properties = schema.get("properties") if isinstance(schema, dict) else None
     if not isinstance(properties, dict):  # an upstream's schema is not checked
         properties = {}
     docs = [p.get("description") for p in properties.values() if isinstance(p, dict)]
     param_docs = tuple(str(d) for d in docs if d)
-    params = tuple(map(str, properties))
-    return ToolText(tool.name, tool.description or "", params, param_docs, server, description)
+    return tool.name, tool.description or "", tuple(map(str, properties)), param_docs
 
 
 class SearchIndex:
@@ -127,6 +152,7 @@ class SearchIndex:
         groups: one per upstream, in catalog order.
         names: each tool's server, original name and identifier, in catalog order.
         store: where embeddings come from; None: words alone.
+        terms: where BM25 terms are cached; None: made here.
     """
 
     def __init__(
@@ -135,20 +161,26 @@ class SearchIndex:
         names: Sequence[Named],
         ranking: Ranking,
         store: EmbeddingStore | None,
+        terms: TermCache | None = None,
     ) -> None:
         with _collection_paused():
-            lexical = LexicalRanker([g.terms for g in groups], ranking)
-            semantic = None
+            cache = terms or TermCache(None)
+            memo: dict[str, list[str]] = {}  # the words of texts, for this build only
+            lexical = LexicalRanker([g.terms(cache, memo) for g in groups], ranking)
+            del memo
+            vectors = None
             if store is not None and ranking.semantic_weight > 0 and any(g.tools for g in groups):
-                semantic = _semantic(groups, store)
-            self._ranker = FusedRanker(lexical, semantic, weight=ranking.semantic_weight)
-            self.loaded: Future[Any] = semantic.loaded if semantic else _done()
-            self._by_name: dict[str, list[int]] = {}
-            self._by_id: dict[str, list[int]] = {}
-            for i, named in enumerate(names):
-                self._by_name.setdefault(named.tool.lower(), []).append(i)
-                self._by_name.setdefault(f"{named.server}.{named.tool}".lower(), []).append(i)
-                self._by_id.setdefault(named.tool_id.lower(), []).append(i)
+                vectors = _vectors(groups, store)
+            self._by_name = _Positions([n.tool.lower() for n in names])
+            self._by_path = _Positions([f"{n.server}.{n.tool}".lower() for n in names])
+            self._by_id = _Positions([n.tool_id.lower() for n in names])
+        semantic = None
+        if vectors is not None and store is not None:
+            # Vectors found in the cache need no model: it is loaded after the index, for
+            # the queries, in the builder thread (not beside this build, competing for the GIL).
+            semantic = SemanticRanker(vectors, _builder().submit(_embedder, store))
+        self._ranker = FusedRanker(lexical, semantic, weight=ranking.semantic_weight)
+        self.loaded: Future[Any] = semantic.loaded if semantic else _done()
 
     def scores(self, query: str) -> Scores:
         """One score per tool, in catalog order (0: no match)."""
@@ -185,8 +217,29 @@ class SearchIndex:
         """Positions of the tools named exactly like the query (any case): by original name
         or `server.tool` first, then by identifier; each in catalog order."""
         q = query.strip().lower()
-        named = self._by_name.get(q, [])
-        return named + [i for i in self._by_id.get(q, []) if i not in named]
+        named = sorted({*self._by_name.get(q), *self._by_path.get(q)})
+        return named + [i for i in self._by_id.get(q) if i not in named]
+
+
+class _Positions:
+    """Positions by key, in order (built with C loops: most keys have one position)."""
+
+    def __init__(self, keys: list[str]) -> None:
+        last = len(keys) - 1
+        self._first = dict(zip(reversed(keys), range(last, -1, -1), strict=True))
+        self._several: dict[str, list[int]] = {}
+        if len(self._first) <= last:
+            several = {k for k, count in collections.Counter(keys).items() if count > 1}
+            for i, key in enumerate(keys):
+                if key in several:
+                    self._several.setdefault(key, []).append(i)
+
+    def get(self, key: str) -> list[int]:
+        several = self._several.get(key)
+        if several is not None:
+            return list(several)
+        first = self._first.get(key)
+        return [] if first is None else [first]
 
 
 def _done() -> Future[Any]:
@@ -209,9 +262,8 @@ def top_positions(scores: Scores, k: int) -> list[int]:
     return [int(i) for i in positive[order]]
 
 
-def _semantic(groups: Sequence[ToolGroup], store: EmbeddingStore) -> SemanticRanker | None:
-    """The embedding ranker (None without a model). Vectors found in the cache need no
-    model: it is then loaded after the index, for the queries, in the builder thread."""
+def _vectors(groups: Sequence[ToolGroup], store: EmbeddingStore) -> Vectors | None:
+    """Every tool's embedding, in catalog order (None without a model)."""
     with_tools = [g for g in groups if g.tools]
     missing = [g for g in with_tools if g.vectors(store) is None]
     try:
@@ -224,9 +276,14 @@ def _semantic(groups: Sequence[ToolGroup], store: EmbeddingStore) -> SemanticRan
     for group, vectors in zip(missing, made, strict=True):
         group.keep_vectors(store, vectors)
     kept = [v for v in (g.vectors(store) for g in with_tools) if v is not None]
-    if not kept:
+    if len(kept) < len(with_tools) or not kept:
         return None
-    return SemanticRanker(numpy.concatenate(kept), _builder().submit(_embedder, store))
+    matrix = numpy.concatenate(kept)
+    start = 0
+    for group in with_tools:  # each group keeps a view of the matrix, not a copy of its rows
+        group.keep_vectors(store, matrix[start : start + len(group.tools)])
+        start += len(group.tools)
+    return matrix
 
 
 def _embedder(store: EmbeddingStore) -> Embedder | None:
@@ -259,12 +316,13 @@ def build_index(
     store: EmbeddingStore | None,
     *,
     background: bool,
+    terms: TermCache | None = None,
 ) -> Future[SearchIndex]:
     """The index of `groups`, built now or in the builder thread (off the caller's loop)."""
     if background:
-        return _builder().submit(SearchIndex, groups, names, ranking, store)
+        return _builder().submit(SearchIndex, groups, names, ranking, store, terms)
     built: Future[SearchIndex] = Future()
-    built.set_result(SearchIndex(groups, names, ranking, store))
+    built.set_result(SearchIndex(groups, names, ranking, store, terms))
     return built
 
 
