@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from .encodable import clip, encodable_text
+from .encodable import clean_text, clip, encodable_text
 from .errors import ToolCallFailed
 
 __all__ = ["ApprovalMode", "ApprovalRequest", "Approver", "RunApprovals"]
@@ -92,7 +92,8 @@ class RunApprovals:
 
     async def _ask(self, server: str, tool: str, args: dict[str, Any]) -> str | None:
         """None when approved, else why not."""
-        request = ApprovalRequest(server, tool, self._preview(args))
+        # Names and arguments as a person reads them: an upstream cannot restyle the question.
+        request = ApprovalRequest(clean_text(server), clean_text(tool), self._preview(args))
         started = time.monotonic()
         if self._approver is not None and self.before_asking is not None:
             await self.before_asking()
@@ -114,4 +115,4 @@ class RunApprovals:
             text = json.dumps(args, ensure_ascii=False, default=repr)
         except (TypeError, ValueError, RecursionError):
             text = "(arguments that cannot be shown)"
-        return clip(encodable_text(self._redact(text)), _ARGS_CHARS)
+        return clean_text(clip(encodable_text(self._redact(text)), _ARGS_CHARS))

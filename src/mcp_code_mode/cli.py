@@ -167,8 +167,12 @@ def _print_result(data: dict[str, Any]) -> None:
 
 
 def _printable(text: str) -> str:
-    """Guest text as the terminal can take it: lone surrogates become escapes."""
-    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    """Text a run produced as the terminal may be shown it: no escape sequences or control
+    characters (upstream text may carry them; `--json` keeps them, escaped), lone
+    surrogates as U+FFFD."""
+    from .encodable import clean_text
+
+    return clean_text(text)
 
 
 async def _tools(settings: Settings, args: argparse.Namespace) -> int:

@@ -19,7 +19,7 @@ import mcp_types
 from .approval import Approver, RunApprovals
 from .catalog import Catalog
 from .config import GatewayConfig, load_config
-from .encodable import TooDeep, clip, make_encodable, wire_size
+from .encodable import TooDeep, clean_text, clip, make_encodable, wire_size
 from .errors import (
     ErrorType,
     ToolCallFailed,
@@ -27,7 +27,7 @@ from .errors import (
 )
 from .memory import release_free_memory
 from .reach import servers_reached
-from .run_router import RunRouter
+from .run_router import Admission, RunRouter
 from .sandbox.base import ExecutionResult, Executor, GuestIndex, Limits
 from .sandbox.executor import SandboxExecutor
 from .sandbox.reply import bound_reply
@@ -237,6 +237,8 @@ class Gateway:
             )
         finally:
             router.close()  # work still in flight for this run is cancelled
+        if result.error is not None:  # it may quote an upstream's names: shown to a model
+            result.error.message = clean_text(result.error.message)
         return bound_reply(result, self.settings.max_output_chars)
 
     def search_tools(
@@ -318,9 +320,9 @@ class Gateway:
         finally:
             router.close()
 
-    async def resolve(self, server: str, tool: str) -> bool:
-        """Wait until `server` has tried to connect (starting it if need be), then find `tool`
-        in its tool list: whether calls to it need approval (see `RunRouter`).
+    async def resolve(self, server: str, tool: str) -> None:
+        """Wait until `server` has tried to connect (starting it if need be) and check that
+        it lists `tool`, so a call fails early and clearly (see `RunRouter`).
 
         Raises:
             ToolCallFailed: the server is unavailable, or has no such tool.
@@ -330,12 +332,14 @@ class Gateway:
         if reason is not None:
             raise ToolCallFailed(server, tool, reason)
         try:
-            return self.catalog.get(server, tool).needs_approval
+            self.catalog.get(server, tool)
         except UnknownToolError as exc:
             raise ToolCallFailed(server, tool, str(exc)) from None
 
-    async def send(self, server: str, tool: str, args: dict[str, Any]) -> JSON:
-        """Send a resolved call, its arguments bounded by their size on the wire."""
+    async def send(self, server: str, tool: str, args: dict[str, Any], *, admit: Admission) -> JSON:
+        """Send a call, its arguments bounded by their size on the wire. `admit` is told
+        whether the tool needs approval, as the connection the call goes over lists it,
+        right before it is sent; it raises to refuse the call."""
         try:
             args = make_encodable(args)  # what is sent: U+FFFD for what cannot be encoded
         except TooDeep as exc:
@@ -348,8 +352,16 @@ class Gateway:
                 f"the arguments are {size:,} bytes of JSON, over the "
                 f"{self.settings.max_call_bytes:,} allowed (MCP_CODE_MAX_CALL_BYTES)",
             )
+
+        async def decide(listed: mcp_types.Tool | None) -> None:
+            if listed is None:
+                raise ToolCallFailed(
+                    server, tool, f"server {server!r} does not list it; the call was not sent"
+                )
+            await admit(self.config.servers[server].needs_approval(listed))
+
         try:
-            result = await self.manager.call_tool(server, tool, args)
+            result = await self.manager.call_tool(server, tool, args, admit=decide)
         except ToolCallFailed as exc:  # an upstream's error text, kept by nobody past the run
             if len(exc.message) <= ERROR_CHARS:
                 raise

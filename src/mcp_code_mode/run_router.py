@@ -6,10 +6,13 @@ path that made it (`tools.x.y(...)`, `call_tool`, each call of a `call_tools` ba
 whichever executor ran the code (contract §7, §8). The order is what makes approval hold:
 
 1. the names are checked for size, and clipped copies are what the run keeps;
-2. the upstream is waited for and the tool looked up in its own tool list (`resolve`): a
-   server that never connects or a tool it does not have fails here, and is never sent;
-3. only then is it decided whether the tool needs approval, and a person asked;
-4. the call is sent (`send`), within the run's limits on calls in flight.
+2. the upstream is waited for and the tool looked up in the catalog (`resolve`): a server
+   that never connects or a tool it does not have fails here, and is never sent;
+3. within the run's limit on calls in flight, the call goes to its connection (`send`),
+   which, right before sending it, has the tool as that connection itself lists it decide
+   whether it needs approval (a listing under way after a reconnect or a tools/list_changed
+   is waited for; a tool cache's entry never decides), and a person is asked;
+4. only an admitted call is sent.
 
 What it does not stop: an upstream that lists a tool as harmless and then does harm. The
 decision is as good as the tool's annotations and the config's `approve_tools` globs.
@@ -23,30 +26,35 @@ from collections.abc import Awaitable, Callable, Collection
 from typing import Any, Protocol
 
 from .approval import RunApprovals
-from .encodable import clip
+from .encodable import clean_text, clip
 from .errors import CodeModeError, ToolCallFailed, ToolCallLimitExceeded, UnknownToolError
 from .sandbox.base import ToolCallRecord
 from .tool_results import JSON
 
-__all__ = ["MAX_NAME_CHARS", "RECORD_NAME_CHARS", "RouterHost", "RunRouter"]
+__all__ = ["MAX_NAME_CHARS", "RECORD_NAME_CHARS", "Admission", "RouterHost", "RunRouter"]
 
 MAX_NAME_CHARS = 1000  # a server or tool name longer than this is refused unsent
 RECORD_NAME_CHARS = 200  # of a name, what a run's records (and its errors) keep
 
 
+Admission = Callable[[bool], Awaitable[None]]
+"""Told whether a call needs approval, right before it is sent; raises to refuse it."""
+
+
 class RouterHost(Protocol):
     """What a run's calls and discovery queries need of the gateway."""
 
-    async def resolve(self, server: str, tool: str) -> bool:
-        """Wait for `server`, find `tool` in its tool list; whether a call needs approval.
+    async def resolve(self, server: str, tool: str) -> None:
+        """Wait for `server` and check that it lists `tool`.
 
         Raises:
             ToolCallFailed: the server is unavailable, or has no such tool.
         """
         ...
 
-    async def send(self, server: str, tool: str, args: dict[str, Any]) -> JSON:
-        """Send one resolved (and, if needed, approved) call; its unwrapped result."""
+    async def send(self, server: str, tool: str, args: dict[str, Any], *, admit: Admission) -> JSON:
+        """Send one call; `admit` decides on it, from the tool as the connection the call
+        goes over lists it, right before it goes out. Its unwrapped result."""
         ...
 
     async def settle(self, *, index: bool) -> None: ...
@@ -90,7 +98,7 @@ class RunRouter:
 
     async def call(self, server: str, tool: str, args: dict[str, Any]) -> JSON:
         self.admit(1)
-        kept = (clip(server, RECORD_NAME_CHARS), clip(tool, RECORD_NAME_CHARS))
+        kept = (_shown(server), _shown(tool))
         record = ToolCallRecord(server=kept[0], tool=kept[1], ms=0.0, ok=False)
         self._records.append(record)
         if self._closed:
@@ -100,22 +108,31 @@ class RunRouter:
         self._tasks.add(task)
         try:
             return await task
+        except ToolCallFailed as exc:  # what a model or a terminal is shown of the names
+            if (exc.server, exc.tool) == kept:
+                raise
+            raise ToolCallFailed(*kept, exc.message) from None
         finally:
             self._tasks.discard(task)
 
     async def _approved_call(
         self, server: str, tool: str, args: dict[str, Any], record: ToolCallRecord
     ) -> JSON:
-        if await self._host.resolve(server, tool):  # known now: decided now, never before
-            await self._approvals.check(server, tool, args)
+        await self._host.resolve(server, tool)
+
+        async def admit(needs_approval: bool) -> None:
+            if needs_approval:
+                await self._approvals.check(server, tool, args)
+
         async with self._slots:
-            started = time.perf_counter()
+            started, paused = time.perf_counter(), self._approvals.paused_s
             try:
-                value = await self._host.send(server, tool, args)
+                value = await self._host.send(server, tool, args, admit=admit)
                 record.ok = True
                 return value
             finally:
-                record.ms = round((time.perf_counter() - started) * 1000, 1)
+                waited = self._approvals.paused_s - paused  # a person's time is not the call's
+                record.ms = round((time.perf_counter() - started - waited) * 1000, 1)
 
     @property
     def paused_s(self) -> float:
@@ -156,13 +173,18 @@ class RunRouter:
         return list(self._records)
 
 
+def _shown(name: str) -> str:
+    """A name as records and errors show it: clipped, without escapes or controls."""
+    return clean_text(clip(name, RECORD_NAME_CHARS))
+
+
 def _check_names(server: str, tool: str) -> None:
     """Refuse names no upstream can have before any work is done with them."""
     for what, name in (("server", server), ("tool", tool)):
         if len(name) > MAX_NAME_CHARS:
             raise ToolCallFailed(
-                clip(server, RECORD_NAME_CHARS),
-                clip(tool, RECORD_NAME_CHARS),
+                _shown(server),
+                _shown(tool),
                 f"the {what} name is {len(name):,} characters, over the {MAX_NAME_CHARS:,} "
                 "a name may have; the call was not sent",
             )

@@ -7,6 +7,7 @@ when the first upstream connects.
 from __future__ import annotations
 
 from .cache import ToolCache
+from .connection import Admit
 from .manager import Connect, MCPServerManager, ServerStatus
 
-__all__ = ["Connect", "MCPServerManager", "ServerStatus", "ToolCache"]
+__all__ = ["Admit", "Connect", "MCPServerManager", "ServerStatus", "ToolCache"]

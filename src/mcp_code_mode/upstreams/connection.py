@@ -25,7 +25,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Literal
 
 import mcp_types
@@ -43,9 +43,14 @@ if TYPE_CHECKING:
     from .client import Link
     from .errors import Failure
 
-__all__ = ["ConnectionTiming", "UpstreamConnection", "UpstreamState"]
+__all__ = ["Admit", "ConnectionTiming", "UpstreamConnection", "UpstreamState"]
 
 logger = logging.getLogger(__name__)
+
+Admit = Callable[[mcp_types.Tool | None], Awaitable[None]]
+"""Decides, from the tool as the live connection lists it (None: not listed), whether a call
+may be sent; raises (e.g. ToolCallFailed) to refuse it. It may wait (for a person)."""
+_ADMIT_ROUNDS = 3  # decisions one call makes while its upstream's tools change under it
 
 UpstreamState = Literal["connecting", "ok", "lost", "reconnecting", "error"]
 _TRANSITIONS: dict[UpstreamState, frozenset[UpstreamState]] = {
@@ -171,12 +176,14 @@ class UpstreamConnection:
 
     # ------------------------------------------------------------------ calls
 
-    async def call_tool(self, tool: str, arguments: dict[str, Any]) -> mcp_types.CallToolResult:
+    async def call_tool(
+        self, tool: str, arguments: dict[str, Any], *, admit: Admit | None = None
+    ) -> mcp_types.CallToolResult:
         """Call `tool` and return its successful result; see `MCPServerManager.call_tool`."""
         from . import errors
 
         for attempt in (0, 1):
-            link = await self._ready(tool)
+            link = await self._ready(tool) if admit is None else await self._admitted(tool, admit)
             try:
                 result = await link.client.call_tool_mcp(tool, arguments, timeout=self.timeout_s)
             except Exception as exc:  # foreign errors: mapped by `classify`, once
@@ -215,6 +222,20 @@ class UpstreamConnection:
         if self.state == "ok" and self._link is not None:
             return self._link
         raise self._failure(tool, f"server is unavailable: {self.status_reason()}")
+
+    async def _admitted(self, tool: str, admit: Admit) -> Link:
+        """The live link, once `admit` let `tool` through as that link's own listing has it
+        (after a reconnect or a tools/list_changed, the new listing decides)."""
+        for _ in range(_ADMIT_ROUNDS):
+            link = await self._ready(tool)
+            if not await self.tools.listed_over(link, self.timeout_s):
+                if self._link is not link:
+                    continue  # reconnected meanwhile: decide on the new link's listing
+                raise self._failure(tool, "its tool list could not be read; the call was not sent")
+            await admit(self.tools.find(tool))
+            if self._link is link and self.tools.current(link):  # nothing changed meanwhile
+                return link
+        raise self._failure(tool, "its tools kept changing; the call was not sent")
 
     async def _heal(self) -> None:
         """Wait for an attempt that started no earlier than this call (calls share them;
@@ -302,7 +323,7 @@ class UpstreamConnection:
         self._move("ok")
         self._answered()
         if listed is not None:
-            self.tools.replace(listed)
+            self.tools.replace(listed, link)
         else:
             self.tools.want_refresh(link, announced=False)
         logger.info("upstream %s: %s", self.name, "connected" if first else "reconnected")

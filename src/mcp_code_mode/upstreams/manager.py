@@ -18,7 +18,7 @@ import mcp_types
 from ..config import GatewayConfig
 from ..encodable import clean_text, clip, make_encodable
 from ..errors import ToolCallFailed
-from .connection import UpstreamConnection, UpstreamState
+from .connection import Admit, UpstreamConnection, UpstreamState
 from .gate import StartGate, default_concurrent_starts
 from .health import ConnectionTiming
 from .tool_list import ToolList
@@ -203,12 +203,19 @@ class MCPServerManager:
     # ------------------------------------------------------------------ calls
 
     async def call_tool(
-        self, server: str, tool: str, arguments: Mapping[str, Any] | None = None
+        self,
+        server: str,
+        tool: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        admit: Admit | None = None,
     ) -> mcp_types.CallToolResult:
         """Call one upstream tool and return its successful result.
 
         A lost upstream is reconnected first; a call its HTTP upstream refused only
-        because the session was gone is sent once more on a new session.
+        because the session was gone is sent once more on a new session. `admit`, when
+        given, decides on the tool as the connection it goes over lists it, right before
+        it is sent (approval; see `connection.Admit`).
 
         Raises:
             ToolCallFailed: the tool reported an error, timed out, sent a malformed
@@ -220,7 +227,7 @@ class MCPServerManager:
         # Text that cannot be encoded would fail while the request is written: send U+FFFD.
         args = make_encodable(dict(arguments or {}))
         try:
-            return await up.call_tool(tool, args)
+            return await up.call_tool(tool, args, admit=admit)
         except ToolCallFailed as exc:  # its text is the upstream's: shown to models, cleaned
             raise ToolCallFailed(exc.server, exc.tool, clean_text(exc.message)) from None
 

@@ -53,6 +53,8 @@ class ToolList:
         self.listed = False  # this process's tools/list has answered
         self.listed_at = 0.0
         self.refreshing: asyncio.Task[None] | None = None
+        self._listed_over: Link | None = None  # the link whose listing `exposed` is
+        self._by_name = {t.name: t for t in self.exposed}
         self._refresh_link: Link | None = None
         self._link: Link | None = None
         self._wanted = False
@@ -63,16 +65,46 @@ class ToolList:
         """The connection's live link (None while down): the only one refreshed."""
         self._link = link
 
-    def replace(self, tools: list[mcp_types.Tool]) -> None:
-        """What the upstream just listed."""
+    def replace(self, tools: list[mcp_types.Tool], link: Link | None = None) -> None:
+        """What the upstream just listed (over `link`)."""
         self.listed, self.listed_at = True, time.monotonic()
+        self._listed_over = link
         if self._raw is not None and _same(self._raw, tools):
             self.known = True
             return
         self._raw = list(tools)
         self.exposed = [t for t in tools if self._config.exposes(t.name)]
+        self._by_name = {t.name: t for t in self.exposed}
         self.known = True
         self._on_change(self.name, list(tools))
+
+    def find(self, name: str) -> mcp_types.Tool | None:
+        """The exposed tool of that name, as last listed."""
+        return self._by_name.get(name)
+
+    def current(self, link: Link) -> bool:
+        """Whether `exposed` is what `link` listed, with no listing over it under way."""
+        task = self.refreshing
+        busy = task is not None and not task.done() and self._refresh_link is link
+        return self._listed_over is link and not busy
+
+    async def listed_over(self, link: Link, timeout_s: float) -> bool:
+        """Wait until the tools are `current` for `link`, listing them over it if no listing
+        is under way (after a reconnect, or a tools/list_changed); False past `timeout_s`
+        or once `link` is no longer the live one."""
+        await asyncio.sleep(0)  # a list_changed that came with the last reply starts first
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        while not self.current(link):
+            if self._link is not link or loop.time() >= deadline:
+                return False
+            task = self.refreshing
+            if task is None or task.done() or self._refresh_link is not link:
+                self.want_refresh(link, announced=False)
+                task = self.refreshing
+            if task is not None:
+                await asyncio.wait({task}, timeout=max(0.0, deadline - loop.time()))
+        return True
 
     def stale(self, now: float, interval_s: float, modern: bool) -> bool:
         """Whether a connection that cannot announce changes should list them again."""
@@ -118,7 +150,7 @@ class ToolList:
                 logger.warning("upstream %s: refreshing its tools failed: %s", self.name, exc)
                 break
             if self._link is link:
-                self.replace(tools)
+                self.replace(tools, link)
                 logger.info("upstream %s: tools listed (%d tools)", self.name, len(self.exposed))
             ended = time.monotonic()
             self._rested_at = ended + _REST_FACTOR * (ended - started)
