@@ -16,14 +16,18 @@ response's byte stream before the SDK reads it:
   event lines are cut at that size when it is below `MCP_CODE_MAX_RESULT_BYTES`, with a
   message that says so.
 
-What it does not stop: a body the upstream compresses although we ask for `identity`
-(it is counted compressed); an event made of many lines each under the limit (the SDK's
-own 1 MiB event limit applies); a body that never ends (its call times out).
+A body the upstream compresses although we ask for `identity` is inflated here, a bounded
+piece at a time, and counted inflated (gzip and deflate; any other coding is refused as
+unreadable): a few KB of gzip cannot become gigabytes in the SDK's decoder.
+
+What it does not stop: an event made of many lines each under the limit (the SDK's own
+1 MiB event limit applies); a body that never ends (its call times out).
 """
 
 from __future__ import annotations
 
 import json
+import zlib
 from collections.abc import AsyncIterator
 
 import httpx2
@@ -44,6 +48,12 @@ SDK_EVENT_BYTES = 1024 * 1024
 _EVENT_ROOM = 1024
 # Asked of every upstream, so the bytes counted are the bytes parsed.
 IDENTITY = {"accept-encoding": "identity"}
+_INFLATED_PIECE = 64 * 1024  # inflated at a time from a compressed body
+_INFLATABLE = {
+    "gzip": zlib.MAX_WBITS | 16,
+    "x-gzip": zlib.MAX_WBITS | 16,
+    "deflate": zlib.MAX_WBITS,
+}
 
 
 class ResultTooLarge(httpx2.StreamError):
@@ -58,6 +68,10 @@ def bound_response(response: httpx2.Response, *, max_result_bytes: int) -> None:
     stream = response.stream
     if not isinstance(stream, httpx2.AsyncByteStream):  # already read, or a sync stream
         return
+    coding = response.headers.get("content-encoding", "").strip().lower()
+    if coding not in ("", "identity"):
+        stream = _Inflated(stream, coding)
+        del response.headers["content-encoding"]  # inflated here: the client must not
     kind = response.headers.get("content-type", "").partition(";")[0].strip().lower()
     if kind == "text/event-stream":
         response.stream = _BoundedEvents(stream, response.request, max_result_bytes)
@@ -65,6 +79,37 @@ def bound_response(response: httpx2.Response, *, max_result_bytes: int) -> None:
     declared = response.headers.get("content-length", "")
     size = int(declared) if declared.isdigit() else None
     response.stream = _BoundedBody(stream, max_result_bytes, size)
+
+
+class _Inflated(httpx2.AsyncByteStream):
+    """A compressed body inflated at most `_INFLATED_PIECE` bytes at a time (the bounded
+    streams above it count what it yields)."""
+
+    def __init__(self, inner: httpx2.AsyncByteStream, coding: str) -> None:
+        self._inner = inner
+        self._coding = coding
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        wbits = _INFLATABLE.get(self._coding)
+        if wbits is None:
+            raise ResultTooLarge(
+                f"the upstream sent its reply {self._coding!r}-encoded, which is not read "
+                "(it is asked for identity)"
+            )
+        inflater = zlib.decompressobj(wbits)
+        try:
+            async for chunk in self._inner:
+                piece = inflater.decompress(chunk, _INFLATED_PIECE)
+                while piece:
+                    yield piece
+                    piece = inflater.decompress(inflater.unconsumed_tail, _INFLATED_PIECE)
+        except zlib.error as exc:
+            raise ResultTooLarge(f"the upstream's {self._coding} reply is corrupt: {exc}") from None
+        if rest := inflater.flush():
+            yield rest
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
 
 
 class _BoundedBody(httpx2.AsyncByteStream):
