@@ -54,6 +54,7 @@ from .framing import (
 __all__ = ["BoundedStdioTransport", "error_reply"]
 
 logger = logging.getLogger(__name__)
+_PARSED_IN_THREAD = 256 * 1024  # a longer line is parsed off the event loop
 
 _GRACE_S = 2.0  # for the upstream to exit after its stdin closes (as the SDK)
 _KILL_S = 2.0  # from SIGTERM to SIGKILL of its process group, and again to see it gone
@@ -181,7 +182,10 @@ async def _deliver(
 ) -> bool:
     """Send each line's message; False once the session no longer takes them."""
     for line in lines:
-        item = _inbound(line, limit)
+        if isinstance(line, bytes) and len(line) > _PARSED_IN_THREAD:
+            item = await anyio.to_thread.run_sync(_inbound, line, limit)  # loop stays free
+        else:
+            item = _inbound(line, limit)
         if item is None:
             continue
         try:
