@@ -59,7 +59,7 @@ _DISK_FILES = 2000  # cached groups on disk; the oldest go first past this
 _FORMAT = 2  # bump when what is stored changes shape or meaning
 _FEW_WORDS = 64  # of a text embedded on its own (a query), by the simple path
 _CHUNK_WORDS = 16384  # words of texts summed at once (a chunk's rows: 16 MB)
-_KEPT_WORDS = 20_000  # query words whose tokens are kept between calls; all forgotten past this
+_KEPT_WORDS = 200_000  # words whose tokens are kept between calls; all forgotten past this
 
 
 class Embedder:
@@ -74,7 +74,7 @@ class Embedder:
         self.tokenizer = tokenizer
         self.table = table
         self.dim = int(table.shape[1])
-        self._ids: dict[str, list[int]] = {}  # each query word's tokens, kept across calls
+        self._ids: dict[str, list[int]] = {}  # each word's tokens, kept across calls
 
     def embed_documents(self, documents: Sequence[Sequence[str]]) -> Vectors:
         """One row per document: the mean of its texts' vectors (views of one thing, such as
@@ -87,12 +87,11 @@ class Embedder:
             starts = numpy.concatenate(([0], numpy.cumsum(counts)[:-1]))
             sums = numpy.add.reduceat(self.embed(texts), starts[counts > 0], axis=0)
             out[counts > 0] = sums / counts[counts > 0, None]
-        self._release_table()
         return out.astype(numpy.float16).astype(numpy.float32)
 
-    def _release_table(self) -> None:
-        """Give back the pages of the memory-mapped table that a batch read (most of its
-        16 MB): a query reads a few rows, read again from the page cache on use."""
+    def release_table(self) -> None:
+        """Give back the pages of the memory-mapped table read so far (after a batch, most
+        of its 16 MB): a query reads a few rows, read again from the page cache on use."""
         pages = getattr(self.table, "base", None)
         if isinstance(pages, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED"):
             pages.madvise(mmap.MADV_DONTNEED)
@@ -138,10 +137,9 @@ class Embedder:
         if missing:
             encodings = self.tokenizer.encode_batch(missing, add_special_tokens=False)
             found = dict(zip(missing, (e.ids for e in encodings), strict=True))
-            if len(missing) <= _FEW_WORDS:  # a query's: kept (a batch's are seldom asked again)
-                if len(self._ids) + len(missing) > _KEPT_WORDS:
-                    self._ids.clear()
-                self._ids.update(found)
+            if len(self._ids) + len(missing) > _KEPT_WORDS:
+                self._ids.clear()
+            self._ids.update(found)
         else:
             found = {}
         return [self._ids.get(w) or found.get(w) or [] for w in words]
@@ -308,16 +306,19 @@ class EmbeddingStore:
             return None
         parts: list[Vectors] = []
         written = False
+        embedder = None
         for group in groups:  # one group: one upstream's tools
             key = _key(fingerprint, group.sources)
             found = self._cached(key, group.rows)
             if found is None:
-                embedder = self.embedder()
+                embedder = embedder or self.embedder()
                 if embedder is None:
                     return None
                 found = embedder.embed_documents(group.documents())
                 written = self._keep(key, found) or written
             parts.append(found)
+        if embedder is not None:
+            embedder.release_table()
         if written:
             self._prune()
         return parts
