@@ -90,10 +90,8 @@ class Embedder:
         return out.astype(numpy.float16).astype(numpy.float32)
 
     def release_table(self) -> None:
-        """Give back the pages of the memory-mapped table read so far (after a batch, most
-        of its 16 MB): a query reads a few rows, read again from the page cache on use."""
-        pages = getattr(self.table, "base", None)
-        if isinstance(pages, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED"):
+        """Give back the table's pages read so far (a batch's: most of its 16 MB)."""
+        if isinstance(pages := getattr(self.table, "base", None), mmap.mmap):
             pages.madvise(mmap.MADV_DONTNEED)
 
     def embed(self, texts: Sequence[str]) -> Vectors:
@@ -135,10 +133,10 @@ class Embedder:
         """Each word's token ids (kept across calls)."""
         missing = [w for w in dict.fromkeys(words) if w not in self._ids]
         if missing:
-            encodings = self.tokenizer.encode_batch(missing, add_special_tokens=False)
-            found = dict(zip(missing, (e.ids for e in encodings), strict=True))
             if len(self._ids) + len(missing) > _KEPT_WORDS:
                 self._ids.clear()
+            encodings = self.tokenizer.encode_batch(missing, add_special_tokens=False)
+            found = dict(zip(missing, (e.ids for e in encodings), strict=True))
             self._ids.update(found)
         else:
             found = {}
@@ -305,8 +303,7 @@ class EmbeddingStore:
         if fingerprint is None:
             return None
         parts: list[Vectors] = []
-        written = False
-        embedder = None
+        written, embedder = False, None
         for group in groups:  # one group: one upstream's tools
             key = _key(fingerprint, group.sources)
             found = self._cached(key, group.rows)
@@ -334,26 +331,22 @@ class EmbeddingStore:
             return None
         if loaded is None:  # not what we write: embed again
             return None
-        vectors: Vectors = loaded.astype(numpy.float32)
-        return vectors
+        return loaded.astype(numpy.float32)
 
     def _keep(self, key: str, vectors: Vectors) -> bool:
-        """Write `vectors` to disk, or remember them where there is no disk to read them back
-        from (the caller keeps what it uses); True when they were written."""
-        if self.directory is None:
-            self._remember(key, vectors)
-            return False
-        try:
-            self.directory.mkdir(parents=True, exist_ok=True)
-            partial = self.directory / f"{key}.{os.getpid()}.{threading.get_ident()}.tmp"
-            with partial.open("wb") as file:
-                numpy.save(file, vectors.astype(numpy.float16), allow_pickle=False)
-            partial.replace(self.directory / f"{key}.npy")  # atomic: readers see all or nothing
-        except OSError as exc:  # a read-only or full disk costs re-embedding, nothing else
-            logger.info("embedding cache not written: %s", exc)
-            self._remember(key, vectors)
-            return False
-        return True
+        """Write `vectors` to disk, else keep them in memory; True when they were written."""
+        if self.directory is not None:
+            try:
+                self.directory.mkdir(parents=True, exist_ok=True)
+                partial = self.directory / f"{key}.{os.getpid()}.{threading.get_ident()}.tmp"
+                with partial.open("wb") as file:
+                    numpy.save(file, vectors.astype(numpy.float16), allow_pickle=False)
+                partial.replace(self.directory / f"{key}.npy")  # atomic: all or nothing
+                return True
+            except OSError as exc:  # a read-only or full disk costs re-embedding, nothing else
+                logger.info("embedding cache not written: %s", exc)
+        self._remember(key, vectors)
+        return False
 
     def _remember(self, key: str, vectors: Vectors) -> None:
         with self._lock:
