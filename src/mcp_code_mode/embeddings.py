@@ -59,7 +59,7 @@ _DISK_FILES = 2000  # cached groups on disk; the oldest go first past this
 _FORMAT = 2  # bump when what is stored changes shape or meaning
 _FEW_WORDS = 64  # of a text embedded on its own (a query), by the simple path
 _CHUNK_WORDS = 16384  # words of texts summed at once (a chunk's rows: 16 MB)
-_KEPT_WORDS = 20_000  # query words whose tokens are kept between calls; all forgotten past this
+_KEPT_WORDS = 200_000  # words whose tokens are kept between calls; all forgotten past this
 
 
 class Embedder:
@@ -74,7 +74,7 @@ class Embedder:
         self.tokenizer = tokenizer
         self.table = table
         self.dim = int(table.shape[1])
-        self._ids: dict[str, list[int]] = {}  # each query word's tokens, kept across calls
+        self._ids: dict[str, list[int]] = {}  # each word's tokens, kept across calls
 
     def embed_documents(self, documents: Sequence[Sequence[str]]) -> Vectors:
         """One row per document: the mean of its texts' vectors (views of one thing, such as
@@ -87,14 +87,11 @@ class Embedder:
             starts = numpy.concatenate(([0], numpy.cumsum(counts)[:-1]))
             sums = numpy.add.reduceat(self.embed(texts), starts[counts > 0], axis=0)
             out[counts > 0] = sums / counts[counts > 0, None]
-        self._release_table()
         return out.astype(numpy.float16).astype(numpy.float32)
 
-    def _release_table(self) -> None:
-        """Give back the pages of the memory-mapped table that a batch read (most of its
-        16 MB): a query reads a few rows, read again from the page cache on use."""
-        pages = getattr(self.table, "base", None)
-        if isinstance(pages, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED"):
+    def release_table(self) -> None:
+        """Give back the table's pages read so far (a batch's: most of its 16 MB)."""
+        if isinstance(pages := getattr(self.table, "base", None), mmap.mmap):
             pages.madvise(mmap.MADV_DONTNEED)
 
     def embed(self, texts: Sequence[str]) -> Vectors:
@@ -136,12 +133,11 @@ class Embedder:
         """Each word's token ids (kept across calls)."""
         missing = [w for w in dict.fromkeys(words) if w not in self._ids]
         if missing:
+            if len(self._ids) + len(missing) > _KEPT_WORDS:
+                self._ids.clear()
             encodings = self.tokenizer.encode_batch(missing, add_special_tokens=False)
             found = dict(zip(missing, (e.ids for e in encodings), strict=True))
-            if len(missing) <= _FEW_WORDS:  # a query's: kept (a batch's are seldom asked again)
-                if len(self._ids) + len(missing) > _KEPT_WORDS:
-                    self._ids.clear()
-                self._ids.update(found)
+            self._ids.update(found)
         else:
             found = {}
         return [self._ids.get(w) or found.get(w) or [] for w in words]
@@ -307,17 +303,19 @@ class EmbeddingStore:
         if fingerprint is None:
             return None
         parts: list[Vectors] = []
-        written = False
+        written, embedder = False, None
         for group in groups:  # one group: one upstream's tools
             key = _key(fingerprint, group.sources)
             found = self._cached(key, group.rows)
             if found is None:
-                embedder = self.embedder()
+                embedder = embedder or self.embedder()
                 if embedder is None:
                     return None
                 found = embedder.embed_documents(group.documents())
                 written = self._keep(key, found) or written
             parts.append(found)
+        if embedder is not None:
+            embedder.release_table()
         if written:
             self._prune()
         return parts
@@ -333,26 +331,22 @@ class EmbeddingStore:
             return None
         if loaded is None:  # not what we write: embed again
             return None
-        vectors: Vectors = loaded.astype(numpy.float32)
-        return vectors
+        return loaded.astype(numpy.float32)
 
     def _keep(self, key: str, vectors: Vectors) -> bool:
-        """Write `vectors` to disk, or remember them where there is no disk to read them back
-        from (the caller keeps what it uses); True when they were written."""
-        if self.directory is None:
-            self._remember(key, vectors)
-            return False
-        try:
-            self.directory.mkdir(parents=True, exist_ok=True)
-            partial = self.directory / f"{key}.{os.getpid()}.{threading.get_ident()}.tmp"
-            with partial.open("wb") as file:
-                numpy.save(file, vectors.astype(numpy.float16), allow_pickle=False)
-            partial.replace(self.directory / f"{key}.npy")  # atomic: readers see all or nothing
-        except OSError as exc:  # a read-only or full disk costs re-embedding, nothing else
-            logger.info("embedding cache not written: %s", exc)
-            self._remember(key, vectors)
-            return False
-        return True
+        """Write `vectors` to disk, else keep them in memory; True when they were written."""
+        if self.directory is not None:
+            try:
+                self.directory.mkdir(parents=True, exist_ok=True)
+                partial = self.directory / f"{key}.{os.getpid()}.{threading.get_ident()}.tmp"
+                with partial.open("wb") as file:
+                    numpy.save(file, vectors.astype(numpy.float16), allow_pickle=False)
+                partial.replace(self.directory / f"{key}.npy")  # atomic: all or nothing
+                return True
+            except OSError as exc:  # a read-only or full disk costs re-embedding, nothing else
+                logger.info("embedding cache not written: %s", exc)
+        self._remember(key, vectors)
+        return False
 
     def _remember(self, key: str, vectors: Vectors) -> None:
         with self._lock:

@@ -129,11 +129,12 @@ class ToolTerms:
 
 
 def _surface(texts: Sequence[ToolText]) -> str:
+    # one regex pass over the group's text: no word spans the spaces joining its parts
+    every = " ".join(t for tool in texts for t in (tool.name, tool.description, *tool.params))
+    found = set(split_words(f"{every} {' '.join({t.server for t in texts})}"))
     words = {
         w.lower()
-        for tool in texts
-        for text in (tool.name, tool.description, *tool.params, tool.server)
-        for w in split_words(text)
+        for w in found
         if _TYPO_MIN_CHARS - 1 <= len(w) <= _TYPO_MAX_CHARS + 1 and not w.isdigit()
     }
     return "\n".join(sorted(words))

@@ -58,8 +58,8 @@ class Named(Protocol):
 class ToolGroup:
     """One upstream's tools as search reads them; its parts are made on first use.
 
-    Its texts are read again whenever a part is made, and not kept: a group whose parts come
-    from the caches holds its tools, their terms and their vectors.
+    Its texts are read only to make a part the caches lack, and dropped after the build: a
+    group holds its tools, and its vectors and terms where no disk cache gives them back.
 
     Args:
         server: the upstream's name.
@@ -77,6 +77,7 @@ class ToolGroup:
         self._lock = threading.Lock()
         self._vectors: tuple[EmbeddingStore, Vectors] | None = None
         self._terms: ToolTerms | None = None
+        self._texts: list[ToolText] | None = None
 
     def matches(self, description: str, tools: Sequence[mcp_types.Tool], ranking: Ranking) -> bool:
         """Whether this group is what these tools would make (then it can be reused)."""
@@ -96,8 +97,14 @@ class ToolGroup:
         return hashlib.sha256(text.encode()).hexdigest()
 
     def texts(self) -> list[ToolText]:
-        """What search reads of each tool (made again on each call)."""
-        return [ToolText(*_fields(t), self.server, self.description) for t in self.tools]
+        """What search reads of each tool (kept until `forget_texts`)."""
+        if self._texts is None:
+            self._texts = [ToolText(*_fields(t), self.server, self.description) for t in self.tools]
+        return self._texts
+
+    def forget_texts(self) -> None:
+        """Drop the texts a build read: the parts made of them are kept."""
+        self._texts = None
 
     def terms(self, cache: TermCache, memo: dict[str, list[str]]) -> ToolTerms:
         """The tools' BM25 terms: from `cache`, else made (`memo`: the words of texts seen
@@ -174,6 +181,8 @@ class SearchIndex:
             self._by_name = _Positions([n.tool.lower() for n in names])
             self._by_path = _Positions([f"{n.server}.{n.tool}".lower() for n in names])
             self._by_id = _Positions([n.tool_id.lower() for n in names])
+            for group in groups:
+                group.forget_texts()
         semantic = None
         if vectors is not None and store is not None:
             # Vectors found in the cache need no model: it is loaded after the index, for

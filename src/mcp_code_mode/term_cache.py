@@ -53,6 +53,7 @@ class TermCache:
 
     def __init__(self, directory: Path | None) -> None:
         self.directory = directory
+        self._pruned = False  # once, at the first write (one cache serves one build)
 
     def terms(
         self, texts_digest: str, rows: int, ranking: Ranking, make: Callable[[], ToolTerms]
@@ -70,7 +71,8 @@ class TermCache:
             return found, True
         made = make()
         written = self._write(path, made)
-        if written:
+        if written and not self._pruned:
+            self._pruned = True
             self._prune()
         return made, written
 
