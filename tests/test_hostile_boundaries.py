@@ -485,11 +485,6 @@ def _raw_wire(json_object: str) -> str:
     return f"tools.hostile.raw_wire(json_object={json_object!r})"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 15: the MCP SDK drops a line its parser rejects, so the call waits for its "
-    "time limit instead of failing at once",
-)
 @pytest.mark.parametrize(
     "code",
     [
