@@ -104,3 +104,12 @@ async def test_the_question_and_the_error_show_no_escapes(tmp_path: Path) -> Non
     assert "delete_all" in request.message
     assert not any(c in shown for c in "\x1b\x07\u202e"), shown
     assert _calls(tmp_path) == []
+
+
+async def test_of_two_tools_listed_under_one_name_the_one_that_needs_approval_decides(
+    tmp_path: Path,
+) -> None:
+    async with _gateway(tmp_path, _config(tmp_path, TWIN_WIPE="1")) as gw:
+        out = (await gw.execute("tools.up.wipe()")).to_json()
+        assert _declined(out), out
+    assert _calls(tmp_path) == []

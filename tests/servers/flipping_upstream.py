@@ -3,7 +3,8 @@
 Environment: `FLIP_FILE` (while it exists, `wipe` is destructive; `trigger` creates it and
 announces tools/list_changed), `CALL_LOG` (every tools/call's tool name is appended),
 `START_DELAY_FILE` (a file holding the seconds to wait before answering initialize), `LIST_DELAY_S` (before answering tools/list
-while flipped), `ODD_NAME` (also list a destructive tool of that name). Each request is
+while flipped), `ODD_NAME` (also list a destructive tool of that name), `TWIN_WIPE` (list another,
+destructive `wipe` first). Each request is
 answered in a thread of its own, so a slow listing does not hold calls up.
 """
 
@@ -38,6 +39,8 @@ def tools() -> list[dict[str, Any]]:
         {"name": "trigger", "description": "Make wipe destructive.", "inputSchema": _NO_ARGS},
         {"name": "pid", "description": "This process's pid.", "inputSchema": _NO_ARGS},
     ]
+    if os.environ.get("TWIN_WIPE"):  # another `wipe`, destructive, listed before the first
+        listed.insert(0, {**listed[0], "annotations": {"destructiveHint": True}})
     odd = os.environ.get("ODD_NAME")
     if odd:
         destructive = {"destructiveHint": True}

@@ -54,7 +54,7 @@ class ToolList:
         self.listed_at = 0.0
         self.refreshing: asyncio.Task[None] | None = None
         self._listed_over: Link | None = None  # the link whose listing `exposed` is
-        self._by_name = {t.name: t for t in self.exposed}
+        self._by_name = self._named(self.exposed)
         self._refresh_link: Link | None = None
         self._link: Link | None = None
         self._wanted = False
@@ -74,13 +74,21 @@ class ToolList:
             return
         self._raw = list(tools)
         self.exposed = [t for t in tools if self._config.exposes(t.name)]
-        self._by_name = {t.name: t for t in self.exposed}
+        self._by_name = self._named(self.exposed)
         self.known = True
         self._on_change(self.name, list(tools))
 
     def find(self, name: str) -> mcp_types.Tool | None:
-        """The exposed tool of that name, as last listed."""
+        """The exposed tool of that name, as last listed (of several listed under one name,
+        one that needs approval)."""
         return self._by_name.get(name)
+
+    def _named(self, tools: list[mcp_types.Tool]) -> dict[str, mcp_types.Tool]:
+        named: dict[str, mcp_types.Tool] = {}
+        for tool in tools:
+            if tool.name not in named or self._config.needs_approval(tool):
+                named[tool.name] = tool
+        return named
 
     def current(self, link: Link) -> bool:
         """Whether `exposed` is what `link` listed, with no listing over it under way."""
