@@ -10,6 +10,7 @@ Its own module because importing fastmcp's server takes most of a second: `serve
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -28,7 +29,7 @@ from .encodable import make_encodable
 from .errors import CodeModeError, ErrorType
 from .gateway import Gateway
 from .sandbox.base import ExecutionResult
-from .tool_formatter import one_line
+from .tool_formatter import load_tokenizer, one_line
 
 if TYPE_CHECKING:
     from . import agent
@@ -153,6 +154,7 @@ def build_server(gateway: Gateway, *, lm: Any = None) -> FastMCP:
 
     async def get_tool_docs(server: str, tool: str | None = None, page: int = 1) -> ToolResult:
         await gateway.settle([server])
+        await asyncio.to_thread(load_tokenizer)  # once a process, 0.3-0.6 s: off the loop
         return _json_result(_or_tool_error(lambda: gateway.get_tool_docs(server, tool, page)))
 
     async def list_servers() -> ToolResult:

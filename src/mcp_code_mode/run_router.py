@@ -29,6 +29,7 @@ from .approval import RunApprovals
 from .encodable import clean_text, clip
 from .errors import CodeModeError, ToolCallFailed, ToolCallLimitExceeded, UnknownToolError
 from .sandbox.base import ToolCallRecord
+from .tool_formatter import load_tokenizer
 from .tool_results import JSON
 
 __all__ = ["MAX_NAME_CHARS", "RECORD_NAME_CHARS", "Admission", "RouterHost", "RunRouter"]
@@ -164,6 +165,7 @@ class RunRouter:
                 raise UnknownToolError("get_tool_docs(server, tool=None) takes names as strings")
             if not isinstance(page, int) or isinstance(page, bool):
                 raise UnknownToolError(f"get_tool_docs: page must be an int, not {page!r}")
+            await asyncio.to_thread(load_tokenizer)  # once a process, 0.3-0.6 s: off the loop
             return host.get_tool_docs(server, tool, page)
         if kind == "list_servers":
             return host.list_servers()
