@@ -132,8 +132,9 @@ class RunRouter:
                 record.ok = True
                 return value
             finally:
-                waited = self._approvals.paused_s - paused  # a person's time is not the call's
-                record.ms = round((time.perf_counter() - started - waited) * 1000, 1)
+                # A person's time is not the call's (the run's pauses: at least this one's).
+                elapsed = time.perf_counter() - started - (self._approvals.paused_s - paused)
+                record.ms = round(max(0.0, elapsed) * 1000, 1)
 
     @property
     def paused_s(self) -> float:
