@@ -42,6 +42,7 @@ __all__ = [
     "Vectors",
     "default_cache_dir",
     "load_embedder",
+    "prune_oldest",
 ]
 
 logger = logging.getLogger(__name__)
@@ -357,15 +358,7 @@ class EmbeddingStore:
     def _prune(self) -> None:
         """Keep the newest `_DISK_FILES` files."""
         assert self.directory is not None
-        try:
-            files = list(self.directory.glob("*.npy"))
-            if len(files) <= _DISK_FILES:
-                return
-            files.sort(key=lambda p: p.stat().st_mtime)
-            for stale in files[: len(files) - _DISK_FILES]:
-                stale.unlink(missing_ok=True)
-        except OSError as exc:  # another process pruning at the same time, or a gone directory
-            logger.info("embedding cache not pruned: %s", exc)
+        prune_oldest(self.directory, "*.npy", _DISK_FILES, "embedding cache")
 
 
 _NPY_HEADER = re.compile(
@@ -397,3 +390,17 @@ def _key(fingerprint: str, documents: Sequence[Sequence[str]]) -> str:
     digest = hashlib.sha256(fingerprint.encode())
     digest.update(joined.encode("utf-8", "replace"))
     return digest.hexdigest()
+
+
+def prune_oldest(directory: Path, pattern: str, keep: int, what: str) -> None:
+    """Delete all but the `keep` most recently written files of `directory` matching
+    `pattern`; a failure (another process pruning, a gone directory) is only logged."""
+    try:
+        files = list(directory.glob(pattern))
+        if len(files) <= keep:
+            return
+        files.sort(key=lambda p: p.stat().st_mtime)
+        for stale in files[: len(files) - keep]:
+            stale.unlink(missing_ok=True)
+    except OSError as exc:
+        logger.info("%s not pruned: %s", what, exc)

@@ -27,6 +27,7 @@ import numpy
 import Stemmer
 from numpy.typing import NDArray
 
+from .embeddings import prune_oldest
 from .lexical import TERMS_RECIPE, Postings, ToolTerms
 from .ranking import Ranking
 from .search_terms import CONCEPTS, STOP_WORDS
@@ -90,15 +91,7 @@ class TermCache:
     def _prune(self) -> None:
         """Keep the newest `_DISK_FILES` files."""
         assert self.directory is not None
-        try:
-            files = list(self.directory.glob(f"*{_SUFFIX}"))
-            if len(files) <= _DISK_FILES:
-                return
-            files.sort(key=lambda p: p.stat().st_mtime)
-            for stale in files[: len(files) - _DISK_FILES]:
-                stale.unlink(missing_ok=True)
-        except OSError as exc:  # another process pruning at the same time, or a gone directory
-            logger.info("search term cache not pruned: %s", exc)
+        prune_oldest(self.directory, f"*{_SUFFIX}", _DISK_FILES, "search term cache")
 
 
 @functools.cache
