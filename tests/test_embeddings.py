@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy
 import pytest
 
+from mcp_code_mode import disk_cache
 from mcp_code_mode.catalog import Catalog
 from mcp_code_mode.embeddings import (
     Embedder,
@@ -76,7 +77,8 @@ def test_a_restart_embeds_nothing_again(tmp_path: Path) -> None:
         background=False,
     )
     assert first.documents == 25
-    assert len(list(tmp_path.glob("*.npy"))) == len(TOOLS)  # one file per upstream
+    disk_cache.flush()
+    assert len(list(tmp_path.glob("*.vectors"))) == len(TOOLS)  # one file per upstream
     again = Counting()
     after = Catalog(
         TOOLS,
@@ -108,7 +110,8 @@ def test_one_changed_upstream_is_the_only_one_embedded_again(tmp_path: Path) -> 
 @pytest.mark.parametrize("damage", [b"", b"not an array", b"\x93NUMPY garbage"])
 def test_a_damaged_cache_file_is_embedded_again(tmp_path: Path, damage: bytes) -> None:
     EmbeddingStore(tmp_path).vectors([[("a", "b")]])
-    (cached,) = tmp_path.glob("*.npy")
+    disk_cache.flush()
+    (cached,) = tmp_path.glob("*.vectors")
     cached.write_bytes(damage)
     counting = Counting()
     vectors = EmbeddingStore(tmp_path, embedder=lambda: counting).vectors([[("a", "b")]])
@@ -125,6 +128,7 @@ def test_an_unwritable_cache_directory_costs_nothing_but_the_cache(
         TOOLS, DESCRIPTIONS, embeddings=EmbeddingStore(blocker / "embeddings"), background=False
     )
     assert catalog.search("remove a meeting")[0].tool == "delete_event"
+    disk_cache.flush()
     assert "embedding cache not written" in caplog.text
 
 

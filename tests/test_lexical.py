@@ -30,7 +30,7 @@ def bm25s_scores(texts: list[ToolText], ranking: Ranking, terms: list[str]) -> n
 def test_scores_equal_bm25s_over_the_whole_catalog(ranking: Ranking) -> None:
     groups = texts_by_server()
     every = [t for group in groups for t in group]
-    ours = LexicalRanker([ToolTerms.of(g, ranking) for g in groups], ranking)
+    ours = LexicalRanker.joined([ToolTerms.of(g, ranking) for g in groups], ranking)
     terms = sorted(ours._folded.vocabulary)
     expected = bm25s_scores(every, ranking, terms)
     for term, row in zip(terms, expected, strict=True):
@@ -43,13 +43,13 @@ def test_one_group_or_many_rank_the_same() -> None:
     groups = texts_by_server()
     ranking = Ranking()
     whole = LexicalRanker.of([t for g in groups for t in g], ranking)
-    parts = LexicalRanker([ToolTerms.of(g, ranking) for g in groups], ranking)
+    parts = LexicalRanker.joined([ToolTerms.of(g, ranking) for g in groups], ranking)
     for query in QUERIES:
         assert numpy.array_equal(whole.scores(query), parts.scores(query)), query
 
 
 def test_an_empty_catalog_and_empty_tools_score_nothing() -> None:
-    assert LexicalRanker([], Ranking()).scores("anything").shape == (0,)
+    assert LexicalRanker.joined([], Ranking()).scores("anything").shape == (0,)
     empty = ToolText("", "", (), (), "", "")
     ranker = LexicalRanker.of([empty, ToolText("ping", "Ping.", (), (), "s", "")], Ranking())
     assert list(ranker.scores("ping") > 0) == [False, True]

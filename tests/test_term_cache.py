@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import zlib
 from pathlib import Path
 
 import numpy
 import pytest
 
-from mcp_code_mode import term_cache
+from mcp_code_mode import disk_cache, packed, term_cache
 from mcp_code_mode.catalog import Catalog
 from mcp_code_mode.embeddings import EmbeddingStore
 from mcp_code_mode.lexical import ToolTerms
@@ -21,19 +20,28 @@ QUERIES = ["remove a meeting", "unread letters", "commit history", "scheudle", "
 
 
 def catalog(directory: Path, tools: dict[str, list] = TOOLS, **options: object) -> Catalog:
-    """A catalog as a fresh process makes it: no groups to reuse, the caches on disk."""
-    return Catalog(
+    """A catalog as a fresh process makes it: no groups to reuse, the caches on disk (as
+    when the process exits, which waits for the cache writer)."""
+    built = Catalog(
         tools,
         DESCRIPTIONS,
         embeddings=EmbeddingStore(directory),
         background=False,
         **options,  # type: ignore[arg-type]
     )
+    disk_cache.flush()
+    return built
 
 
 def files(directory: Path) -> dict[str, int]:
     """Each `.terms` file's inode: a file rewritten (by a miss) gets a new one."""
     return {p.name: p.stat().st_ino for p in directory.glob("*.terms")}
+
+
+def without_snapshots(directory: Path) -> None:
+    """Delete the whole-index snapshots: the next build reads each upstream's terms."""
+    for path in directory.glob("*.index"):
+        path.unlink()
 
 
 def results(built: Catalog) -> list[list[tuple[str, str, float]]]:
@@ -71,7 +79,9 @@ def test_a_hit_reads_what_a_miss_made(tmp_path: Path) -> None:
     making = Making(group)
     args = (group.digest, len(group.tools), group.ranking, making)
     made, written = TermCache(tmp_path).terms(*args)
+    disk_cache.flush()  # read back from the file, not from the write under way
     read, stored = TermCache(tmp_path).terms(*args)
+    assert read is not made
     assert written and stored
     assert making.calls == 1
     assert same_terms(made, read)
@@ -128,6 +138,7 @@ def test_another_recipe_misses(tmp_path: Path) -> None:
 )
 def test_a_damaged_file_is_ignored_and_made_again(tmp_path: Path, damage: object) -> None:
     expected = results(catalog(tmp_path))
+    without_snapshots(tmp_path)
     originals = {path: path.read_bytes() for path in tmp_path.glob("*.terms")}
     for path, data in originals.items():
         path.write_bytes(damage(data))  # type: ignore[operator]
@@ -135,18 +146,24 @@ def test_a_damaged_file_is_ignored_and_made_again(tmp_path: Path, damage: object
     assert {path: path.read_bytes() for path in originals} == originals  # made and written again
 
 
-def test_a_forged_file_with_a_valid_checksum_cannot_index_out_of_bounds(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("part", "value"),
+    [(1, 10**6), (1, -1), (2, 10**6), (3, 0), (0, -5)],
+    ids=["term-past-the-words", "negative-term", "document-past-the-end", "zero-count", "length"],
+)
+def test_a_forged_file_with_a_valid_checksum_cannot_index_out_of_bounds(
+    tmp_path: Path, part: int, value: int
+) -> None:
     expected = results(catalog(tmp_path))
-    size = term_cache._HEADER.size
+    without_snapshots(tmp_path)
     originals = {path: path.read_bytes() for path in tmp_path.glob("*.terms")}
     for path, original in originals.items():
-        data = bytearray(original)
-        fields = list(term_cache._HEADER.unpack_from(data))
-        first_term = size + 4 * fields[3]  # past the lengths: the first posting's term
-        data[first_term : first_term + 4] = (10**6).to_bytes(4, "little")
-        fields[2] = zlib.crc32(data[size:])
-        data[:size] = term_cache._HEADER.pack(*fields)
-        path.write_bytes(bytes(data))
+        parts = packed.unpack(original, term_cache._MAGIC, "iiiiiiittt")
+        assert parts is not None
+        forged = numpy.array(parts[part])
+        forged[0] = value
+        parts[part] = forged
+        path.write_bytes(packed.pack(term_cache._MAGIC, parts))  # a valid checksum
     assert results(catalog(tmp_path)) == expected
     assert {path: path.read_bytes() for path in originals} == originals  # refused, made again
 

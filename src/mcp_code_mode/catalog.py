@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import mcp_types
 
 from .errors import UnknownToolError
+from .memory import collection_paused
 from .naming import assign_identifiers
 from .tool_formatter import ToolSchemaFormatter, ToolStubSource, clip, one_line
 
@@ -127,11 +128,12 @@ class Catalog:
         self._needs_approval = needs_approval
         self._groups: dict[str, ToolGroup] = {}
         self._by_server: dict[str, dict[str, ToolEntry]] = {}
-        for server, server_tools in tools.items():
-            kept = self._reused(previous, server, server_tools)
-            self._by_server[server] = (
-                kept if kept is not None else self._entries(server, server_tools)
-            )
+        with collection_paused():  # 10,000 entries set off full collections of a big heap
+            for server, server_tools in tools.items():
+                kept = self._reused(previous, server, server_tools)
+                self._by_server[server] = (
+                    kept if kept is not None else self._entries(server, server_tools)
+                )
         self.entries: tuple[ToolEntry, ...] = tuple(
             e for entries in self._by_server.values() for e in entries.values()
         )
@@ -208,20 +210,23 @@ class Catalog:
             # Imported here: numpy and the embeddings cost a run that never searches.
             from .embeddings import EmbeddingStore
             from .search_index import ToolGroup, build_index
-            from .term_cache import TermCache
 
             for server, entries in self._by_server.items():
                 if server not in self._groups:
                     description = self.descriptions.get(server, "")
                     tools = [e.schema for e in entries.values()]
                     self._groups[server] = ToolGroup(server, description, tools, self.ranking)
-            cache = self._embeddings or EmbeddingStore.default()  # BM25 terms go beside
+            cache = self._embeddings or EmbeddingStore.default()
             store = cache if self.ranking.semantic_weight > 0 and self.entries else None
             groups = [self._groups[server] for server in self._by_server]
             background = self._background and bool(self.entries)  # nothing to wait for
-            terms = TermCache(cache.directory)
             self._index = build_index(
-                groups, self.entries, self.ranking, store, background=background, terms=terms
+                groups,
+                self.entries,
+                self.ranking,
+                store,
+                background=background,
+                cache=cache.directory,
             )
         return self._index
 

@@ -7,7 +7,7 @@ imported (its `__init__` configures the root logger and pulls in pydantic and re
 table is memory-mapped, so loading costs ~0.1 s (the tokenizer) and pages are read on use.
 
 `EmbeddingStore` keeps the vectors of groups of texts (one upstream's tools) in memory and as
-`.npy` files under the cache directory, keyed by the model and the texts: a restart, or a
+`.vectors` files under the cache directory, keyed by the model and the texts: a restart, or a
 catalog rebuilt because another upstream's tools changed, embeds nothing again.
 """
 
@@ -21,18 +21,19 @@ import itertools
 import json
 import logging
 import mmap
-import os
-import re
 import struct
 import threading
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, cast
 
 import numpy
 from numpy.typing import NDArray
 from tokenizers import Tokenizer
 
+from . import disk_cache, packed
 from .settings import cache_root
 
 __all__ = [
@@ -42,7 +43,6 @@ __all__ = [
     "Vectors",
     "default_cache_dir",
     "load_embedder",
-    "prune_oldest",
 ]
 
 logger = logging.getLogger(__name__)
@@ -57,7 +57,9 @@ _TENSOR = "embedding.weight"
 _MAX_TEXT_CHARS = 4000  # of one text: a hostile upstream's megabyte description costs no more
 _MEMORY_GROUPS = 4096  # vector groups kept in memory, across catalogs
 _DISK_FILES = 2000  # cached groups on disk; the oldest go first past this
-_FORMAT = 2  # bump when what is stored changes shape or meaning
+_FORMAT = 3  # bump when what is stored changes shape or meaning
+_MAGIC = b"MCMVECT1"  # `packed` parts: (rows, dim), the rows as float16
+_SUFFIX = ".vectors"
 _FEW_WORDS = 64  # of a text embedded on its own (a query), by the simple path
 _CHUNK_WORDS = 16384  # words of texts summed at once (a chunk's rows: 16 MB)
 _KEPT_WORDS = 200_000  # words whose tokens are kept between calls; all forgotten past this
@@ -267,7 +269,7 @@ class EmbeddingStore:
     """Vectors of groups of texts, in memory and on disk, keyed by the model and the texts.
 
     Args:
-        directory: where `.npy` files go; None keeps vectors in memory only. A directory that
+        directory: where `.vectors` files go; None keeps vectors in memory only. A directory that
             cannot be written to is the same as None (search still works, restarts re-embed).
         embedder: what embeds a missing group; defaults to `load_embedder`, called only on a miss.
     """
@@ -303,31 +305,37 @@ class EmbeddingStore:
         fingerprint = model_fingerprint()
         if fingerprint is None:
             return None
-        parts: list[Vectors] = []
-        written, embedder = False, None
-        for group in groups:  # one group: one upstream's tools
-            key = _key(fingerprint, group.sources)
-            found = self._cached(key, group.rows)
-            if found is None:
-                embedder = embedder or self.embedder()
-                if embedder is None:
-                    return None
-                found = embedder.embed_documents(group.documents())
-                written = self._keep(key, found) or written
-            parts.append(found)
-        if embedder is not None:
-            embedder.release_table()
-        if written:
+        keys = [_key(fingerprint, group.sources) for group in groups]  # one per upstream
+        parts = [self._cached(key, group.rows) for key, group in zip(keys, groups, strict=True)]
+        missing = [i for i, found in enumerate(parts) if found is None]
+        if not missing:
+            return cast(list[Vectors], parts)
+        embedder = self.embedder()
+        if embedder is None:
+            return None
+        # embedded in one go: words the upstreams share are tokenized and summed once
+        documents = [groups[i].documents() for i in missing]
+        made = embedder.embed_documents([d for group in documents for d in group])
+        embedder.release_table()
+        ends = list(itertools.accumulate(len(group) for group in documents))
+        for i, start, end in zip(missing, [0, *ends], ends, strict=False):
+            parts[i] = made[start:end]
+            self._keep(keys[i], made[start:end])
+        if self.directory is not None:
             self._prune()
-        return parts
+        return cast(list[Vectors], parts)
 
     def _cached(self, key: str, rows: int) -> Vectors | None:
         with self._lock:
             found = self._memory.get(key)
         if found is not None or self.directory is None:
             return found
+        path = self.directory / f"{key}{_SUFFIX}"
+        writing = disk_cache.pending(path)
+        if isinstance(writing, numpy.ndarray) and writing.shape[0] == rows:
+            return writing
         try:
-            loaded = _read_rows(self.directory / f"{key}.npy", rows)
+            loaded = _read_rows(path, rows)
         except OSError:  # absent or unreadable: embed again
             return None
         if loaded is None:  # not what we write: embed again
@@ -335,19 +343,19 @@ class EmbeddingStore:
         return loaded.astype(numpy.float32)
 
     def _keep(self, key: str, vectors: Vectors) -> bool:
-        """Write `vectors` to disk, else keep them in memory; True when they were written."""
-        if self.directory is not None:
-            try:
-                self.directory.mkdir(parents=True, exist_ok=True)
-                partial = self.directory / f"{key}.{os.getpid()}.{threading.get_ident()}.tmp"
-                with partial.open("wb") as file:
-                    numpy.save(file, vectors.astype(numpy.float16), allow_pickle=False)
-                partial.replace(self.directory / f"{key}.npy")  # atomic: all or nothing
-                return True
-            except OSError as exc:  # a read-only or full disk costs re-embedding, nothing else
-                logger.info("embedding cache not written: %s", exc)
-        self._remember(key, vectors)
-        return False
+        """Write `vectors` to disk in the cache writer's thread (kept in memory if that
+        fails), else keep them in memory; True when they go to disk."""
+        if self.directory is None:
+            self._remember(key, vectors)
+            return False
+        path = self.directory / f"{key}{_SUFFIX}"
+
+        def kept(written: Future[bool]) -> None:
+            if not written.result():  # a read-only or full disk costs memory, not re-embedding
+                self._remember(key, vectors)
+
+        disk_cache.write_later(path, vectors, _packed, "embedding cache").add_done_callback(kept)
+        return True
 
     def _remember(self, key: str, vectors: Vectors) -> None:
         with self._lock:
@@ -356,31 +364,27 @@ class EmbeddingStore:
             self._memory[key] = vectors
 
     def _prune(self) -> None:
-        """Keep the newest `_DISK_FILES` files."""
+        """Keep the newest `_DISK_FILES` files (after the writes handed over before)."""
         assert self.directory is not None
-        prune_oldest(self.directory, "*.npy", _DISK_FILES, "embedding cache")
+        disk_cache.prune_later(self.directory, f"*{_SUFFIX}", _DISK_FILES, "embedding cache")
 
 
-_NPY_HEADER = re.compile(
-    rb"\{'descr': '<f2', 'fortran_order': False, 'shape': \((\d+), (\d+)\), \} *\n"
-)
+def _packed(vectors: Vectors) -> bytes:
+    """`vectors` at float16 precision, with their shape (`packed` parts)."""
+    shape = numpy.array(vectors.shape, dtype=numpy.int64)
+    return packed.pack(_MAGIC, [shape, vectors.astype(numpy.float16).ravel()])
 
 
 def _read_rows(path: Path, rows: int) -> NDArray[numpy.float16] | None:
-    """The float16 matrix of `rows` rows that `numpy.save` wrote to `path`, or None when the
-    file holds anything else. A fifth of `numpy.load`'s cost, which reads a general header:
-    a catalog of 700 upstreams reads 700 files at start-up."""
-    data = path.read_bytes()
-    if data[:8] != b"\x93NUMPY\x01\x00" or len(data) < 10:
+    """The float16 matrix of `rows` rows `_packed` wrote to `path`, or None when the file
+    holds anything else (a catalog of 700 upstreams reads 700 files at start-up)."""
+    parts = packed.unpack(path.read_bytes(), _MAGIC, "qe")
+    if parts is None:
         return None
-    (length,) = struct.unpack("<H", data[8:10])
-    header = _NPY_HEADER.fullmatch(data[10 : 10 + length])
-    if header is None or int(header[1]) != rows:
+    shape, flat = cast(list[NDArray[Any]], parts)
+    if shape.size != 2 or int(shape[0]) != rows or flat.size != rows * int(shape[1]):
         return None
-    dim = int(header[2])
-    if len(data) != 10 + length + 2 * rows * dim:
-        return None
-    return numpy.frombuffer(data, numpy.float16, rows * dim, 10 + length).reshape(rows, dim)
+    return cast(NDArray[numpy.float16], flat.reshape(rows, int(shape[1])))
 
 
 def _key(fingerprint: str, documents: Sequence[Sequence[str]]) -> str:
@@ -390,17 +394,3 @@ def _key(fingerprint: str, documents: Sequence[Sequence[str]]) -> str:
     digest = hashlib.sha256(fingerprint.encode())
     digest.update(joined.encode("utf-8", "replace"))
     return digest.hexdigest()
-
-
-def prune_oldest(directory: Path, pattern: str, keep: int, what: str) -> None:
-    """Delete all but the `keep` most recently written files of `directory` matching
-    `pattern`; a failure (another process pruning, a gone directory) is only logged."""
-    try:
-        files = list(directory.glob(pattern))
-        if len(files) <= keep:
-            return
-        files.sort(key=lambda p: p.stat().st_mtime)
-        for stale in files[: len(files) - keep]:
-            stale.unlink(missing_ok=True)
-    except OSError as exc:
-        logger.info("%s not pruned: %s", what, exc)

@@ -18,7 +18,15 @@ from numpy.typing import NDArray
 
 from .ranking import Ranking, Scores, ToolText, split_words, stem_words
 
-__all__ = ["TERMS_RECIPE", "LexicalRanker", "Postings", "ToolTerms"]
+__all__ = [
+    "TERMS_RECIPE",
+    "Ints",
+    "LexicalParts",
+    "LexicalRanker",
+    "Postings",
+    "TermIndex",
+    "ToolTerms",
+]
 
 TERMS_RECIPE = "lexical.ToolTerms v2"
 """Names how `ToolTerms.of` makes terms: change it with `_document`, `_surface` or `Postings`
@@ -140,13 +148,22 @@ def _surface(texts: Sequence[ToolText]) -> str:
     return "\n".join(sorted(words))
 
 
-class _Index:
-    """A BM25 score per (term, document), by term (compressed sparse columns)."""
+@dataclass(frozen=True, slots=True)
+class TermIndex:
+    """A BM25 score per (term, document), by term (compressed sparse columns): the scores
+    of term `vocabulary[t]` are `data[starts[t]:starts[t + 1]]`, of documents `docs[...]`."""
 
-    def __init__(self, groups: Sequence[ToolTerms], parts: Sequence[Postings]) -> None:
+    vocabulary: dict[str, int]
+    docs: Ints
+    data: NDArray[numpy.float32]
+    starts: NDArray[numpy.int64]
+
+    @classmethod
+    def joined(cls, groups: Sequence[ToolTerms], parts: Sequence[Postings]) -> TermIndex:
+        """The index of every group's documents, in order, from each group's `parts`."""
         every_term = [*itertools.chain.from_iterable(p.terms for p in parts)]
-        self.vocabulary = {t: i for i, t in enumerate(dict.fromkeys(every_term))}
-        ids = numpy.fromiter(map(self.vocabulary.__getitem__, every_term), numpy.int32)
+        vocabulary = {t: i for i, t in enumerate(dict.fromkeys(every_term))}
+        ids = numpy.fromiter(map(vocabulary.__getitem__, every_term), numpy.int32)
         # each group's terms and documents shifted past the groups before it, in one go
         triples = [p.term.size for p in parts]
         vocabularies = numpy.cumsum([0, *(len(p.terms) for p in parts)])[:-1]
@@ -158,19 +175,19 @@ class _Index:
         counts = numpy.concatenate([_NONE, *(p.count for p in parts)])
         # term-major: a stable sort keeps each group's documents in order, and the groups in
         # catalog order (a radix sort while the vocabulary fits 16 bits)
-        narrow = numpy.uint16 if len(self.vocabulary) <= 1 << 16 else numpy.int32
+        narrow = numpy.uint16 if len(vocabulary) <= 1 << 16 else numpy.int32
         order = numpy.argsort(term.astype(narrow), kind="stable")
         term, doc, tf = term[order], docs[order], counts[order].astype(numpy.float64)
         lengths = numpy.concatenate([_NONE, *(g.lengths for g in groups)])
         size = lengths.size
-        df = numpy.bincount(term, minlength=len(self.vocabulary))
+        df = numpy.bincount(term, minlength=len(vocabulary))
         idf = numpy.log(1 + (size - df + 0.5) / (df + 0.5)).astype(numpy.float32)
         length = lengths.astype(numpy.float64)
         average = length.mean() if size else 1.0
         tfc = tf / (_K1 * ((1 - _B) + _B * length[doc] / average) + tf)
-        self.docs = doc
-        self.data = (idf[term].astype(numpy.float64) * tfc).astype(numpy.float32)
-        self.starts = numpy.concatenate(([0], numpy.cumsum(df))).astype(numpy.int64)
+        data = (idf[term].astype(numpy.float64) * tfc).astype(numpy.float32)
+        starts = numpy.concatenate(([0], numpy.cumsum(df))).astype(numpy.int64)
+        return cls(vocabulary, doc, data, starts)
 
     def add(self, scores: NDArray[numpy.floating], term: str, weight: float = 1.0) -> None:
         """Add `term`'s score of every document, times `weight`, to `scores`."""
@@ -180,24 +197,57 @@ class _Index:
         scores[self.docs[start:end]] += numpy.float32(weight) * self.data[start:end]
 
 
+@dataclass(frozen=True, slots=True)
+class LexicalParts:
+    """What a `LexicalRanker` searches, apart from its `Ranking` (`index_snapshot` stores it).
+
+    Args:
+        size: the number of documents.
+        surface: the words a typo may be one edit from, one a line (`ToolTerms.surface`).
+        folded: the index of concept-folded terms.
+        own: the index of the documents' own words.
+    """
+
+    size: int
+    surface: str
+    folded: TermIndex
+    own: TermIndex
+
+    @classmethod
+    def joined(cls, groups: Sequence[ToolTerms]) -> LexicalParts:
+        """The parts of the groups' documents, in order (the groups' postings are not kept)."""
+        return cls(
+            sum(g.size for g in groups),
+            "\n".join(g.surface for g in groups),
+            TermIndex.joined(groups, [g.folded for g in groups]),
+            TermIndex.joined(groups, [g.own for g in groups]),
+        )
+
+
 class LexicalRanker:
     """BM25 over fielded tool text: one index of concept-folded terms, one of own words.
 
     Args:
-        groups: the tools' term counts, one part per upstream, in catalog order.
+        parts: the indexes (`LexicalParts.joined` of the tools' term counts, one part per
+            upstream in catalog order, or a stored copy).
     """
 
-    def __init__(self, groups: Sequence[ToolTerms], ranking: Ranking) -> None:
+    def __init__(self, parts: LexicalParts, ranking: Ranking) -> None:
+        self.parts = parts
         self.ranking = ranking
-        self._surfaces = [g.surface for g in groups]  # the groups' postings are not kept
-        self._size = sum(g.size for g in groups)
-        self._folded = _Index(groups, [g.folded for g in groups])
-        self._own = _Index(groups, [g.own for g in groups])
+        self._size = parts.size
+        self._folded = parts.folded
+        self._own = parts.own
+
+    @classmethod
+    def joined(cls, groups: Sequence[ToolTerms], ranking: Ranking) -> LexicalRanker:
+        """The ranker of the groups' tools, in order."""
+        return cls(LexicalParts.joined(groups), ranking)
 
     @classmethod
     def of(cls, texts: Sequence[ToolText], ranking: Ranking) -> LexicalRanker:
         """The ranker of tools taken as one group."""
-        return cls([ToolTerms.of(texts, ranking)], ranking)
+        return cls.joined([ToolTerms.of(texts, ranking)], ranking)
 
     def scores(self, query: str) -> Scores:
         weighted = self._terms(query)
@@ -239,7 +289,7 @@ class LexicalRanker:
     @functools.cached_property
     def _typo_index(self) -> dict[str, set[str]]:
         """Catalog words under each of their one-letter deletions (SymSpell), built on first use."""
-        surface = {w for text in self._surfaces for w in text.split("\n") if w}
+        surface = {w for w in self.parts.surface.split("\n") if w}
         # with their stems, so that a misspelt base form finds an inflected word
         # ("swich" → "switches" by way of "switch")
         words = surface | {w for w in stem_words(sorted(surface)) if len(w) > 2}

@@ -9,22 +9,23 @@ embedded again; `SearchIndex` then joins the parts (numpy work, no text).
 from __future__ import annotations
 
 import collections
-import contextlib
 import functools
-import gc
 import hashlib
 import json
 import logging
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
 from typing import Any, Protocol
 
 import mcp_types
 import numpy
 
-from .embeddings import DocumentGroup, Embedder, EmbeddingStore, Vectors
-from .lexical import LexicalRanker, ToolTerms
+from .embeddings import DocumentGroup, Embedder, EmbeddingStore, Vectors, model_fingerprint
+from .index_snapshot import IndexSnapshots, Snapshot
+from .lexical import LexicalParts, LexicalRanker, ToolTerms
+from .memory import collection_paused
 from .ranking import FusedRanker, Ranking, Scores, SemanticRanker, ToolText, semantic_documents
 from .term_cache import TermCache
 
@@ -159,7 +160,8 @@ class SearchIndex:
         groups: one per upstream, in catalog order.
         names: each tool's server, original name and identifier, in catalog order.
         store: where embeddings come from; None: words alone.
-        terms: where BM25 terms are cached; None: made here.
+        cache: the folder where each upstream's BM25 terms and whole indexes are kept
+            (beside the embeddings); None: made here.
     """
 
     def __init__(
@@ -168,26 +170,22 @@ class SearchIndex:
         names: Sequence[Named],
         ranking: Ranking,
         store: EmbeddingStore | None,
-        terms: TermCache | None = None,
+        cache: Path | None = None,
     ) -> None:
-        with _collection_paused():
-            cache = terms or TermCache(None)
-            memo: dict[str, list[str]] = {}  # the words of texts, for this build only
-            lexical = LexicalRanker([g.terms(cache, memo) for g in groups], ranking)
-            del memo
-            vectors = None
-            if store is not None and ranking.semantic_weight > 0 and any(g.tools for g in groups):
-                vectors = _vectors(groups, store)
+        with collection_paused():
+            caches = TermCache(cache), IndexSnapshots(cache)
+            joined = _joined(groups, len(names), ranking, store, *caches)
             self._by_name = _Positions([n.tool.lower() for n in names])
             self._by_path = _Positions([f"{n.server}.{n.tool}".lower() for n in names])
             self._by_id = _Positions([n.tool_id.lower() for n in names])
             for group in groups:
                 group.forget_texts()
         semantic = None
-        if vectors is not None and store is not None:
+        if joined.vectors is not None and store is not None:
             # Vectors found in the cache need no model: it is loaded after the index, for
             # the queries, in the builder thread (not beside this build, competing for the GIL).
-            semantic = SemanticRanker(vectors, _builder().submit(_embedder, store))
+            semantic = SemanticRanker(joined.vectors, _builder().submit(_embedder, store))
+        lexical = LexicalRanker(joined.lexical, ranking)
         self._ranker = FusedRanker(lexical, semantic, weight=ranking.semantic_weight)
         self.loaded: Future[Any] = semantic.loaded if semantic else _done()
 
@@ -271,6 +269,32 @@ def top_positions(scores: Scores, k: int) -> list[int]:
     return [int(i) for i in positive[order]]
 
 
+def _joined(
+    groups: Sequence[ToolGroup],
+    size: int,
+    ranking: Ranking,
+    store: EmbeddingStore | None,
+    terms: TermCache,
+    snapshots: IndexSnapshots,
+) -> Snapshot:
+    """The catalog's index: its snapshot when one was kept, else joined from the groups'
+    parts (each cached on its own) and handed to `snapshots`."""
+    semantic = store is not None and ranking.semantic_weight > 0 and any(g.tools for g in groups)
+    model = model_fingerprint() if semantic else None
+    path = snapshots.path([g.digest for g in groups], ranking, model)
+    found = snapshots.read(path, size) if path else None
+    if found is not None:
+        return found
+    memo: dict[str, list[str]] = {}  # the words of texts, for this build only
+    lexical = LexicalParts.joined([g.terms(terms, memo) for g in groups])
+    del memo
+    vectors = _vectors(groups, store) if semantic and store is not None else None
+    made = Snapshot(lexical, vectors)
+    if path and (vectors is not None) == (model is not None):  # nothing failed
+        snapshots.write(path, made)
+    return made
+
+
 def _vectors(groups: Sequence[ToolGroup], store: EmbeddingStore) -> Vectors | None:
     """Every tool's embedding, in catalog order (None without a model)."""
     with_tools = [g for g in groups if g.tools]
@@ -303,21 +327,6 @@ def _embedder(store: EmbeddingStore) -> Embedder | None:
         return None
 
 
-@contextlib.contextmanager
-def _collection_paused() -> Iterator[None]:
-    """No cyclic garbage collection while an index is built. Building allocates ~10^5 small
-    containers, which set off full collections over the whole process heap (a gateway's, with
-    10,000 tool schemas, is large): at 10,000 tools that doubled the build. The collector runs
-    again right after (the process-wide pause lasts as long as the build)."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
 def build_index(
     groups: Sequence[ToolGroup],
     names: Sequence[Named],
@@ -325,13 +334,13 @@ def build_index(
     store: EmbeddingStore | None,
     *,
     background: bool,
-    terms: TermCache | None = None,
+    cache: Path | None = None,
 ) -> Future[SearchIndex]:
     """The index of `groups`, built now or in the builder thread (off the caller's loop)."""
     if background:
-        return _builder().submit(SearchIndex, groups, names, ranking, store, terms)
+        return _builder().submit(SearchIndex, groups, names, ranking, store, cache)
     built: Future[SearchIndex] = Future()
-    built.set_result(SearchIndex(groups, names, ranking, store, terms))
+    built.set_result(SearchIndex(groups, names, ranking, store, cache))
     return built
 
 
