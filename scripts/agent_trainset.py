@@ -9,6 +9,7 @@ Compiles the agent with dspy.BootstrapFewShot on TRAINSET and saves the result t
 from __future__ import annotations
 
 import asyncio
+import re
 
 import dspy
 
@@ -25,11 +26,17 @@ TRAINSET = [
     dspy.Example(task="How many orders does customer 7 have?", answer="3"),
 ]
 TRAINSET = [example.with_inputs("task") for example in TRAINSET]
+NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?!\w)")
 
 
 def metric(example: dspy.Example, prediction: dspy.Prediction, trace: object = None) -> bool:
-    """Right when the expected answer appears in the agent's answer."""
-    return str(example.answer) in str(prediction.answer)
+    """Right when the agent finished, its last step ran, and the expected answer is one of
+    the answer's numbers exactly ("123456" is not "1"; "22.0" is "22")."""
+    steps = getattr(prediction, "steps", None) or []
+    if not getattr(prediction, "finished", False) or not steps or not steps[-1]["ok"]:
+        return False
+    expected = float(example.answer)
+    return any(float(n) == expected for n in NUMBER.findall(str(prediction.answer)))
 
 
 async def main() -> None:

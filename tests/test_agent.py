@@ -64,15 +64,22 @@ async def test_tool_error_is_fed_back(gateway: Gateway) -> None:
     assert prediction.steps[1]["result"] == "recovered"
 
 
-async def test_gives_up_at_max_steps(gateway: Gateway) -> None:
-    failing = {"reasoning": "again", "code": "1/0", "finished": False}
-    lm = DummyLM([failing, failing, {"answer": "could not compute"}])
+async def test_gives_up_at_max_steps_without_inventing_an_answer(gateway: Gateway) -> None:
+    lm = DummyLM(
+        [
+            {"reasoning": "again", "code": "1/0", "finished": False},
+            {"reasoning": "again", "code": "1/0", "finished": True},  # the same code: not run
+            {"answer": "could not compute"},
+        ]
+    )
     runner = agent.CodeExecutionAgent(gateway.execute, max_steps=2)
     with dspy.context(lm=lm):
         prediction = await runner.acall(task="divide")
-    assert prediction.answer.startswith("Gave up after 2 steps")
-    assert len(prediction.steps) == 2 and not any(s["ok"] for s in prediction.steps)
-    assert prediction.finished is False
+    assert prediction.answer.startswith("The task was not done: gave up after 2 steps")
+    assert [s["ok"] for s in prediction.steps] == [False, False]
+    assert prediction.steps[1]["error"]["type"] == "REPEATED_CODE"
+    assert prediction.finished is False and prediction.error["type"] == "STEP_LIMIT"
+    assert len(lm.history) == 2  # no Answer call: nothing ran that an answer could come from
 
 
 async def test_finished_without_code_answers_from_the_trajectory(gateway: Gateway) -> None:
@@ -120,7 +127,8 @@ async def test_run_task_over_mcp_with_stub_lm(gateway: Gateway) -> None:
     assert "run_task" in names
     data = json.loads(result.content[0].text)
     assert data == result.structured_content
-    assert set(data) == {"answer", "code", "steps", "tool_calls", "tokens"}
+    assert set(data) == {"answer", "code", "steps", "tool_calls", "tokens", "finished", "error"}
+    assert data["finished"] is True and data["error"] is None
     assert data["answer"] == "16 refunded orders are above 850."
     assert data["steps"] == [{"code": data["code"], "ok": True, "result": 16, "error": None}]
     assert data["tool_calls"][0]["tool"] == "list_orders"
@@ -171,4 +179,16 @@ def test_trainset_examples_are_well_formed() -> None:
     assert len(module.TRAINSET) >= 5
     example = module.TRAINSET[0]
     assert list(example.inputs().keys()) == ["task"]
-    assert module.metric(example, dspy.Prediction(answer=f"It is {example.answer}."))
+    ran = [{"code": "...", "ok": True, "result": 1, "error": None}]
+
+    def judged(answer: str, finished: bool = True, steps: list = ran) -> bool:  # type: ignore[type-arg]
+        prediction = dspy.Prediction(answer=answer, finished=finished, steps=steps)
+        return bool(module.metric(dspy.Example(task="t", answer="1"), prediction))
+
+    assert judged("It is 1.") and judged("id: 1") and judged("1.0")
+    assert not judged("123456") and not judged("21") and not judged("1.5")  # exact, not a substring
+    assert not judged("It is 1.", finished=False)  # an unfinished run never teaches
+    assert not judged("It is 1.", steps=[{**ran[0], "ok": False}])  # nor one whose last step failed
+    assert module.metric(
+        example, dspy.Prediction(answer=f"It is {example.answer}.", finished=True, steps=ran)
+    )

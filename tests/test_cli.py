@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from .servers.stub_lm import chat_reply, serve_stub
 from .support import ROOT, TEST_SERVER, server_entry
 
 pytestmark = pytest.mark.slow  # whole commands in subprocesses
@@ -167,6 +168,36 @@ def test_run_without_an_lm_is_a_clear_error() -> None:
     assert not env_lm, "this test expects no DSPY_* variables in the environment"
     proc = cli("run", "do something")
     assert proc.returncode == 2 and "DSPY_LM" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_run_as_the_readme_says_against_a_local_server_with_no_key() -> None:
+    """README "Agent": `openai/<model>` and DSPY_API_BASE, OPENAI_API_KEY left unset."""
+    replies = [
+        chat_reply(answer="OK"),  # the one-call check before the gateway starts
+        chat_reply(
+            reasoning="Count the refunded orders.",
+            code="orders = tools.data.list_orders(status='refunded')\nlen(orders)",
+            finished="True",
+        ),
+        chat_reply(answer="There are 40 refunded orders."),
+    ]
+    env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
+    with serve_stub(replies) as stub:
+        env |= {"DSPY_LM": "openai/local-model", "DSPY_API_BASE": stub.api_base}
+        proc = subprocess.run(
+            [str(SCRIPT), "run", "How many orders were refunded?"],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            env={**env, "MCP_CODE_POOL_SIZE": "1"},
+            timeout=120,
+        )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "--- answer ---\nThere are 40 refunded orders." in proc.stdout
+    assert "finished: 1 step(s), 1 tool call(s)" in proc.stderr
+    assert len(stub.requests) == 3
+    for body in stub.requests[1:]:  # every agent call bounded in both spellings
+        assert body["max_tokens"] == body["max_completion_tokens"] == 4000
 
 
 @pytest.mark.parametrize(("answer", "posted"), [("y", True), ("n", False)])

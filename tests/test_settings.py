@@ -96,6 +96,10 @@ DEFAULTS = {
     "dspy_max_steps": 8,
     "dspy_temperature": 0.0,
     "dspy_max_tokens": 4000,
+    "dspy_adapter": "chat",
+    "dspy_timeout_s": 120.0,
+    "dspy_num_retries": 2,
+    "dspy_tool_context_tokens": 3000,
 }
 
 

@@ -10,24 +10,21 @@ any DSPy optimizer.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
-import json
-import os
-import re
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no cost-map fetch offline
-
 import dspy
-from dotenv import load_dotenv
+from dspy.utils.exceptions import AdapterParseError
 
+from .agent_lm import LMNotConfigured, adapter_for, make_lm
+from .agent_replies import strip_fences
+from .agent_steps import Step, clip, trajectory
 from .approval import Approver
-from .errors import CodeModeError
+from .encodable import clean_text
 from .gateway import Gateway
 from .sandbox.base import ExecutionResult
-from .settings import Settings
 
 __all__ = [
     "Answer",
@@ -38,20 +35,17 @@ __all__ = [
     "agent_for",
     "make_lm",
     "run_task",
+    "strip_fences",
     "tool_context_for",
 ]
 
-TOOL_CONTEXT_TOKENS = 3000
-
 CodeRunner = Callable[[str], Awaitable[ExecutionResult]]
-StepCallback = Callable[[int, "Step"], Awaitable[None]]
+SessionOpener = Callable[[], contextlib.AbstractAsyncContextManager[CodeRunner]]
+StepCallback = Callable[[int, Step], Awaitable[None]]
 
-_FENCE = re.compile(r"^\s*```(?:python|py)?\s*\n(.*?)\n?```\s*$", re.DOTALL)
-_RESULT_CHARS = 2000
-
-
-class LMNotConfigured(CodeModeError):
-    """The agent needs an LM: set DSPY_LM (and a key or DSPY_API_BASE) in .env."""
+STOP_AFTER = 3  # failed model replies in a row (unusable, LM errors, no or repeated code)
+_REFUSALS = {"UNUSABLE_REPLY", "LM_ERROR", "NO_CODE", "REPEATED_CODE"}
+_UNUSABLE = "the reply had no ```python block and no [[ ## code ## ]] section; it began: "
 
 
 class WriteCode(dspy.Signature):
@@ -61,17 +55,25 @@ class WriteCode(dspy.Signature):
     its parsed result; `call_tools([(server, tool, args), ...])` runs calls concurrently;
     `search_tools(query)` and `get_tool_docs(server, tool)` find more tools; `log(...)` records
     notes. The value of the last expression is returned to you. Filter, join and aggregate in
-    code and return only what the answer needs. Each snippet starts from a fresh namespace:
-    variables of earlier steps are gone, so recompute what you need. If a step failed, read
-    its error and fix the code. Set `finished` to true, with empty code, once the trajectory holds
+    code and return only what the answer needs. Variables you define stay defined for your
+    next snippets of this task. If a step failed, read its error and fix the code; never send
+    the same code twice. Set `finished` to true, with empty code, once the trajectory holds
     everything the answer needs.
     """
 
     task: str = dspy.InputField()
     tool_context: str = dspy.InputField(desc="Python stubs of the available tools")
     trajectory: str = dspy.InputField(desc="earlier steps: code and its result or error")
-    code: str = dspy.OutputField(desc="Python code to run next, without markdown fences")
+    code: str = dspy.OutputField(desc="Python code to run next, in a ```python fence")
     finished: bool = dspy.OutputField(desc="true when no more code needs to run")
+
+
+FRESH_NAMESPACE = (
+    "Variables you define stay defined for your next snippets of this task.",
+    "Each snippet starts from a fresh namespace: variables of earlier steps are gone, so "
+    "recompute what you need.",
+)
+"""The sentence of `WriteCode`'s instructions, and what it says where runs keep no state."""
 
 
 class Answer(dspy.Signature):
@@ -82,39 +84,6 @@ class Answer(dspy.Signature):
     answer: str = dspy.OutputField()
 
 
-@dataclass(slots=True)
-class Step:
-    """One executed snippet (contract §3 `run_task.steps`)."""
-
-    code: str
-    ok: bool
-    result: Any
-    error: dict[str, Any] | None
-    stdout: str = ""
-    logs: list[str] = field(default_factory=list)
-
-    def to_json(self) -> dict[str, Any]:
-        return {"code": self.code, "ok": self.ok, "result": self.result, "error": self.error}
-
-    def render(self, number: int) -> str:
-        lines = [f"## Step {number}", "```python", self.code, "```"]
-        if self.stdout:
-            lines.append("stdout: " + _clip(self.stdout))
-        if self.logs:
-            lines.append("logs: " + _clip("\n".join(self.logs)))
-        if self.ok:
-            lines.append("result: " + _clip(json.dumps(self.result, ensure_ascii=False)))
-        else:
-            error = self.error or {}
-            where = f" at line {error['line']}" if error.get("line") else ""
-            lines.append(f"error {error.get('type')}{where}: {_clip(str(error.get('message')))}")
-        return "\n".join(lines)
-
-
-def _clip(text: str, limit: int = _RESULT_CHARS) -> str:
-    return text if len(text) <= limit else text[:limit] + f"… [{len(text) - limit} more chars]"
-
-
 class _SharedRunner:
     """The code runner and the event loop it belongs to; shared, never copied.
 
@@ -122,8 +91,9 @@ class _SharedRunner:
     upstream sessions) must stay one.
     """
 
-    def __init__(self, run_code: CodeRunner) -> None:
+    def __init__(self, run_code: CodeRunner, sessions: SessionOpener | None) -> None:
         self.run_code = run_code
+        self.sessions = sessions
         try:
             self.loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
         except RuntimeError:
@@ -132,72 +102,65 @@ class _SharedRunner:
     def __deepcopy__(self, memo: dict[int, Any]) -> _SharedRunner:
         return self
 
-
-def strip_fences(code: str) -> str:
-    """The code inside a markdown fence, or the text itself."""
-    match = _FENCE.match(code)
-    return (match.group(1) if match else code).strip()
+    def session(self) -> contextlib.AbstractAsyncContextManager[CodeRunner]:
+        """A runner for one task's steps: one session when there are sessions."""
+        if self.sessions is None:
+            return contextlib.nullcontext(self.run_code)
+        return self.sessions()
 
 
 class CodeExecutionAgent(dspy.Module):
     """Writes code for a task, runs it, reads results and errors, and answers.
 
+    No model reply ends a run with an exception: a reply that cannot be read, an LM error
+    or timeout, empty or repeated code each become a failed step the model sees next time
+    (bounded by `max_steps`; a run ends early after `STOP_AFTER` such steps in a row). The
+    run is `finished` only when the model says so after a step that ran and produced
+    something; an answer is written only from steps that ran.
+
     Args:
         run_code: runs one snippet, e.g. `gateway.execute` (policy and limits apply).
         tool_context: the stubs the model writes code against
             (`ToolSchemaFormatter.format_for_llm`).
-        max_steps: snippets to run at most before giving up.
+        max_steps: model replies (snippets or refusals) at most before giving up.
+        sessions: opens a runner whose snippets share variables, one per task (the steps
+            of a task then build on each other); None: every snippet starts afresh.
     """
 
-    def __init__(self, run_code: CodeRunner, *, tool_context: str = "", max_steps: int = 8) -> None:
+    def __init__(
+        self,
+        run_code: CodeRunner,
+        *,
+        tool_context: str = "",
+        max_steps: int = 8,
+        sessions: SessionOpener | None = None,
+    ) -> None:
         super().__init__()
-        self.runner = _SharedRunner(run_code)
+        self.runner = _SharedRunner(run_code, sessions)
         self.tool_context = tool_context
         self.max_steps = max_steps
-        self.write_code = dspy.ChainOfThought(WriteCode)
+        persistent, fresh = FRESH_NAMESPACE
+        instructions = WriteCode.instructions
+        if sessions is None:
+            instructions = instructions.replace(persistent, fresh)
+        self.write_code = dspy.ChainOfThought(WriteCode.with_instructions(instructions))
         self.answer = dspy.Predict(Answer)
 
     async def aforward(self, task: str, on_step: StepCallback | None = None) -> dspy.Prediction:
-        steps: list[Step] = []
-        tool_calls: list[dict[str, Any]] = []
-        finished = False
+        loop = _Loop(self, task, on_step)
         with dspy.track_usage() as usage:
-            for number in range(1, self.max_steps + 1):
-                proposal = await self.write_code.acall(
-                    task=task, tool_context=self.tool_context, trajectory=_trajectory(steps)
-                )
-                code = strip_fences(str(proposal.code or ""))
-                if not code:
-                    finished = True
-                    break
-                result = await self.runner.run_code(code)
-                step = Step(
-                    code=code,
-                    ok=result.ok,
-                    result=result.result,
-                    error=result.error.model_dump(mode="json") if result.error else None,
-                    stdout=result.stdout,
-                    logs=list(result.logs),
-                )
-                steps.append(step)
-                tool_calls += [c.model_dump(mode="json") for c in result.tool_calls]
-                if on_step is not None:
-                    await on_step(number, step)
-                if proposal.finished and step.ok:
-                    finished = True
-                    break
-            final = await self.answer.acall(task=task, trajectory=_trajectory(steps))
-        answer = str(final.answer)
-        if not finished:
-            answer = f"Gave up after {self.max_steps} steps without finishing. {answer}"
-        last_ok = next((s.code for s in reversed(steps) if s.ok), steps[-1].code if steps else "")
+            async with self.runner.session() as run_code:
+                await loop.run(run_code)
+            answer = await loop.answer()
+        last_ok = next((s.code for s in reversed(loop.steps) if s.ok), "")
         return dspy.Prediction(
             answer=answer,
             code=last_ok,
-            steps=[s.to_json() for s in steps],
-            tool_calls=tool_calls,
+            steps=[s.to_json() for s in loop.steps],
+            tool_calls=loop.tool_calls,
             tokens=_tokens(usage),
-            finished=finished,
+            finished=loop.finished,
+            error=loop.error,
         )
 
     def forward(self, task: str) -> dspy.Prediction:
@@ -213,10 +176,113 @@ class CodeExecutionAgent(dspy.Module):
         return asyncio.run_coroutine_threadsafe(self.aforward(task), loop).result()
 
 
-def _trajectory(steps: list[Step]) -> str:
-    if not steps:
-        return "(nothing run yet)"
-    return "\n\n".join(step.render(i) for i, step in enumerate(steps, 1))
+class _Loop:
+    """One task's steps: write code, run it, feed back what happened; then the answer."""
+
+    def __init__(self, agent: CodeExecutionAgent, task: str, on_step: StepCallback | None):
+        self.agent, self.task, self.on_step = agent, task, on_step
+        self.steps: list[Step] = []
+        self.tool_calls: list[dict[str, Any]] = []
+        self.finished = False
+        self.error: dict[str, str] | None = None
+        self._refused = 0  # model replies in a row that could not be run
+
+    async def run(self, run_code: CodeRunner) -> None:
+        for number in range(1, self.agent.max_steps + 1):
+            proposal = await self._propose()
+            if isinstance(proposal, Step):
+                await self._add(number, proposal)
+            else:
+                code, finished = proposal
+                if not code and finished and self._produced():
+                    self.finished = True
+                    return
+                step = self._refusal(code) or await self._ran(code, run_code)
+                await self._add(number, step)
+                if finished and step.ok and self._produced():
+                    self.finished = True
+                    return
+            if self._refused >= STOP_AFTER:
+                self.error = _error(self.steps[-1], "the model's last replies could not be run")
+                return
+        self.error = {
+            "type": "STEP_LIMIT",
+            "message": f"gave up after {self.agent.max_steps} steps without finishing",
+        }
+
+    async def _propose(self) -> tuple[str, bool] | Step:
+        """The model's next code and `finished`, or a failed step saying why there is none."""
+        try:
+            proposal = await self.agent.write_code.acall(
+                task=self.task,
+                tool_context=self.agent.tool_context,
+                trajectory=trajectory(self.steps),
+            )
+        except AdapterParseError as exc:
+            reply = clean_text(str(getattr(exc, "lm_response", "") or ""))
+            return Step.refused("", "UNUSABLE_REPLY", _UNUSABLE + clip(reply, 300))
+        except Exception as exc:  # the step's boundary: LM, network, timeout, context window
+            message = clean_text(f"{type(exc).__name__}: {exc}")
+            return Step.refused("", "LM_ERROR", clip(message, 1000))
+        return strip_fences(str(proposal.code or "")), proposal.finished is True
+
+    def _refusal(self, code: str) -> Step | None:
+        """Why `code` is not run: empty without being finished, or sent before."""
+        if not code:
+            why = "no code and nothing has run successfully yet"
+            if self._produced():
+                why = "no code, and `finished` was not true"
+            return Step.refused("", "NO_CODE", f"{why}: send a ```python block")
+        for number, step in enumerate(self.steps, 1):
+            if step.code == code:
+                return Step.refused(
+                    code, "REPEATED_CODE", f"the same code as step {number}: change it or finish"
+                )
+        return None
+
+    async def _ran(self, code: str, run_code: CodeRunner) -> Step:
+        result = await run_code(code)
+        self.tool_calls += [c.model_dump(mode="json") for c in result.tool_calls]
+        produced = result.result is not None or bool(result.stdout or result.tool_calls)
+        return Step(
+            code=code,
+            ok=result.ok,
+            result=result.result,
+            error=result.error.model_dump(mode="json") if result.error else None,
+            stdout=result.stdout,
+            logs=list(result.logs),
+            produced=result.ok and produced,
+        )
+
+    async def _add(self, number: int, step: Step) -> None:
+        self.steps.append(step)
+        refused = step.error is not None and step.error.get("type") in _REFUSALS
+        self._refused = self._refused + 1 if refused else 0
+        if self.on_step is not None:
+            await self.on_step(number, step)
+
+    def _produced(self) -> bool:
+        return any(step.produced for step in self.steps)
+
+    async def answer(self) -> str:
+        """The answer, written only from steps that ran; said plainly when nothing did."""
+        if not self._produced():
+            why = (self.error or {}).get("message") or "no step ran successfully"
+            return f"The task was not done: {why}. No code that ran produced a result."
+        try:
+            final = await self.agent.answer.acall(task=self.task, trajectory=trajectory(self.steps))
+            answer = str(final.answer)
+        except Exception as exc:  # the answer's boundary: the steps' results are still returned
+            reason = clip(clean_text(f"{type(exc).__name__}: {exc}"), 300)
+            answer = f"(the answer could not be written: {reason}; see the steps' results)"
+        if not self.finished:
+            answer = f"Not finished: {(self.error or {}).get('message')}. {answer}"
+        return answer
+
+
+def _error(step: Step, message: str) -> dict[str, str]:
+    kind = str((step.error or {}).get("type") or "LM_ERROR")
+    return {"type": kind, "message": f"{message} ({(step.error or {}).get('message')})"}
 
 
 def _tokens(usage: Any) -> dict[str, int]:
@@ -227,16 +293,15 @@ def _tokens(usage: Any) -> dict[str, int]:
     return {"prompt": prompt, "completion": completion}
 
 
-def tool_context_for(
-    gateway: Gateway, task: str, *, budget_tokens: int = TOOL_CONTEXT_TOKENS
-) -> str:
-    """The catalog as stubs for this task: whole when it fits, else summaries plus top hits."""
+def tool_context_for(gateway: Gateway, task: str, *, budget_tokens: int | None = None) -> str:
+    """The catalog as stubs for this task: whole when it fits, else summaries plus top hits;
+    within DSPY_TOOL_CONTEXT_TOKENS unless `budget_tokens` says otherwise."""
     catalog = gateway.catalog
     ranked = [catalog.get(hit.server, hit.tool).source for hit in catalog.search(task, 40)]
     return catalog.formatter.format_for_llm(
         [entry.source for entry in catalog.entries],
         descriptions=catalog.descriptions,
-        budget_tokens=budget_tokens,
+        budget_tokens=budget_tokens or gateway.settings.dspy_tool_context_tokens,
         ranked=ranked,
     )
 
@@ -245,11 +310,26 @@ def agent_for(
     gateway: Gateway, task: str, *, approver: Approver | None = None
 ) -> CodeExecutionAgent:
     """An agent whose code runs through `gateway.execute`, with the stubs for `task`;
-    `approver` asks a person about calls that need approval (contract §8)."""
+    `approver` asks a person about calls that need approval (contract §8). A task's steps
+    share one session (their variables) where the executor keeps state between runs."""
+
+    @contextlib.asynccontextmanager
+    async def session() -> AsyncIterator[CodeRunner]:
+        opened = gateway.executor.open_session()
+        try:
+            yield functools.partial(gateway.execute, approver=approver, session=opened)
+        finally:
+            if opened is not None:
+                opened.close()
+
+    probe = gateway.executor.open_session()  # None: this executor's runs keep no state
+    if probe is not None:
+        probe.close()
     return CodeExecutionAgent(
         functools.partial(gateway.execute, approver=approver),
         tool_context=tool_context_for(gateway, task),
         max_steps=gateway.settings.dspy_max_steps,
+        sessions=session if probe is not None else None,
     )
 
 
@@ -261,9 +341,10 @@ async def run_task(
     *,
     approver: Approver | None = None,
 ) -> dict[str, Any]:
-    """Run the agent on one task; the contract §3 `run_task` object."""
+    """Run the agent on one task; the contract §3 `run_task` object (never an exception
+    for what the model replied: see `CodeExecutionAgent`)."""
     agent = agent_for(gateway, task, approver=approver)
-    with dspy.context(lm=lm):
+    with dspy.context(lm=lm, adapter=adapter_for(gateway.settings)):
         prediction = await agent.acall(task=task, on_step=on_step)
     return {
         "answer": prediction.answer,
@@ -271,23 +352,6 @@ async def run_task(
         "steps": prediction.steps,
         "tool_calls": prediction.tool_calls,
         "tokens": prediction.tokens,
+        "finished": prediction.finished,
+        "error": prediction.error,
     }
-
-
-def make_lm(settings: Settings) -> dspy.LM:
-    """The LM named by DSPY_LM; raises LMNotConfigured when it is unset."""
-    if not settings.dspy_lm:
-        raise LMNotConfigured(
-            "no LM configured: set DSPY_LM (a LiteLLM model string such as openai/gpt-4o-mini) "
-            "and its key or DSPY_API_BASE in .env (see .env.example)"
-        )
-    # Provider keys (OPENAI_API_KEY, ...) may live in .env; LiteLLM reads the environment.
-    # Workers and upstreams never see them: both start from explicit minimal environments.
-    load_dotenv(".env", override=False)
-    return dspy.LM(
-        settings.dspy_lm,
-        api_base=settings.dspy_api_base,
-        temperature=settings.dspy_temperature,
-        max_tokens=settings.dspy_max_tokens,
-        cache=False,
-    )

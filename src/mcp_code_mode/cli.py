@@ -216,9 +216,11 @@ async def _tools(settings: Settings, args: argparse.Namespace) -> int:
 
 async def _run(settings: Settings, args: argparse.Namespace) -> int:
     from . import agent  # imports dspy: only for `run`
+    from .agent_lm import check_lm
     from .gateway import Gateway
 
     lm = agent.make_lm(settings)
+    await asyncio.to_thread(check_lm, lm)  # a wrong URL or key is told before anything starts
 
     async def show(number: int, step: agent.Step) -> None:
         if args.json:
@@ -234,19 +236,22 @@ async def _run(settings: Settings, args: argparse.Namespace) -> int:
         _warn_down_servers(gateway)
         try:
             result = await agent.run_task(gateway, lm, args.task, show)
-        except Exception as exc:  # LM/provider failures end the command with a clear message
+        except Exception as exc:  # a failure of ours (the model's are steps): told clearly
             raise CodeModeError(f"the agent failed: {type(exc).__name__}: {exc}") from None
     if args.json:
         print(json.dumps(result, ensure_ascii=False))
     else:
         print(f"--- answer ---\n{result['answer']}")
-        tokens = result["tokens"]
+        tokens, error = result["tokens"], result["error"]
         print(
-            f"[{len(result['steps'])} step(s), {len(result['tool_calls'])} tool call(s), "
+            f"[{'finished' if result['finished'] else 'not finished'}: "
+            f"{len(result['steps'])} step(s), {len(result['tool_calls'])} tool call(s), "
             f"{tokens['prompt']} + {tokens['completion']} tokens]",
             file=sys.stderr,
         )
-    return 0
+        if error is not None:
+            print(f"{error['type']}: {error['message']}", file=sys.stderr)
+    return 0 if result["finished"] else 1
 
 
 def _warn_down_servers(gateway: Gateway) -> None:

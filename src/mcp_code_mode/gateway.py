@@ -28,7 +28,7 @@ from .errors import (
 from .memory import release_free_memory
 from .reach import servers_reached
 from .run_router import Admission, RunRouter
-from .sandbox.base import ExecutionResult, Executor, GuestIndex, Limits
+from .sandbox.base import ExecutionResult, Executor, GuestIndex, Session
 from .sandbox.executor import SandboxExecutor
 from .sandbox.reply import bound_reply
 from .settings import Settings, cache_root
@@ -204,12 +204,14 @@ class Gateway:
         timeout_s: float | None = None,
         *,
         approver: Approver | None = None,
+        session: Session | None = None,
     ) -> ExecutionResult:
         """Run guest code (contract §3 `execute_code`); always answers with a result object.
 
         The reply is made encodable and bounded here, once, for every executor (§7).
         `approver` asks a person about calls that need approval (§8); without one the
-        client is one that cannot ask.
+        client is one that cannot ask. In a `session` (`executor.open_session()`) the
+        code runs after its earlier snippets, with their variables.
         """
         started = time.perf_counter()
         router = self.router(approver)
@@ -220,7 +222,8 @@ class Gateway:
             with contextlib.suppress(TimeoutError):  # a hung upstream fails the call, in the run
                 async with asyncio.timeout(self.settings.clamp_timeout(timeout_s)):
                     await self.manager.settle(reached)
-            result = await self.executor.run(
+            run = session.run if session is not None else self.executor.run
+            result = await run(
                 code,
                 input=parse_input(input),
                 timeout_s=self.settings.clamp_timeout(timeout_s),
@@ -269,23 +272,11 @@ class Gateway:
         return [status.to_json() for status in self.manager.statuses()]
 
     def interpreter(self) -> MCPCodeInterpreter:
-        """A dspy `CodeInterpreter` session whose code calls this gateway's tools.
-
-        Call from inside the gateway's event loop; use the interpreter (it is synchronous)
-        from another thread, e.g. through `asyncio.to_thread`. Sessions run on the local
-        executor's workers whatever MCP_EXECUTOR says (a session keeps its state between
-        snippets, which a reset Pyodide runner would not).
-        """
+        """A dspy `CodeInterpreter` session whose code calls this gateway's tools (see
+        `MCPCodeInterpreter.over`); call it from inside the gateway's event loop."""
         from .sandbox.interpreter import MCPCodeInterpreter  # imports dspy: only when asked
 
-        return MCPCodeInterpreter(
-            router=self.router(),
-            router_loop=asyncio.get_running_loop(),
-            index=self._guest_index(),
-            allowed_imports=self.settings.allowed_imports,
-            limits=Limits.from_settings(self.settings),
-            timeout_s=self.settings.timeout_s,
-        )
+        return MCPCodeInterpreter.over(self.router(), self._guest_index(), self.settings)
 
     def sandbox_info(self) -> dict[str, Any]:
         """The executor and its active isolation layers."""

@@ -102,6 +102,14 @@ class Settings(BaseSettings):
     dspy_max_steps: int = Field(8, gt=0, validation_alias=_env("DSPY_MAX_STEPS"))
     dspy_temperature: float = Field(0.0, ge=0, validation_alias=_env("DSPY_TEMPERATURE"))
     dspy_max_tokens: int = Field(4000, gt=0, validation_alias=_env("DSPY_MAX_TOKENS"))
+    # The agent against local models: how replies are formatted and read, how long one model
+    # call may take and how often it is retried, and how much of the prompt the tool stubs take.
+    dspy_adapter: Literal["chat", "json"] = Field("chat", validation_alias=_env("DSPY_ADAPTER"))
+    dspy_timeout_s: float = Field(120.0, gt=0, validation_alias=_env("DSPY_TIMEOUT_S"))
+    dspy_num_retries: int = Field(2, ge=0, validation_alias=_env("DSPY_NUM_RETRIES"))
+    dspy_tool_context_tokens: int = Field(
+        3000, gt=0, validation_alias=_env("DSPY_TOOL_CONTEXT_TOKENS")
+    )
 
     @classmethod
     def load(cls) -> Settings:

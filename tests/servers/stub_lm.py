@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -17,10 +17,12 @@ def chat_reply(**fields: Any) -> str:
 
 
 class StubLM:
-    """Serves `replies` in order on 127.0.0.1; records every request body."""
+    """Serves `replies` in order (or `replies(body)` for each request) on 127.0.0.1, as
+    llama.cpp's server does: `max_tokens` cuts a reply (4 characters a token) and is the
+    only bound honoured; records every request body."""
 
-    def __init__(self, replies: list[str]) -> None:
-        self.replies = list(replies)
+    def __init__(self, replies: list[str] | Callable[[dict[str, Any]], str]) -> None:
+        self.replies = replies if callable(replies) else list(replies)
         self.requests: list[dict[str, Any]] = []
         stub = self
 
@@ -28,9 +30,10 @@ class StubLM:
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 stub.requests.append(body)
-                text = (
-                    stub.replies.pop(0) if stub.replies else chat_reply(answer="(no more replies)")
-                )
+                text, finish = stub.reply(body), "stop"
+                limit = body.get("max_tokens")
+                if isinstance(limit, int) and len(text) > 4 * limit:
+                    text, finish = text[: 4 * limit], "length"
                 payload = json.dumps(
                     {
                         "id": f"chatcmpl-{len(stub.requests)}",
@@ -40,7 +43,7 @@ class StubLM:
                         "choices": [
                             {
                                 "index": 0,
-                                "finish_reason": "stop",
+                                "finish_reason": finish,
                                 "message": {"role": "assistant", "content": text},
                             }
                         ],
@@ -61,11 +64,17 @@ class StubLM:
                 pass
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
         self.api_base = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def reply(self, body: dict[str, Any]) -> str:
+        if callable(self.replies):
+            return self.replies(body)
+        return self.replies.pop(0) if self.replies else chat_reply(answer="(no more replies)")
 
 
 @contextmanager
-def serve_stub(replies: list[str]) -> Iterator[StubLM]:
+def serve_stub(replies: list[str] | Callable[[dict[str, Any]], str]) -> Iterator[StubLM]:
     stub = StubLM(replies)
     thread = threading.Thread(target=stub.server.serve_forever, daemon=True)
     thread.start()

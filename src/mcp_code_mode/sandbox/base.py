@@ -20,6 +20,7 @@ __all__ = [
     "Executor",
     "GuestIndex",
     "Limits",
+    "Session",
     "ToolCallGroup",
     "ToolCallRecord",
     "ToolRouter",
@@ -154,6 +155,20 @@ class ToolRouter(Protocol):
         ...
 
 
+class Session(Protocol):
+    """Snippets run one after another with shared variables (`Executor.open_session`)."""
+
+    async def run(
+        self, code: str, *, input: Any, timeout_s: float, index: GuestIndex, router: ToolRouter
+    ) -> ExecutionResult:
+        """Run `code` after the session's earlier snippets, in their namespace."""
+        ...
+
+    def close(self) -> None:
+        """End the session (its variables go with it); idempotent."""
+        ...
+
+
 class Executor(Protocol):
     """Runs guest code somewhere other than the server process."""
 
@@ -174,4 +189,8 @@ class Executor(Protocol):
 
     def layers(self) -> dict[str, bool]:
         """The isolation layers in force, by name."""
+        ...
+
+    def open_session(self) -> Session | None:
+        """A session of runs that keep their variables; None when workers keep no state."""
         ...

@@ -21,7 +21,7 @@ from typing import Any
 
 from ..errors import CodeModeError, ErrorType, WorkerCrashed
 from ..settings import Settings
-from .base import ErrorDetail, ExecutionResult, GuestIndex, Limits, ToolRouter
+from .base import ErrorDetail, ExecutionResult, GuestIndex, Limits, Session, ToolRouter
 from .policy import check_policy
 from .pool import Launcher, Worker, WorkerPool, Zygote
 from .protocol import (
@@ -34,7 +34,7 @@ from .protocol import (
 )
 from .pyodide import PyodideLauncher
 
-__all__ = ["KILL_GRACE_S", "Conversation", "SandboxExecutor", "check_code"]
+__all__ = ["KILL_GRACE_S", "Conversation", "Hold", "SandboxExecutor", "check_code", "from_done"]
 
 KILL_GRACE_S = 0.5  # the worker's own timer fires first; the host kills after this
 _LANES = 64  # calls of one batch started at a time (the router bounds those in flight)
@@ -87,14 +87,18 @@ class SandboxExecutor:
     def layers(self) -> dict[str, bool]:
         return {"ast_policy": True, "restricted_builtins": True, **self.launcher.layers}
 
+    def open_session(self) -> Session | None:
+        """A `CodeSession` on this executor's workers, when they keep a namespace."""
+        from .session import CodeSession  # it builds on this module
+
+        return CodeSession(self) if self.launcher.sessions else None
+
     async def run(
         self, code: str, *, input: Any, timeout_s: float, index: GuestIndex, router: ToolRouter
     ) -> ExecutionResult:
         """Check, then run `code` in a worker; failures of the guest come back as values.
-
         Workers started from now on get `index` from the launcher; one that has another
-        version gets it in its `run` message (see `Conversation.run`).
-        """
+        version gets it in its `run` message (see `Conversation.run`)."""
         started = time.perf_counter()
         refused = check_code(code, self.allowed_imports, self.limits)
         if refused is not None:
@@ -114,8 +118,8 @@ class SandboxExecutor:
         produced: list[tuple[str, list[str]]] = []  # stdout and logs of a killed worker
         try:
             async with asyncio.timeout(timeout_s + KILL_GRACE_S) as clock:
-                done = await self._attempt(message, router, produced, _Hold(clock))
-            result = _from_done(done)
+                done = await self._attempt(message, router, produced, Hold(clock))
+            result = from_done(done)
         except TimeoutError:
             result = ExecutionResult.failure(
                 ErrorType.TIMEOUT,
@@ -135,7 +139,7 @@ class SandboxExecutor:
         message: RunMessage,
         router: ToolRouter,
         produced: list[tuple[str, list[str]]],
-        hold: _Hold,
+        hold: Hold,
     ) -> DoneMessage:
         """Run on a pool worker; once more on a fresh one if the first died without a trace.
 
@@ -180,7 +184,7 @@ class SandboxExecutor:
         raise AssertionError("unreachable")
 
 
-class _Hold:
+class Hold:
     """Stops and restarts a run's host-side deadline while a person is asked (contract §8:
     that time is not the run's)."""
 
@@ -238,7 +242,7 @@ class Conversation:
         worker: Worker,
         router: ToolRouter,
         *,
-        hold: _Hold | None = None,
+        hold: Hold | None = None,
     ) -> None:
         self.worker = worker
         self.router = router
@@ -376,7 +380,7 @@ def _failed(exc: CodeModeError) -> Outcome:
     return {"ok": False, "error": getattr(exc, "message", None) or str(exc)}
 
 
-def _from_done(done: DoneMessage) -> ExecutionResult:
+def from_done(done: DoneMessage) -> ExecutionResult:
     """The result a worker reported; a malformed report is the worker's failure, not ours."""
     try:
         error = ErrorDetail.model_validate(done["error"]) if done.get("error") else None

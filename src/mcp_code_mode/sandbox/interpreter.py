@@ -14,7 +14,7 @@ import asyncio
 import threading
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from concurrent.futures import Future
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from dspy.primitives.code_interpreter import (
     CodeExecutionError,
@@ -28,6 +28,9 @@ from .executor import KILL_GRACE_S, Conversation
 from .policy import check_policy
 from .pool import Worker, Zygote
 from .protocol import DoneMessage, RunMessage
+
+if TYPE_CHECKING:
+    from ..settings import Settings
 
 __all__ = ["MCPCodeInterpreter"]
 
@@ -111,6 +114,23 @@ class MCPCodeInterpreter:
         self._zygote: Zygote | None = None
         self._worker: Worker | None = None
         self._dead: str | None = None
+
+    @classmethod
+    def over(cls, router: ToolRouter, index: GuestIndex, settings: Settings) -> MCPCodeInterpreter:
+        """A session whose tool calls go to `router` (a gateway's, on the running loop).
+
+        Use it (it is synchronous) from another thread, e.g. through `asyncio.to_thread`.
+        Sessions run on the local executor's workers whatever MCP_EXECUTOR says (a session
+        keeps its state between snippets, which a reset Pyodide runner would not).
+        """
+        return cls(
+            router=router,
+            router_loop=asyncio.get_running_loop(),
+            index=index,
+            allowed_imports=settings.allowed_imports,
+            limits=Limits.from_settings(settings),
+            timeout_s=settings.timeout_s,
+        )
 
     @property
     def tools(self) -> dict[str, Callable[..., Any]]:

@@ -101,11 +101,13 @@ class Launcher(Protocol):
     """Starts workers: the zygote (`local`) or the Pyodide launcher (`pyodide`).
 
     `name` is the executor's name (MCP_EXECUTOR); `layers` the isolation layers its
-    workers have, as detected at `start()`.
+    workers have, as detected at `start()`; `sessions` whether a worker can keep its
+    namespace from one run message to the next (`"session": true`).
     """
 
     name: str
     layers: dict[str, bool]
+    sessions: bool
 
     async def start(self) -> None: ...
 
@@ -215,6 +217,7 @@ class Zygote:
     """The preloaded process that forks workers (see `mcp_code_mode.sandbox.zygote`)."""
 
     name = "local"
+    sessions = True
 
     def __init__(self, *, allowed_imports: Sequence[str], scratch_root: str | None = None) -> None:
         """`scratch_root`: where workers' working directories are made (default: a tmpfs

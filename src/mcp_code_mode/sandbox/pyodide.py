@@ -158,6 +158,7 @@ class PyodideLauncher:
     """Starts warm Pyodide runners; plays the zygote's part for the worker pool."""
 
     name = "pyodide"
+    sessions = False  # a runner is reset after each run
 
     def __init__(
         self,

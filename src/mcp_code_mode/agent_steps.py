@@ -1,0 +1,59 @@
+"""The agent's steps: what ran (or why a reply did not), as the model and the caller see it."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["Step", "clip", "trajectory"]
+
+_RESULT_CHARS = 2000
+
+
+@dataclass(slots=True)
+class Step:
+    """One step (contract §3 `run_task.steps`): a snippet that ran, or a model reply that
+    could not be run (`code` empty or repeated, `error` saying why)."""
+
+    code: str
+    ok: bool
+    result: Any
+    error: dict[str, Any] | None
+    stdout: str = ""
+    logs: list[str] = field(default_factory=list)
+    produced: bool = False  # ran and returned, printed or called something
+
+    def to_json(self) -> dict[str, Any]:
+        return {"code": self.code, "ok": self.ok, "result": self.result, "error": self.error}
+
+    def render(self, number: int) -> str:
+        lines = [f"## Step {number}", "```python", self.code or "(no code)", "```"]
+        if self.stdout:
+            lines.append("stdout: " + clip(self.stdout))
+        if self.logs:
+            lines.append("logs: " + clip("\n".join(self.logs)))
+        if self.ok:
+            lines.append("result: " + clip(json.dumps(self.result, ensure_ascii=False)))
+        else:
+            error = self.error or {}
+            where = f" at line {error['line']}" if error.get("line") else ""
+            lines.append(f"error {error.get('type')}{where}: {clip(str(error.get('message')))}")
+        return "\n".join(lines)
+
+    @classmethod
+    def refused(cls, code: str, kind: str, message: str) -> Step:
+        """A model reply that was not run, and why (shown to the model as the step's error)."""
+        return cls(code=code, ok=False, result=None, error={"type": kind, "message": message})
+
+
+def clip(text: str, limit: int = _RESULT_CHARS) -> str:
+    """`text` cut to `limit` characters, saying how many more there were."""
+    return text if len(text) <= limit else text[:limit] + f"… [{len(text) - limit} more chars]"
+
+
+def trajectory(steps: list[Step]) -> str:
+    """The steps so far, rendered for the next prompt."""
+    if not steps:
+        return "(nothing run yet)"
+    return "\n\n".join(step.render(i) for i, step in enumerate(steps, 1))

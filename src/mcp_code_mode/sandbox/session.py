@@ -1,0 +1,93 @@
+"""`CodeSession`: snippets that run one after another in one worker, sharing their variables.
+
+The agent's steps for one task run in a session, as code agents' steps do: what a step
+computed is there for the next one. Each snippet still passes the policy and runs under the
+run limits (its own time limit; the worker's memory limit holds for the session). A step
+that times out or crashes loses the worker, and with it the variables: the result says so,
+and the next step gets a fresh worker. Only launchers whose workers keep a namespace
+(`Launcher.sessions`: the local executor) have sessions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+import time
+from typing import Any
+
+from ..errors import ErrorType, WorkerCrashed
+from .base import ExecutionResult, GuestIndex, ToolRouter
+from .executor import KILL_GRACE_S, Conversation, Hold, SandboxExecutor, check_code, from_done
+from .pool import Worker
+from .protocol import RunMessage
+
+__all__ = ["LOST", "CodeSession"]
+
+LOST = "the session's variables were lost with its worker; the next step starts afresh"
+
+
+class CodeSession:
+    """One worker of `executor`'s kind, held for a sequence of runs; `close()` ends it."""
+
+    def __init__(self, executor: SandboxExecutor) -> None:
+        if not executor.launcher.sessions:
+            raise ValueError(f"the {executor.name} executor keeps no state between runs")
+        self._executor = executor
+        self._worker: Worker | None = None
+        self._lock = asyncio.Lock()  # one snippet at a time: they share one namespace
+
+    async def run(
+        self, code: str, *, input: Any, timeout_s: float, index: GuestIndex, router: ToolRouter
+    ) -> ExecutionResult:
+        """Run `code` after the session's earlier snippets, in their namespace."""
+        async with self._lock:
+            started = time.perf_counter()
+            result = check_code(code, self._executor.allowed_imports, self._executor.limits)
+            if result is None:
+                result = await self._converse(code, input, timeout_s, index, router)
+            result.tool_calls = [*router.records()]
+            result.duration_ms = round((time.perf_counter() - started) * 1000, 1)
+            return result
+
+    async def _converse(
+        self, code: str, input: Any, timeout_s: float, index: GuestIndex, router: ToolRouter
+    ) -> ExecutionResult:
+        if self._worker is None or self._worker.exited():
+            self._worker = await self._executor.pool.fork()
+        message: RunMessage = {
+            "op": "run",
+            "code": code,
+            "input": input,
+            "index_version": index.version,
+            "index": index.servers,
+            "timeout_s": timeout_s,
+            "max_output_chars": self._executor.limits.max_output_chars,
+            "seed": secrets.randbits(128),
+            "session": True,
+        }
+        try:
+            async with asyncio.timeout(timeout_s + KILL_GRACE_S) as clock:
+                done = await Conversation(self._worker, router, hold=Hold(clock)).run(message)
+            result = from_done(done)
+        except TimeoutError:
+            result = ExecutionResult.failure(
+                ErrorType.TIMEOUT, f"the step exceeded its {timeout_s:g}s time limit; {LOST}"
+            )
+        except WorkerCrashed as exc:
+            result = ExecutionResult.failure(ErrorType.EXECUTOR_ERROR, f"{exc}; {LOST}")
+        timed_out = result.error is not None and result.error.type == ErrorType.TIMEOUT
+        if timed_out or self._worker is None or self._worker.exited():
+            self._drop()  # a timed out worker may still be running the snippet
+            if result.error is not None and LOST not in result.error.message:
+                result.error.message = f"{result.error.message}; {LOST}"
+        return result
+
+    def _drop(self) -> None:
+        worker, self._worker = self._worker, None
+        if worker is not None:
+            worker.kill()
+            self._executor.pool.reap(worker)
+
+    def close(self) -> None:
+        """Kill the session's worker (its variables go with it); idempotent."""
+        self._drop()
