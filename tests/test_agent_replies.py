@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from mcp_code_mode import agent
 from mcp_code_mode.agent_lm import LMUnreachable, check_lm
 from mcp_code_mode.agent_replies import LenientChatAdapter, LenientJSONAdapter, lenient_fields
+from mcp_code_mode.agent_steps import Step, trajectory
 from mcp_code_mode.gateway import Gateway
 from mcp_code_mode.settings import Settings
 
@@ -158,7 +159,9 @@ async def test_a_value_kept_in_step_one_is_used_in_step_two(lm_gateway: Gateway)
         result = await run(lm_gateway, lm_settings(stub.api_base), "Double the DE customers.")
     assert [s["result"] for s in result["steps"]] == [22, 44]
     assert result["finished"] is True and result["error"] is None
-    assert "Variables you define stay defined" in json.dumps(stub.requests[0]["messages"])
+    prompt = json.dumps(stub.requests[0]["messages"])
+    assert "Variables you define stay defined" in prompt
+    assert "tools.shop_a.list_orders" in prompt  # the worked example of a reply
     assert len(result["tool_calls"]) == 1  # step 2 used the variable, not the tool again
 
 
@@ -242,3 +245,20 @@ async def test_dummy_lm_empty_code_with_nothing_run_is_not_finished(gateway: Gat
         prediction = await runner.acall(task="anything")
     assert [s["error"]["type"] for s in prediction.steps] == ["NO_CODE"] * agent.STOP_AFTER
     assert prediction.finished is False and prediction.answer.startswith("The task was not done")
+
+
+def test_old_steps_are_shortened_to_fit_and_the_latest_stays_whole() -> None:
+    steps = [
+        Step(code=f"x{i} = {i}\n" + "y = 1\n" * 40, ok=i % 2 == 0, result="r" * 1500, error=None)
+        for i in range(6)
+    ]
+    for step in steps:
+        if not step.ok:
+            step.error = {"type": "RUNTIME_ERROR", "message": "boom " * 200}
+    text = trajectory(steps, 6000)
+    assert len(text) <= 6000
+    assert steps[-1].render(6) in text  # the latest step, whole
+    assert "## Step 1 (shortened)\n`x0 = 0`: ran ok" in text
+    assert "## Step 2 (shortened)\n`x1 = 1`: failed with RUNTIME_ERROR" in text
+    assert trajectory(steps[:1], 10) == steps[0].render(1)  # one step is never cut
+    assert trajectory(steps, 10**6) == "\n\n".join(s.render(i) for i, s in enumerate(steps, 1))

@@ -100,6 +100,7 @@ DEFAULTS = {
     "dspy_timeout_s": 120.0,
     "dspy_num_retries": 2,
     "dspy_tool_context_tokens": 3000,
+    "dspy_trajectory_tokens": 4000,
 }
 
 

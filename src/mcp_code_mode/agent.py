@@ -20,7 +20,7 @@ from dspy.utils.exceptions import AdapterParseError
 
 from .agent_lm import LMNotConfigured, adapter_for, make_lm
 from .agent_replies import strip_fences
-from .agent_steps import Step, clip, trajectory
+from .agent_steps import TRAJECTORY_CHARS, Step, clip, trajectory
 from .approval import Approver
 from .encodable import clean_text
 from .gateway import Gateway
@@ -76,6 +76,18 @@ FRESH_NAMESPACE = (
 """The sentence of `WriteCode`'s instructions, and what it says where runs keep no state."""
 
 
+EXAMPLE = dspy.Example(
+    task="What is the total of the paid orders of shop A?",
+    tool_context="def shop_a.list_orders(status: str) -> list:  # orders as dicts",
+    trajectory="(nothing run yet)",
+    reasoning="List the paid orders and add up their amounts in code.",
+    code="```python\npaid = tools.shop_a.list_orders(status='paid')\n"
+    "round(sum(o['amount'] for o in paid), 2)\n```",
+    finished=False,
+)
+"""The worked example the model is shown of a reply (short: small models copy its form)."""
+
+
 class Answer(dspy.Signature):
     """Answer the task from what the code that was run returned."""
 
@@ -125,6 +137,8 @@ class CodeExecutionAgent(dspy.Module):
         max_steps: model replies (snippets or refusals) at most before giving up.
         sessions: opens a runner whose snippets share variables, one per task (the steps
             of a task then build on each other); None: every snippet starts afresh.
+        trajectory_chars: what earlier steps may take of a prompt; the oldest are shortened
+            to fit (a small model's context window).
     """
 
     def __init__(
@@ -134,8 +148,10 @@ class CodeExecutionAgent(dspy.Module):
         tool_context: str = "",
         max_steps: int = 8,
         sessions: SessionOpener | None = None,
+        trajectory_chars: int = TRAJECTORY_CHARS,
     ) -> None:
         super().__init__()
+        self.trajectory_chars = trajectory_chars
         self.runner = _SharedRunner(run_code, sessions)
         self.tool_context = tool_context
         self.max_steps = max_steps
@@ -144,6 +160,7 @@ class CodeExecutionAgent(dspy.Module):
         if sessions is None:
             instructions = instructions.replace(persistent, fresh)
         self.write_code = dspy.ChainOfThought(WriteCode.with_instructions(instructions))
+        self.write_code.predict.demos = [EXAMPLE]  # an optimizer's demos replace it
         self.answer = dspy.Predict(Answer)
 
     async def aforward(self, task: str, on_step: StepCallback | None = None) -> dspy.Prediction:
@@ -216,7 +233,7 @@ class _Loop:
             proposal = await self.agent.write_code.acall(
                 task=self.task,
                 tool_context=self.agent.tool_context,
-                trajectory=trajectory(self.steps),
+                trajectory=trajectory(self.steps, self.agent.trajectory_chars),
             )
         except AdapterParseError as exc:
             reply = clean_text(str(getattr(exc, "lm_response", "") or ""))
@@ -270,7 +287,8 @@ class _Loop:
             why = (self.error or {}).get("message") or "no step ran successfully"
             return f"The task was not done: {why}. No code that ran produced a result."
         try:
-            final = await self.agent.answer.acall(task=self.task, trajectory=trajectory(self.steps))
+            steps = trajectory(self.steps, self.agent.trajectory_chars)
+            final = await self.agent.answer.acall(task=self.task, trajectory=steps)
             answer = str(final.answer)
         except Exception as exc:  # the answer's boundary: the steps' results are still returned
             reason = clip(clean_text(f"{type(exc).__name__}: {exc}"), 300)
@@ -330,6 +348,7 @@ def agent_for(
         tool_context=tool_context_for(gateway, task),
         max_steps=gateway.settings.dspy_max_steps,
         sessions=session if probe is not None else None,
+        trajectory_chars=4 * gateway.settings.dspy_trajectory_tokens,  # ~4 chars a token
     )
 
 

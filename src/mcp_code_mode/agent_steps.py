@@ -6,9 +6,10 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Step", "clip", "trajectory"]
+__all__ = ["TRAJECTORY_CHARS", "Step", "clip", "trajectory"]
 
 _RESULT_CHARS = 2000
+TRAJECTORY_CHARS = 16_000  # about 4,000 tokens: what earlier steps may take of a prompt
 
 
 @dataclass(slots=True)
@@ -41,6 +42,16 @@ class Step:
             lines.append(f"error {error.get('type')}{where}: {clip(str(error.get('message')))}")
         return "\n".join(lines)
 
+    def summary(self, number: int) -> str:
+        """Two lines for a step shortened to fit the prompt: its code's first line, and how
+        it went."""
+        first = clip(self.code.strip().split("\n", 1)[0], 120) if self.code.strip() else "-"
+        if self.ok:
+            size = len(json.dumps(self.result, ensure_ascii=False))
+            return f"## Step {number} (shortened)\n`{first}`: ran ok, a result of {size} chars"
+        kind = (self.error or {}).get("type")
+        return f"## Step {number} (shortened)\n`{first}`: failed with {kind}"
+
     @classmethod
     def refused(cls, code: str, kind: str, message: str) -> Step:
         """A model reply that was not run, and why (shown to the model as the step's error)."""
@@ -52,8 +63,17 @@ def clip(text: str, limit: int = _RESULT_CHARS) -> str:
     return text if len(text) <= limit else text[:limit] + f"… [{len(text) - limit} more chars]"
 
 
-def trajectory(steps: list[Step]) -> str:
-    """The steps so far, rendered for the next prompt."""
+def trajectory(steps: list[Step], budget_chars: int = TRAJECTORY_CHARS) -> str:
+    """The steps so far, rendered for the next prompt: the oldest shortened to one line
+    each, as far as needed to fit `budget_chars` (the latest step is always whole)."""
     if not steps:
         return "(nothing run yet)"
-    return "\n\n".join(step.render(i) for i, step in enumerate(steps, 1))
+    rendered = [step.render(i) for i, step in enumerate(steps, 1)]
+    total = sum(map(len, rendered)) + 2 * len(rendered)
+    for i, step in enumerate(steps[:-1]):
+        if total <= budget_chars:
+            break
+        short = step.summary(i + 1)
+        total -= len(rendered[i]) - len(short)
+        rendered[i] = short
+    return "\n\n".join(rendered)

@@ -110,6 +110,7 @@ class Settings(BaseSettings):
     dspy_tool_context_tokens: int = Field(
         3000, gt=0, validation_alias=_env("DSPY_TOOL_CONTEXT_TOKENS")
     )
+    dspy_trajectory_tokens: int = Field(4000, gt=0, validation_alias=_env("DSPY_TRAJECTORY_TOKENS"))
 
     @classmethod
     def load(cls) -> Settings:
