@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import random
-from pathlib import Path
 from typing import Any
 
 import dspy
@@ -24,14 +23,9 @@ from mcp_code_mode.agent_steps import Step, trajectory
 from mcp_code_mode.gateway import Gateway
 from mcp_code_mode.settings import Settings
 
-from .servers.stub_lm import chat_reply, serve_stub
+from .servers.stub_lm import Replay, chat_reply, recorded_replies, serve_stub
 
-REPLIES = [
-    json.loads(line)
-    for line in (Path(__file__).parent / "data" / "agent_replies" / "smollm2-135m.jsonl")
-    .read_text(encoding="utf-8")
-    .splitlines()
-]
+REPLIES = recorded_replies()
 TASKS = [
     "How many customers are in Germany (country DE)?",
     "How many refunded orders have an amount above 850?",
@@ -41,26 +35,6 @@ TASKS = [
 KEYS = {"answer", "code", "steps", "tool_calls", "tokens", "finished", "error"}
 MAX_STEPS = 4
 WRITE_CODE = dspy.ChainOfThought(agent.WriteCode).predict.signature
-
-
-def kind(body: dict[str, Any]) -> str:
-    """`write_code` or `answer`, from the output fields the system message asks for."""
-    system = body["messages"][0]["content"]
-    asked = system.split("Your output fields are:", 1)[-1].split("All interactions", 1)[0]
-    return "write_code" if "`code`" in asked else "answer"
-
-
-class Replay:
-    """Recorded replies of the kind each request asks for, picked by a seeded RNG."""
-
-    def __init__(self, seed: int, transform: Any = None) -> None:
-        self.rng = random.Random(seed)
-        self.transform = transform or (lambda text, rng: text)
-
-    def __call__(self, body: dict[str, Any]) -> str:
-        wanted = kind(body)
-        reply = self.rng.choice([r for r in REPLIES if r["kind"] == wanted])["reply"]
-        return str(self.transform(reply, self.rng))
 
 
 def lm_settings(api_base: str, **extra: Any) -> Settings:

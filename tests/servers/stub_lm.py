@@ -3,11 +3,43 @@
 from __future__ import annotations
 
 import json
+import random
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
+
+REPLIES_FILE = Path(__file__).parent.parent / "data" / "agent_replies" / "smollm2-135m.jsonl"
+
+
+def recorded_replies() -> list[dict[str, Any]]:
+    """SmolLM2-135M's real replies to the agent's prompts (see the folder's README)."""
+    lines = REPLIES_FILE.read_text(encoding="utf-8").splitlines()
+    return [json.loads(line) for line in lines]
+
+
+def reply_kind(body: dict[str, Any]) -> str:
+    """`write_code` or `answer`, from the output fields a request's system message asks for."""
+    system = body["messages"][0]["content"]
+    asked = system.split("Your output fields are:", 1)[-1].split("All interactions", 1)[0]
+    return "write_code" if "`code`" in asked else "answer"
+
+
+class Replay:
+    """Answers each request with a recorded reply of the kind it asks for, picked by a
+    seeded RNG (repeatable runs); `transform(reply, rng)` makes variants."""
+
+    def __init__(self, seed: int, transform: Callable[[str, random.Random], str] | None = None):
+        self.rng = random.Random(seed)
+        self.transform = transform or (lambda text, rng: text)
+        self.replies = recorded_replies()
+
+    def __call__(self, body: dict[str, Any]) -> str:
+        wanted = reply_kind(body)
+        reply = self.rng.choice([r for r in self.replies if r["kind"] == wanted])["reply"]
+        return self.transform(reply, self.rng)
 
 
 def chat_reply(**fields: Any) -> str:
