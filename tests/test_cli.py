@@ -163,6 +163,21 @@ def test_exec_starts_only_the_servers_its_code_uses(tmp_path: Path) -> None:
     assert (tmp_path / "a.started").exists() and (tmp_path / "b.started").exists()
 
 
+def test_settings_beside_the_config_hold_when_launched_from_root(tmp_path: Path) -> None:
+    """Claude Desktop starts the command from `/` with `--config`: the `.env` beside the
+    config still sets the run's limits."""
+    config = tmp_path / "mcp_servers.json"
+    config.write_text(json.dumps({"servers": {}}), encoding="utf-8")
+    (tmp_path / ".env").write_text("MCP_CODE_TIMEOUT_S=1.5\n", encoding="utf-8")
+    proc = cli("exec", "--config", str(config), "--code", "while True:\n    pass", cwd=Path("/"))
+    assert proc.returncode == 1 and "1.5s time limit" in proc.stdout + proc.stderr
+
+
+def test_version() -> None:
+    proc = cli("--version")
+    assert proc.returncode == 0 and proc.stdout.startswith("mcp-code-mode ")
+
+
 def test_run_without_an_lm_is_a_clear_error() -> None:
     env_lm = {k: v for k, v in os.environ.items() if k.startswith("DSPY_")}
     assert not env_lm, "this test expects no DSPY_* variables in the environment"

@@ -214,6 +214,28 @@ def test_environment_wins_over_dotenv(clean_env: pytest.MonkeyPatch) -> None:
     assert s.memory_mb == 128
 
 
+def test_the_dotenv_beside_the_config_is_read_first(
+    clean_env: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """As a desktop client launches it: from another folder, with --config."""
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "mcp_servers.json").write_text('{"servers": {}}', encoding="utf-8")
+    (project / ".env").write_text(
+        "MCP_CODE_TIMEOUT_S=3\nDSPY_LM=openai/local\nMCP_CODE_MEMORY_MB=64\n", encoding="utf-8"
+    )
+    Path(".env").write_text("MCP_CODE_TIMEOUT_S=12\nMCP_CODE_POOL_SIZE=5\n", encoding="utf-8")
+    clean_env.setenv("MCP_CODE_MEMORY_MB", "128")
+    s = Settings.load(project / "mcp_servers.json")
+    assert s.timeout_s == 3  # beside the config, over the working directory's
+    assert s.dspy_lm == "openai/local"
+    assert s.pool_size == 5  # the working directory's, where the config's is silent
+    assert s.memory_mb == 128  # the environment over both
+    assert s.servers_config == str(project / "mcp_servers.json")
+    clean_env.setenv("MCP_SERVERS_CONFIG", str(project / "mcp_servers.json"))
+    assert Settings.load().timeout_s == 3  # the config named by the environment: the same
+
+
 def test_env_file_none_ignores_dotenv(clean_env: pytest.MonkeyPatch) -> None:
     Path(".env").write_text("MCP_CODE_TIMEOUT_S=12\n", encoding="utf-8")
     assert Settings(_env_file=None).timeout_s == 30  # type: ignore[call-arg]

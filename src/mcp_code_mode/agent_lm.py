@@ -21,7 +21,7 @@ from dotenv import load_dotenv
 from .agent_replies import ADAPTERS
 from .encodable import clean_text, clip
 from .errors import CodeModeError
-from .settings import Settings
+from .settings import Settings, env_files
 
 __all__ = ["LMNotConfigured", "LMUnreachable", "adapter_for", "check_lm", "make_lm"]
 
@@ -46,7 +46,8 @@ def make_lm(settings: Settings) -> dspy.LM:
         )
     # Provider keys (OPENAI_API_KEY, ...) may live in .env; LiteLLM reads the environment.
     # Workers and upstreams never see them: both start from explicit minimal environments.
-    load_dotenv(".env", override=False)
+    for dotenv in env_files(settings.servers_config):  # the first file wins (no override)
+        load_dotenv(dotenv, override=False)
     options: dict[str, object] = {
         "temperature": settings.dspy_temperature,
         "max_tokens": settings.dspy_max_tokens,

@@ -25,6 +25,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="mcp-code-mode", description="MCP gateway that runs agent code against MCP tools."
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     commands = parser.add_subparsers(dest="command", required=True)
 
     add_serve_arguments(commands.add_parser("serve", help="run the MCP server (stdio or http)"))
@@ -39,18 +40,27 @@ def _parser() -> argparse.ArgumentParser:
     _common(run)
 
     tools = commands.add_parser("tools", help="list or search the upstream catalog")
-    tools.add_argument("--search", metavar="QUERY")
-    tools.add_argument("--server", metavar="NAME")
-    tools.add_argument("--limit", type=int, default=10)
+    tools.add_argument("--search", metavar="QUERY", help="rank the tools for this query")
+    tools.add_argument("--server", metavar="NAME", help="only this server's tools")
+    tools.add_argument("--limit", type=int, default=10, help="hits to show (default 10)")
     _common(tools)
 
     task = commands.add_parser("run", help="natural-language task through the DSPy agent")
-    task.add_argument("task")
+    task.add_argument("task", help="what to do, in plain words")
     _common(task)
 
     setup = commands.add_parser("setup", help="install optional runtimes")
-    setup.add_argument("what", choices=["pyodide"])
+    setup.add_argument("what", choices=["pyodide"], help="the runtime to install")
     return parser
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("mcp-code-mode")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown"
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
@@ -62,7 +72,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(message)s")
     try:
-        settings = Settings.load()
+        settings = Settings.load(getattr(args, "config", None))
         if args.command == "serve":
             from .executor_server import serve  # the MCP server's stack: only to serve
 

@@ -25,6 +25,7 @@ from pydantic import (
 )
 
 from .errors import ConfigError
+from .settings import env_files
 
 if TYPE_CHECKING:
     from fastmcp.client.transports import ClientTransport
@@ -372,9 +373,8 @@ def load_config(
 
 def _default_variables(file: Path) -> dict[str, str]:
     variables: dict[str, str] = {}
-    for dotenv in (Path.cwd() / ".env", file.resolve().parent / ".env"):
-        if dotenv.is_file():
-            variables.update({k: v for k, v in dotenv_values(dotenv).items() if v is not None})
+    for dotenv in reversed(env_files(file)):  # the first file wins: updated last
+        variables.update({k: v for k, v in dotenv_values(dotenv).items() if v is not None})
     variables.update(os.environ)
     return variables
 

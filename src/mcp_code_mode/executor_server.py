@@ -190,7 +190,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         asyncio.run(
             serve(
-                Settings.load(),
+                Settings.load(args.config),
                 config_path=args.config,
                 transport=args.transport,
                 host=args.host,

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from .errors import ConfigError
 
-__all__ = ["DEFAULT_ALLOWED_IMPORTS", "Settings", "cache_root"]
+__all__ = ["DEFAULT_ALLOWED_IMPORTS", "Settings", "cache_root", "env_files"]
 
 DEFAULT_ALLOWED_IMPORTS: tuple[str, ...] = (
     "json",
@@ -41,6 +41,17 @@ def cache_root(base: str | None = None) -> Path:
     """`<base>/mcp-code-mode`; base: MCP_CODE_CACHE_DIR, else XDG_CACHE_HOME, else ~/.cache."""
     base = base or os.environ.get("MCP_CODE_CACHE_DIR") or os.environ.get("XDG_CACHE_HOME")
     return Path(base or Path.home() / ".cache").expanduser() / "mcp-code-mode"
+
+
+def env_files(config_path: str | Path) -> list[Path]:
+    """The `.env` files settings and `${VAR}`s are read from, first wins: the one beside the
+    config file, then the working directory's (those that exist, each once)."""
+    candidates = [Path(config_path).expanduser().resolve().parent / ".env", Path.cwd() / ".env"]
+    found: list[Path] = []
+    for path in candidates:
+        if path.is_file() and all(not path.samefile(other) for other in found):
+            found.append(path)
+    return found
 
 
 def _env(name: str) -> AliasChoices:
@@ -113,10 +124,15 @@ class Settings(BaseSettings):
     dspy_trajectory_tokens: int = Field(4000, gt=0, validation_alias=_env("DSPY_TRAJECTORY_TOKENS"))
 
     @classmethod
-    def load(cls) -> Settings:
-        """Settings from the environment and `.env`; a bad value is a ConfigError naming it."""
+    def load(cls, config_path: str | Path | None = None) -> Settings:
+        """Settings from the environment, then the `.env` beside the config file (`config_path`,
+        else MCP_SERVERS_CONFIG), then the working directory's `.env`: the first that sets a
+        value wins. A desktop client starts the server from `/` with `--config`, so the `.env`
+        beside the config is where its settings are. A bad value is a ConfigError naming it."""
         try:
-            return cls()
+            given: dict[str, Any] = {"servers_config": str(config_path)} if config_path else {}
+            files = env_files(config_path or cls().servers_config)
+            return cls(_env_file=tuple(reversed(files)), **given)
         except ValidationError as exc:
             problems = [
                 f"{'.'.join(map(str, e['loc']))}={e['input']!r}: {e['msg']}" for e in exc.errors()
