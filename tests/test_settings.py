@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,8 @@ from pydantic import ValidationError
 
 from mcp_code_mode.errors import ConfigError
 from mcp_code_mode.settings import DEFAULT_ALLOWED_IMPORTS, Settings
+
+from .support import ROOT
 
 # Contract §5, in its order.
 CONTRACT_IMPORTS = (
@@ -326,3 +329,21 @@ def test_settings_are_frozen(clean_env: pytest.MonkeyPatch) -> None:
         s.executor = "pyodide"  # type: ignore[misc]
     assert s.timeout_s == 30
     assert hash(s) == hash(Settings(_env_file=None))  # type: ignore[call-arg]
+
+
+def test_env_example_lists_every_setting_with_its_default() -> None:
+    """`.env.example`: every setting, set to its default or only in commented examples
+    when it has none (a copied file must change nothing)."""
+    text = (ROOT / ".env.example").read_text(encoding="utf-8")
+    defaults = Settings(_env_file=None)  # type: ignore[call-arg]
+    for name, info in Settings.model_fields.items():
+        env = info.validation_alias.choices[0]  # type: ignore[union-attr]
+        lines = re.findall(rf"^(#\s*)?{env}=(.*)$", text, re.MULTILINE)
+        assert lines, f"{env} is not in .env.example"
+        active = [value for commented, value in lines if not commented]
+        assert len(active) <= 1, f"{env} is set {len(active)} times"
+        if not active:
+            continue  # examples only: no default to state
+        value = active[0]
+        parsed = Settings(_env_file=None, **{name: value} if value else {})  # type: ignore[call-arg]
+        assert getattr(parsed, name) == getattr(defaults, name), f"{env}={value} is not the default"
