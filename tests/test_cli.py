@@ -173,6 +173,16 @@ def test_settings_beside_the_config_hold_when_launched_from_root(tmp_path: Path)
     assert proc.returncode == 1 and "1.5s time limit" in proc.stdout + proc.stderr
 
 
+def test_setup_pyodide_says_what_is_missing(tmp_path: Path) -> None:
+    """No Node.js or npm on the PATH and nothing installed yet: told so, not "ready"."""
+    env = {**os.environ, "PATH": str(tmp_path / "empty"), "MCP_CODE_CACHE_DIR": str(tmp_path)}
+    proc = subprocess.run(
+        [str(SCRIPT), "setup", "pyodide"], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert proc.returncode == 2 and "ready" not in proc.stdout
+    assert "Node.js and npm" in proc.stderr and "Traceback" not in proc.stderr
+
+
 def test_version() -> None:
     proc = cli("--version")
     assert proc.returncode == 0 and proc.stdout.startswith("mcp-code-mode ")

@@ -69,14 +69,29 @@ def deno_binary() -> str | None:
         return shutil.which("deno")
 
 
+_NO_DENO = (
+    "Deno to run Pyodide: `pip install -e '.[pyodide]'` from a clone (the `deno` package), "
+    "or install Deno (https://deno.com) on the PATH"
+)
+_NO_NODE = (
+    "Node.js and npm to install Pyodide from the npm registry, once: e.g. "
+    "`apt-get install nodejs npm` or https://nodejs.org"
+)
+
+
 def setup_pyodide(cache_dir: str | None = None) -> Path:
-    """Install npm `pyodide` into the cache (from the npm registry only); returns its folder."""
+    """Install npm `pyodide` into the cache (from the npm registry only); returns its folder.
+    What is missing (Deno to run it, Node.js and npm to install it) is said first, all of it."""
     target = pyodide_dir(cache_dir)
-    if (target / "pyodide.mjs").is_file():
-        return target
+    missing = [] if deno_binary() is not None else [_NO_DENO]
+    installed = (target / "pyodide.mjs").is_file()
     npm = shutil.which("npm")
-    if npm is None:
-        raise CodeModeError("npm is needed to install Pyodide: install Node.js (with npm) first")
+    if not installed and (npm is None or shutil.which("node") is None):
+        missing.append(_NO_NODE)
+    if missing:
+        raise CodeModeError("the Pyodide executor needs " + "; and ".join(missing))
+    if installed or npm is None:
+        return target
     prefix = target.parent.parent
     prefix.mkdir(parents=True, exist_ok=True)
     command = [npm, "install", "--no-audit", "--no-fund", "--prefix", str(prefix)]
@@ -181,9 +196,7 @@ class PyodideLauncher:
         self._deno = deno_binary()
         self._dir = pyodide_dir(self._cache_dir)
         if self._deno is None:
-            raise CodeModeError(
-                "MCP_EXECUTOR=pyodide needs Deno: pip install 'mcp-code-mode[pyodide]'"
-            )
+            raise CodeModeError(f"MCP_EXECUTOR=pyodide needs {_NO_DENO}")
         if not (self._dir / "pyodide.mjs").is_file():
             raise CodeModeError(
                 "MCP_EXECUTOR=pyodide needs Pyodide: run `mcp-code-mode setup pyodide` first"
