@@ -12,9 +12,10 @@ import asyncio
 import contextlib
 import importlib
 import logging
+import os
 import signal
 import sys
-from collections.abc import AsyncIterator, Coroutine, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
@@ -33,6 +34,9 @@ logger = logging.getLogger(__name__)
 
 # Over stdio, how long after serving begins the upstreams start (see `_serve_stdio`).
 _UPSTREAMS_AFTER_S = 0.3
+_STOP_GRACE_S = 0.5  # for a stop to end the serving task before it is ended for it
+_CLEANUP_S = 10.0
+_REPORTER = "mcp-code-mode start report"
 
 
 def build_server(gateway: Gateway, *, lm: Any = None) -> FastMCP:
@@ -77,7 +81,7 @@ async def serve(
             # From here a signal ends it quietly, during the start too: the sandbox's warm
             # workers are then disposed of (their scratch directories with them).
             gateway = Gateway(settings, config, connect="on_demand")
-            await _until_signal(_serve_stdio(gateway, importing, lm))
+            await _until_signal(_serve_stdio(gateway, importing, lm), _quiet_close(gateway))
             return
         from .http_serving import serve_http
 
@@ -99,6 +103,18 @@ async def serve(
         await serve_http(settings, started, host=host, port=port)
     finally:
         await asyncio.gather(importing, return_exceptions=True)
+
+
+def _quiet_close(gateway: Gateway) -> Callable[[], Awaitable[None]]:
+    """Closes `gateway` without the start report's lines about what the close cancelled."""
+
+    async def close() -> None:
+        for task in asyncio.all_tasks():
+            if task.get_name() == _REPORTER:
+                task.cancel()
+        await gateway.aclose()
+
+    return close
 
 
 def _import_app() -> ModuleType:
@@ -148,7 +164,7 @@ async def _reporting_start(
                 line = f"server {row['name']!r} ({row['status']}): {row['error']}"
                 print(f"mcp-code-mode: {line}", file=sys.stderr)
 
-    task = asyncio.create_task(report_upstreams())
+    task = asyncio.create_task(report_upstreams(), name=_REPORTER)
     try:
         yield
     finally:
@@ -157,8 +173,15 @@ async def _reporting_start(
             await task
 
 
-async def _until_signal(serving: Coroutine[Any, Any, None]) -> None:
-    """Run `serving` until it returns or SIGINT/SIGTERM arrives, which cancels it."""
+async def _until_signal(
+    serving: Coroutine[Any, Any, None], cleanup: Callable[[], Awaitable[None]]
+) -> None:
+    """Run `serving` until it returns or SIGINT/SIGTERM arrives, which cancels it.
+
+    The MCP SDK reads stdin in a thread that cancellation cannot interrupt: once serving,
+    the cancelled task would wait for the client's next line forever. So a stop that has not
+    ended within `_STOP_GRACE_S` runs `cleanup` (the sandbox's workers and the upstreams
+    disposed of) and ends the process at once, quietly, with status 0."""
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     handled = []
@@ -175,6 +198,12 @@ async def _until_signal(serving: Coroutine[Any, Any, None]) -> None:
     finally:
         waiter.cancel()
         task.cancel()
+        done, _ = await asyncio.wait({task}, timeout=_STOP_GRACE_S)
+        if not done:  # blocked on stdin: nothing else left to wait for
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(cleanup(), _CLEANUP_S)
+            sys.stderr.flush()
+            os._exit(0)
         with contextlib.suppress(asyncio.CancelledError):
             await task
         for signum in handled:
