@@ -142,14 +142,23 @@ async def test_waiting_for_a_person_does_not_count_against_the_run(
 
 
 @pytest.mark.parametrize(("mode", "reaches"), [("auto", True), ("required", False), ("off", True)])
-async def test_a_client_that_cannot_ask(tmp_path: Path, mode: str, reaches: bool) -> None:
+async def test_a_client_that_cannot_ask(
+    tmp_path: Path, mode: str, reaches: bool, caplog: pytest.LogCaptureFixture
+) -> None:
     gw = await _board(tmp_path, approval=mode)
     try:
-        out = (await gw.execute("tools.board.post_message(text='x')")).to_json()
+        code = "tools.board.post_message(text='x')\ntools.board.post_message(text='y')"
+        out = (await gw.execute(code)).to_json()
         assert out["ok"] is reaches, out
         if not reaches:
             assert "MCP_CODE_APPROVAL=required" in out["error"]["message"]
-        assert (await posts(gw)) == (["x"] if reaches else [])
+        assert (await posts(gw)) == (["x", "y"] if reaches else [])
+        # `auto` lets it through where nobody can be asked, never without a trace
+        traced = [line for line in out["logs"] if line.startswith("approval:")]
+        warned = [r for r in caplog.records if "ran without a person's approval" in r.message]
+        unasked = mode == "auto"
+        assert len(traced) == len(warned) == (1 if unasked else 0), (traced, warned)
+        assert not unasked or "board.post_message" in traced[0]
     finally:
         await gw.aclose()
 

@@ -49,7 +49,7 @@ def search_notes(query: str) -> list[dict]:
     return [n for n in _NOTES.values() if q in n["text"].lower()]
 
 
-@mcp.tool
+@mcp.tool(annotations={"destructiveHint": True})  # asked about first (README "Approving writes")
 def delete_note(note_id: int) -> bool:
     """Delete a note; returns whether it existed."""
     return _NOTES.pop(note_id, None) is not None

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -21,6 +22,8 @@ from .encodable import clean_text, clip, encodable_text
 from .errors import ToolCallFailed
 
 __all__ = ["ApprovalMode", "ApprovalRequest", "Approver", "RunApprovals"]
+
+logger = logging.getLogger(__name__)
 
 ApprovalMode = Literal["auto", "required", "off"]
 
@@ -65,6 +68,7 @@ class RunApprovals:
         self._redact = redact
         self._answers: dict[tuple[str, str], asyncio.Future[str | None]] = {}
         self.paused_s = 0.0  # spent waiting for a person: not counted against the run
+        self.unasked: list[str] = []  # `server.tool`s that `auto` let through, nobody asked
         # Awaited before a person is asked (the executor stops the worker's clock).
         self.before_asking: Callable[[], Awaitable[None]] | None = None
 
@@ -106,9 +110,30 @@ class RunApprovals:
             self.paused_s += time.monotonic() - started
         if answer is None:  # nobody can be asked
             if self._mode == "auto":
+                self._let_through(request)
                 return None
             return "it was declined: the client cannot ask a person (MCP_CODE_APPROVAL=required)"
         return None if answer else "it was declined"
+
+    def _let_through(self, request: ApprovalRequest) -> None:
+        """Leave a trace of a call that needed approval and ran without it: in the run's
+        logs (see `notes`) and the server's log."""
+        self.unasked.append(f"{request.server}.{request.tool}")
+        logger.warning(
+            "approval: %s.%s ran without a person's approval: the client cannot ask and "
+            "MCP_CODE_APPROVAL=auto allows it (first call: %s)",
+            request.server,
+            request.tool,
+            request.arguments,
+        )
+
+    def notes(self) -> list[str]:
+        """Lines for the run's logs about its calls that ran unapproved."""
+        return [
+            f"approval: {name} needs approval and ran without it (the client cannot ask a "
+            "person; MCP_CODE_APPROVAL=required would refuse it)"
+            for name in self.unasked
+        ]
 
     def _preview(self, args: dict[str, Any]) -> str:
         try:

@@ -240,6 +240,7 @@ class Gateway:
             )
         finally:
             router.close()  # work still in flight for this run is cancelled
+        result.logs += router.notes()
         if result.error is not None:  # it may quote an upstream's names: shown to a model
             result.error.message = clean_text(result.error.message)
         return bound_reply(result, self.settings.max_output_chars)

@@ -136,6 +136,10 @@ class RunRouter:
                 elapsed = time.perf_counter() - started - (self._approvals.paused_s - paused)
                 record.ms = round(max(0.0, elapsed) * 1000, 1)
 
+    def notes(self) -> list[str]:
+        """Lines the run's logs gain from the gateway (calls that ran unapproved)."""
+        return self._approvals.notes()
+
     @property
     def paused_s(self) -> float:
         """Seconds the run waited for a person: not counted against its time limit."""
