@@ -183,6 +183,38 @@ def test_setup_pyodide_says_what_is_missing(tmp_path: Path) -> None:
     assert "Node.js and npm" in proc.stderr and "Traceback" not in proc.stderr
 
 
+def test_check_the_demo_config() -> None:
+    proc = cli("check")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    lines = proc.stdout.splitlines()
+    assert "notes: ok 7 tools" in lines and "data: ok 4 tools" in lines
+    assert any(line.startswith("sandbox local: ") for line in lines)
+
+
+def test_check_says_where_settings_came_from_and_what_is_down(tmp_path: Path) -> None:
+    config = tmp_path / "mcp_servers.json"
+    broken = {"command": str(tmp_path / "no-such-program")}
+    servers = {"t": server_entry(TEST_SERVER), "broken": broken}
+    config.write_text(json.dumps({"servers": servers}), encoding="utf-8")
+    (tmp_path / ".env").write_text("MCP_CODE_TIMEOUT_S=3\n", encoding="utf-8")
+    proc = cli("check", "--config", str(config), "--json", cwd=Path("/"))
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    report = json.loads(proc.stdout)
+    assert {"name": "MCP_CODE_TIMEOUT_S", "value": "3.0", "from": str(tmp_path / ".env")} in (
+        report["settings"]
+    )
+    status = {row["name"]: row["status"] for row in report["servers"]}
+    assert status == {"t": "ok", "broken": "error"}
+
+
+def test_exec_without_a_config_runs_with_no_servers(tmp_path: Path) -> None:
+    proc = cli("exec", "--code", "1+1", cwd=tmp_path)
+    assert proc.returncode == 0 and proc.stdout.strip() == "2"
+    assert "no mcp_servers.json here" in proc.stderr
+    named = cli("exec", "--config", "missing.json", "--code", "1+1", cwd=tmp_path)
+    assert named.returncode == 2 and "missing.json" in named.stderr  # a named one must exist
+
+
 def test_version() -> None:
     proc = cli("--version")
     assert proc.returncode == 0 and proc.stdout.startswith("mcp-code-mode ")

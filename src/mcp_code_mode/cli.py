@@ -8,6 +8,7 @@ import json
 import logging
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import CodeModeError
@@ -16,6 +17,7 @@ from .settings import Settings
 
 if TYPE_CHECKING:
     from .approval import ApprovalRequest
+    from .config import GatewayConfig
     from .gateway import Gateway
 
 __all__ = ["main"]
@@ -48,6 +50,11 @@ def _parser() -> argparse.ArgumentParser:
     task = commands.add_parser("run", help="natural-language task through the DSPy agent")
     task.add_argument("task", help="what to do, in plain words")
     _common(task)
+
+    check = commands.add_parser(
+        "check", help="try the config: start each server, list its tools, show the settings"
+    )
+    _common(check)
 
     setup = commands.add_parser("setup", help="install optional runtimes")
     setup.add_argument("what", choices=["pyodide"], help="the runtime to install")
@@ -92,6 +99,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return asyncio.run(_tools(settings, args))
         if args.command == "run":
             return asyncio.run(_run(settings, args))
+        if args.command == "check":
+            from .check import check
+
+            return asyncio.run(check(settings, as_json=args.json))
         from .sandbox.pyodide import setup_pyodide
 
         print(f"Pyodide is ready in {setup_pyodide(settings.cache_dir)}")
@@ -116,7 +127,6 @@ def _read_source(args: argparse.Namespace) -> str:
 
 
 async def _exec(settings: Settings, args: argparse.Namespace) -> int:
-    from .config import load_config
     from .gateway import Gateway
 
     code = _read_source(args)
@@ -131,7 +141,7 @@ async def _exec(settings: Settings, args: argparse.Namespace) -> int:
     approver = _ask_on_terminal if sys.stdin.isatty() else None
 
     # Only the upstreams the code uses start (see `reach`), each when first needed.
-    config = load_config(args.config or settings.servers_config)
+    config = _exec_config(settings, args.config)
     async with Gateway(settings, config, connect="on_demand") as gateway:
         result = await gateway.execute(code, input=value, timeout_s=args.timeout, approver=approver)
         _warn_down_servers(gateway)
@@ -140,6 +150,21 @@ async def _exec(settings: Settings, args: argparse.Namespace) -> int:
     else:
         _print_result(result.to_json())
     return 0 if result.ok else 1
+
+
+_DEFAULT_CONFIG = "mcp_servers.json"
+
+
+def _exec_config(settings: Settings, given: str | None) -> GatewayConfig:
+    """The config `exec` runs against: the one named (`--config`, MCP_SERVERS_CONFIG), else
+    `mcp_servers.json` when there is one, else no upstream servers at all (said on stderr)."""
+    from .config import GatewayConfig, load_config
+
+    path = given or settings.servers_config
+    if given is None and path == _DEFAULT_CONFIG and not Path(path).exists():
+        print(f"mcp-code-mode: no {path} here: running with no upstream servers", file=sys.stderr)
+        return GatewayConfig(servers={})
+    return load_config(path)
 
 
 async def _ask_on_terminal(request: ApprovalRequest) -> bool:

@@ -1,0 +1,89 @@
+"""`mcp-code-mode check`: a config tried without serving it, and where each setting came from.
+
+Loads the config, starts every upstream, lists its tools, and says what it found: the
+settings not at their defaults with the place each was read from (the environment or
+which `.env`), the sandbox's layers, and one line per server. Exit status 0 when every
+enabled server answered, 1 when one did not.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from dotenv import dotenv_values
+from pydantic import SecretStr
+
+from .config import load_config
+from .encodable import clean_text
+from .gateway import Gateway
+from .settings import Settings, env_files
+
+__all__ = ["check", "setting_sources"]
+
+
+def setting_sources(settings: Settings) -> list[tuple[str, str, str]]:
+    """(variable, value, where it was read) of each setting not at its default; secrets
+    are shown as `***`."""
+    files = [(path, dotenv_values(path)) for path in env_files(settings.servers_config)]
+    defaults = Settings.model_construct()
+    found = []
+    for name, info in Settings.model_fields.items():
+        value = getattr(settings, name)
+        if value == getattr(defaults, name):
+            continue
+        variable = str(info.validation_alias.choices[0])  # type: ignore[union-attr]
+        where = "the command line"
+        if variable in os.environ:
+            where = "the environment"
+        else:
+            where = next((str(p) for p, values in files if values.get(variable)), where)
+        shown = "***" if isinstance(value, SecretStr) else str(value)
+        found.append((variable, shown, where))
+    return found
+
+
+async def check(settings: Settings, *, as_json: bool) -> int:
+    """Try the config and print what was found; 0 when every enabled server answered."""
+    import json
+
+    config = load_config(settings.servers_config)
+    async with Gateway(settings, config) as gateway:
+        await gateway.settle(wait_s=None)
+        rows = gateway.list_servers()
+        sandbox = gateway.sandbox_info()
+    report: dict[str, Any] = {
+        "config": str(config.path),
+        "env_files": [str(p) for p in env_files(settings.servers_config)],
+        "settings": [{"name": n, "value": v, "from": w} for n, v, w in setting_sources(settings)],
+        "sandbox": sandbox,
+        "servers": rows,
+    }
+    if as_json:
+        print(json.dumps(report, ensure_ascii=False))
+    else:
+        _print(report)
+    down = [row for row in rows if row["status"] not in ("ok", "disabled")]
+    return 1 if down else 0
+
+
+def _print(report: dict[str, Any]) -> None:
+    files = ", ".join(report["env_files"]) or "none"
+    print(f"config: {report['config']}")
+    print(f"settings: the environment, then .env files: {files}")
+    for row in report["settings"]:
+        print(f"  {row['name']}={row['value']}  (from {row['from']})")
+    sandbox = report["sandbox"]
+    print(f"sandbox {sandbox['executor']}: {', '.join(sandbox['layers'])}")
+    if sandbox["inactive"]:
+        print(f"  not available here: {', '.join(sandbox['inactive'])}")
+    for row in report["servers"]:
+        count = f"{row['tool_count']} tools" if row.get("tool_count") is not None else ""
+        line = f"{row['name']}: {row['status']} {count}".rstrip()
+        if row.get("error"):
+            line += f": {clean_text(str(row['error']))}"
+        print(line, file=sys.stdout)
+    if not report["servers"]:
+        print(f"no servers in {Path(report['config']).name}")
