@@ -207,6 +207,28 @@ def test_check_says_where_settings_came_from_and_what_is_down(tmp_path: Path) ->
     assert status == {"t": "ok", "broken": "error"}
 
 
+def test_an_upstreams_stderr_is_kept_in_its_log_file(tmp_path: Path) -> None:
+    """All of a failing upstream's stderr in `<cache>/mcp-code-mode/logs/`, its path in the
+    error `check` (and `list_servers`) shows."""
+    script = "import sys\nfor i in range(40):\n    print(f'line {i}', file=sys.stderr)\nsys.exit(3)"
+    config = tmp_path / "mcp_servers.json"
+    crashy = {"command": sys.executable, "args": ["-c", script]}
+    config.write_text(json.dumps({"servers": {"crashy": crashy}}), encoding="utf-8")
+    env = {**os.environ, "MCP_CODE_POOL_SIZE": "1", "MCP_CODE_CACHE_DIR": str(tmp_path / "c")}
+    proc = subprocess.run(
+        [str(SCRIPT), "check", "--config", str(config), "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=90,
+    )
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    (row,) = json.loads(proc.stdout)["servers"]
+    (log,) = (tmp_path / "c" / "mcp-code-mode" / "logs").glob("crashy-*.log")
+    assert f"(all of it: {log})" in row["error"] and "line 39" in row["error"]
+    assert log.read_text().splitlines()[:40] == [f"line {i}" for i in range(40)]
+
+
 def test_exec_without_a_config_runs_with_no_servers(tmp_path: Path) -> None:
     proc = cli("exec", "--code", "1+1", cwd=tmp_path)
     assert proc.returncode == 0 and proc.stdout.strip() == "2"

@@ -80,7 +80,7 @@ def _print(report: dict[str, Any]) -> None:
     if sandbox["inactive"]:
         print(f"  not available here: {', '.join(sandbox['inactive'])}")
     for row in report["servers"]:
-        count = f"{row['tool_count']} tools" if row.get("tool_count") is not None else ""
+        count = f"{row['tool_count']} tools" if row["status"] == "ok" else ""
         line = f"{row['name']}: {row['status']} {count}".rstrip()
         if row.get("error"):
             line += f": {clean_text(str(row['error']))}"

@@ -91,6 +91,7 @@ class Gateway:
             max_result_bytes=settings.max_result_bytes,
             known_tools=known,
             on_tools_listed=self._remember_tools,
+            log_dir=cache_root(settings.cache_dir) / "logs",  # each upstream's stderr
         )
         self.connect: Connect = connect
         self.executor: Executor = executor or SandboxExecutor.from_settings(settings)

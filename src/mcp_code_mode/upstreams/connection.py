@@ -26,6 +26,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import mcp_types
@@ -36,7 +37,7 @@ from ..errors import ToolCallFailed
 from ..tool_results import error_text
 from .gate import StartGate
 from .health import ConnectionTiming, check_due, probe, retry_delay_s, wait_for
-from .stderr_log import StderrLog
+from .stderr_log import StderrLog, log_path
 from .tool_list import ToolList
 
 if TYPE_CHECKING:
@@ -77,6 +78,7 @@ class UpstreamConnection:
         timing: ConnectionTiming,
         tools: ToolList,
         redact: Callable[[str], str],
+        log_dir: Path | None = None,
     ) -> None:
         self.name = name
         self.config = config
@@ -89,7 +91,8 @@ class UpstreamConnection:
         self._gate = gate
         self._redact = redact
         self._timing = timing
-        self._stderr = StderrLog() if config.has_stderr else None
+        log = log_path(log_dir, name) if log_dir is not None else None
+        self._stderr = StderrLog(log) if config.has_stderr else None
         self._link: Link | None = None
         self._failures = 0  # failed attempts and losses since it last answered
         self._attempt: asyncio.Task[None] | None = None

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal, Self
 
@@ -75,6 +76,7 @@ class MCPServerManager:
         max_result_bytes: int = 10_000_000,
         known_tools: Mapping[str, list[mcp_types.Tool]] | None = None,
         on_tools_listed: Callable[[str, list[mcp_types.Tool]], None] | None = None,
+        log_dir: Path | None = None,
     ) -> None:
         self.config = config
         self.timing = ConnectionTiming(health_interval_s=health_interval_s)
@@ -93,6 +95,7 @@ class MCPServerManager:
                 timing=self.timing,
                 tools=ToolList(name, server, known=known.get(name), on_change=self._changed),
                 redact=config.redact,
+                log_dir=log_dir,
             )
             for name, server in config.enabled.items()
         }

@@ -1,32 +1,50 @@
 """Where a stdio upstream's stderr goes: a pipe we read, not the terminal.
 
 An upstream's expected errors (often a long rich traceback) are its own business; their
-last lines appear in our error messages when it fails to start or dies. The pipe is also
-how we learn, at once and without asking the transport, that the process has exited: its
-end of the pipe closes (once every process that inherited it is gone).
+last lines appear in our error messages when it fails to start or dies, with the path of a
+per-upstream log file holding all of it (`<cache>/mcp-code-mode/logs/<server>.log`, the
+previous megabyte kept as `.log.1`). The pipe is also how we learn, at once and without
+asking the transport, that the process has exited: its end of the pipe closes (once every
+process that inherited it is gone).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import os
+import re
 from collections.abc import Callable
+from pathlib import Path
 from typing import TextIO
 
 from ..encodable import clean_text
 
-__all__ = ["StderrLog"]
+__all__ = ["StderrLog", "log_path"]
 
 _TAIL_BYTES = 2000
 _TAIL_LINES = 5
 _CHUNK_BYTES = 65536
+_FILE_BYTES = 1_000_000  # of a log file, before it becomes `.log.1`
+
+
+def log_path(directory: Path, server: str) -> Path:
+    """The log file of `server` in `directory` (any name maps to a safe, distinct file)."""
+    safe = re.sub(r"[^A-Za-z0-9._-]", "_", server)[:80]
+    digest = hashlib.sha256(server.encode("utf-8", "replace")).hexdigest()[:8]
+    return directory / f"{safe}-{digest}.log"
 
 
 class StderrLog:
-    """The stderr of the upstream's current process: its last lines and its end."""
+    """The stderr of the upstream's current process: its last lines and its end.
 
-    def __init__(self) -> None:
+    Args:
+        path: the log file all of it is appended to; None keeps only the last lines.
+    """
+
+    def __init__(self, path: Path | None = None) -> None:
+        self.path = path
         self._tail = bytearray()
         self._write: TextIO | None = None
         self._reader: asyncio.Task[None] | None = None
@@ -66,7 +84,10 @@ class StderrLog:
         terminal escapes, controls and bidi overrides (it is shown to models and people)."""
         text = clean_text(self._tail.decode("utf-8", errors="replace"))
         lines = [line.strip() for line in text.splitlines() if line.strip()]
-        return f"; stderr: {' | '.join(lines[-_TAIL_LINES:])}" if lines else ""
+        if not lines:
+            return ""
+        where = f" (all of it: {self.path})" if self.path is not None else ""
+        return f"; stderr: {' | '.join(lines[-_TAIL_LINES:])}{where}"
 
     def close(self) -> None:
         """Stop reading (the process is being replaced or shut down)."""
@@ -86,6 +107,21 @@ class StderrLog:
             while chunk := await reader.read(_CHUNK_BYTES):
                 self._tail += chunk
                 del self._tail[:-_TAIL_BYTES]
+                self._keep(chunk)
         finally:
             transport.close()
         on_exit()
+
+    def _keep(self, chunk: bytes) -> None:
+        """Append `chunk` to the log file (a full one becomes `.log.1` first); a file that
+        cannot be written costs the file, nothing else."""
+        if self.path is None:
+            return
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            if self.path.exists() and self.path.stat().st_size > _FILE_BYTES:
+                self.path.replace(self.path.with_name(self.path.name + ".1"))
+            with self.path.open("ab") as file:
+                file.write(chunk)
+        except OSError:
+            self.path = None  # not said again for every chunk
