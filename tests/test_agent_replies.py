@@ -5,8 +5,10 @@ success nothing earned, bounds every request's output, and ends within its step 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import random
+import time
 from typing import Any
 
 import dspy
@@ -236,3 +238,37 @@ def test_old_steps_are_shortened_to_fit_and_the_latest_stays_whole() -> None:
     assert "## Step 2 (shortened)\n`x1 = 1`: failed with RUNTIME_ERROR" in text
     assert trajectory(steps[:1], 10) == steps[0].render(1)  # one step is never cut
     assert trajectory(steps, 10**6) == "\n\n".join(s.render(i) for i, s in enumerate(steps, 1))
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "```\n" + "\n" * 400_000 + "x",
+        "x" + "\n" * 400_000 + "x",
+        "[[ ## code ## ]]\n```\n" + "\n" * 400_000 + "x",
+        " \n" * 200_000,
+        "<think>" * 50_000,
+        "[[ ##" * 50_000,
+    ],
+    ids=["fence-blank-lines", "blank-lines", "section-fence", "space-lines", "thinks", "marks"],
+)
+def test_a_huge_reply_is_read_in_linear_time(reply: str) -> None:
+    """Replies are parsed on the gateway's event loop: quadratic patterns froze it for
+    seconds (10 s at 40k characters); now 400k characters take milliseconds."""
+    started = time.perf_counter()
+    for adapter in (LenientChatAdapter(), LenientJSONAdapter()):
+        for signature in (WRITE_CODE, agent.Answer):
+            with contextlib.suppress(AdapterParseError):
+                adapter.parse(signature, reply)
+    agent.strip_fences(reply)
+    assert time.perf_counter() - started < 5  # generous: ~0.1 s on a quiet machine
+
+
+def test_deeply_nested_json_is_an_unusable_reply_not_an_error() -> None:
+    with pytest.raises(AdapterParseError):
+        LenientJSONAdapter().parse(WRITE_CODE, "[" * 5000)
+
+
+def test_think_is_skipped_only_before_the_reply() -> None:
+    reply = "<think>plan it</think>\n```python\nhtml.replace('<think>', '')\n```"
+    assert LenientChatAdapter().parse(WRITE_CODE, reply)["code"] == "html.replace('<think>', '')"

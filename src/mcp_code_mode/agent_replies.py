@@ -22,23 +22,32 @@ from dspy.utils.exceptions import AdapterParseError
 
 __all__ = ["ADAPTERS", "lenient_fields", "strip_fences", "strip_thinking"]
 
-_THINK = re.compile(r"<think>.*?(?:</think>|\Z)", re.DOTALL | re.IGNORECASE)
-_SECTION = re.compile(r"^\s*\[\[\s*##\s*(\w+)\s*##\s*\]\]", re.MULTILINE)
+# Every pattern is linear in the reply's length (no `\s*` that can cross the lines another
+# part of the pattern also matches): a reply of blank lines must not stall the event loop.
+_THINK = re.compile(r"[ \t\r\n]*<think>.*?(?:</think>|\Z)", re.DOTALL | re.IGNORECASE)
+_SECTION = re.compile(r"^[ \t]*\[\[[ \t]*##[ \t]*(\w+)[ \t]*##[ \t]*\]\]", re.MULTILINE)
 # a fence anywhere: ```python / ```py / ``` then the code, up to the closing fence or the end
 _FENCED = re.compile(r"```[ \t]*(?:python3?|py)?[ \t]*\n(.*?)(?:\n[ \t]*```|\Z)", re.DOTALL)
-_WHOLE_FENCE = re.compile(r"^\s*```(?:python3?|py)?\s*\n(.*?)\n?```\s*$", re.DOTALL)
+_OPENING = re.compile(r"```[ \t]*(?:python3?|py)?[ \t]*\n")
 _TRUE = {"true", "yes", "1", "done", "finished"}
+MAX_REPLY_CHARS = 100_000  # of a reply that is read; a longer one is cut first
 
 
 def strip_thinking(text: str) -> str:
-    """`text` without `<think>…</think>` blocks (an unclosed one runs to the end)."""
-    return _THINK.sub("", text).strip()
+    """`text` without the `<think>…</think>` block it starts with (an unclosed one runs to
+    the end); the text `<think>` later on, e.g. in code, is kept."""
+    text = text[:MAX_REPLY_CHARS]
+    match = _THINK.match(text)
+    return (text[match.end() :] if match else text).strip()
 
 
 def strip_fences(code: str) -> str:
     """The code inside a markdown fence that wraps all of `code`, or `code` itself."""
-    match = _WHOLE_FENCE.match(code)
-    return (match.group(1) if match else code).strip()
+    text = code.strip()
+    opening = _OPENING.match(text)
+    if opening is None or not text.endswith("```") or len(text) < opening.end() + 3:
+        return text
+    return text[opening.end() : -3].strip()
 
 
 def lenient_fields(signature: type[dspy.Signature], reply: str) -> dict[str, Any] | None:
@@ -95,11 +104,15 @@ class _Lenient:
         try:
             parsed: dict[str, Any] = super().parse(signature, strip_thinking(completion))  # type: ignore[misc]
             return parsed
-        except AdapterParseError:
+        except (AdapterParseError, RecursionError) as exc:  # deep nesting: no reply either
             fields = lenient_fields(signature, completion)
-            if fields is None:
+            if fields is not None:
+                return fields
+            if isinstance(exc, AdapterParseError):
                 raise
-            return fields
+            raise AdapterParseError(
+                type(self).__name__, signature, completion[:1000], "nested too deeply to read"
+            ) from None
 
 
 class LenientChatAdapter(_Lenient, ChatAdapter):

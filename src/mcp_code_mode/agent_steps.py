@@ -9,6 +9,7 @@ from typing import Any
 __all__ = ["TRAJECTORY_CHARS", "Step", "clip", "trajectory"]
 
 _RESULT_CHARS = 2000
+_CODE_CHARS = 8000  # as much as may run (MCP_CODE_MAX_CHARS); a refused reply may be longer
 TRAJECTORY_CHARS = 16_000  # about 4,000 tokens: what earlier steps may take of a prompt
 
 
@@ -29,7 +30,8 @@ class Step:
         return {"code": self.code, "ok": self.ok, "result": self.result, "error": self.error}
 
     def render(self, number: int) -> str:
-        lines = [f"## Step {number}", "```python", self.code or "(no code)", "```"]
+        code = clip(self.code, _CODE_CHARS) if self.code else "(no code)"
+        lines = [f"## Step {number}", "```python", code, "```"]
         if self.stdout:
             lines.append("stdout: " + clip(self.stdout))
         if self.logs:

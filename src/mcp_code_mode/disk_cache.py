@@ -11,16 +11,18 @@ joins its threads), so a gateway that stops right after a build still leaves its
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import os
+import stat
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
-__all__ = ["flush", "pending", "prune_later", "prune_oldest", "write_later"]
+__all__ = ["flush", "pending", "prune_later", "prune_oldest", "read_regular", "write_later"]
 
 logger = logging.getLogger(__name__)
 
@@ -54,6 +56,16 @@ def flush() -> None:
     _writer().submit(lambda: None).result()
 
 
+def read_regular(path: Path, max_bytes: int = 1 << 31) -> bytes | None:
+    """The bytes of `path` when it is a regular file of at most `max_bytes`, else None (a
+    FIFO or a device put in its place would hang or exhaust a read). Raises OSError."""
+    info = path.stat()
+    if not stat.S_ISREG(info.st_mode) or info.st_size > max_bytes:
+        return None
+    with path.open("rb") as file:
+        return file.read(max_bytes)
+
+
 def prune_oldest(directory: Path, pattern: str, keep: int, what: str) -> None:
     """Delete all but the `keep` most recently written files of `directory` matching
     `pattern`; a failure (another process pruning, a gone directory) is only logged."""
@@ -69,22 +81,30 @@ def prune_oldest(directory: Path, pattern: str, keep: int, what: str) -> None:
 
 
 def _write(path: Path, value: T, encode: Callable[[T], bytes], what: str) -> bool:
+    partial = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        partial = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
         partial.write_bytes(encode(value))
         partial.replace(path)  # atomic: readers see all or nothing
     except OSError as exc:  # a read-only or full disk costs making it again, nothing else
         logger.info("%s not written: %s", what, exc)
+        _remove(partial)
         return False
     except Exception:  # the writer's boundary: a bad value must not stop later writes
         logger.exception("%s not written", what)
+        _remove(partial)
         return False
     finally:
         with _lock:
             if _pending.get(path) is value:
                 del _pending[path]
     return True
+
+
+def _remove(partial: Path) -> None:
+    """A write that failed half way leaves no file behind (a full disk stays full else)."""
+    with contextlib.suppress(OSError):
+        partial.unlink(missing_ok=True)
 
 
 @functools.cache

@@ -37,12 +37,14 @@ from . import disk_cache, packed
 from .settings import cache_root
 
 __all__ = [
+    "DIM",
     "DocumentGroup",
     "Embedder",
     "EmbeddingStore",
     "Vectors",
     "default_cache_dir",
     "load_embedder",
+    "plausible",
 ]
 
 logger = logging.getLogger(__name__)
@@ -58,6 +60,7 @@ _MAX_TEXT_CHARS = 4000  # of one text: a hostile upstream's megabyte description
 _MEMORY_GROUPS = 4096  # vector groups kept in memory, across catalogs
 _DISK_FILES = 2000  # cached groups on disk; the oldest go first past this
 _FORMAT = 3  # bump when what is stored changes shape or meaning
+DIM = 256  # the model's vector size (`_WEIGHTS`)
 _MAGIC = b"MCMVECT1"  # `packed` parts: (rows, dim), the rows as float16
 _SUFFIX = ".vectors"
 _FEW_WORDS = 64  # of a text embedded on its own (a query), by the simple path
@@ -378,13 +381,24 @@ def _packed(vectors: Vectors) -> bytes:
 def _read_rows(path: Path, rows: int) -> NDArray[numpy.float16] | None:
     """The float16 matrix of `rows` rows `_packed` wrote to `path`, or None when the file
     holds anything else (a catalog of 700 upstreams reads 700 files at start-up)."""
-    parts = packed.unpack(path.read_bytes(), _MAGIC, "qe")
+    data = disk_cache.read_regular(path)
+    parts = packed.unpack(data, _MAGIC, "qe") if data is not None else None
     if parts is None:
         return None
     shape, flat = cast(list[NDArray[Any]], parts)
-    if shape.size != 2 or int(shape[0]) != rows or flat.size != rows * int(shape[1]):
+    if shape.size != 2 or (int(shape[0]), int(shape[1])) != (rows, DIM) or flat.size != rows * DIM:
         return None
-    return cast(NDArray[numpy.float16], flat.reshape(rows, int(shape[1])))
+    matrix = cast(NDArray[numpy.float16], flat.reshape(rows, DIM))
+    return matrix if plausible(matrix) else None
+
+
+def plausible(vectors: NDArray[Any]) -> bool:
+    """Whether `vectors` can be what we embed: finite, each row of unit length or zero (a
+    forged file must not make scores past 1, or NaN)."""
+    if not bool(numpy.isfinite(vectors).all()):
+        return False
+    norms = numpy.linalg.norm(vectors.astype(numpy.float32), axis=1)
+    return bool((norms <= 1.01).all())
 
 
 def _key(fingerprint: str, documents: Sequence[Sequence[str]]) -> str:

@@ -23,7 +23,7 @@ import numpy
 from numpy.typing import NDArray
 
 from . import disk_cache, packed
-from .embeddings import Vectors
+from .embeddings import DIM, Vectors, plausible
 from .lexical import Ints, LexicalParts, TermIndex
 from .ranking import Ranking
 from .term_cache import terms_recipe
@@ -34,6 +34,7 @@ _MAGIC = b"MCMSNAP1"  # `packed` parts: two indexes (vocabulary, docs, data, sta
 _KINDS = "tifq" * 2 + "tqe"  # vectors' (rows, dim), vectors as float16
 _SUFFIX = ".index"
 _DISK_FILES = 8  # snapshots kept; the oldest go first past this
+_MAX_SCORE = 100.0  # a BM25 weight is idf (< 25 for any catalog) times a share of 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,7 +72,8 @@ class IndexSnapshots:
         if isinstance(found, Snapshot) and found.lexical.size == size:
             return found
         try:
-            return _decode(path.read_bytes(), size)
+            data = disk_cache.read_regular(path)
+            return _decode(data, size) if data is not None else None
         except OSError:  # absent or unreadable: built from the parts
             return None
 
@@ -107,9 +109,9 @@ def _decode(data: bytes, size: int) -> Snapshot | None:
     rows, dim = (int(n) for n in shape) if shape.size == 2 else (-1, -1)
     if folded is None or own is None or rows not in (0, size) or flat.size != rows * dim:
         return None
-    vectors = flat.reshape(rows, dim).astype(numpy.float32) if rows else None
-    if vectors is not None and not numpy.isfinite(vectors).all():
+    if rows and (dim != DIM or not plausible(flat.reshape(rows, dim))):
         return None
+    vectors = flat.reshape(rows, dim).astype(numpy.float32) if rows else None
     return Snapshot(LexicalParts(size, surface, folded, own), vectors)
 
 
@@ -127,5 +129,6 @@ def _index(parts: list[packed.Part], size: int) -> TermIndex | None:
         and bool((numpy.diff(starts) >= 0).all())
         and (docs.size == 0 or (int(docs.min()) >= 0 and int(docs.max()) < size))
         and bool(numpy.isfinite(data).all())
+        and (data.size == 0 or (float(data.min()) >= 0 and float(data.max()) <= _MAX_SCORE))
     )
     return TermIndex(terms, docs, data, starts) if valid else None

@@ -289,7 +289,9 @@ class LexicalRanker:
     @functools.cached_property
     def _typo_index(self) -> dict[str, set[str]]:
         """Catalog words under each of their one-letter deletions (SymSpell), built on first use."""
-        surface = {w for w in self.parts.surface.split("\n") if w}
+        # bounded here too: a surface read from a (forged) cache file is not checked on read
+        low, high = _TYPO_MIN_CHARS - 1, _TYPO_MAX_CHARS + 1
+        surface = {w for w in self.parts.surface.split("\n") if low <= len(w) <= high}
         # with their stems, so that a misspelt base form finds an inflected word
         # ("swich" → "switches" by way of "switch")
         words = surface | {w for w in stem_words(sorted(surface)) if len(w) > 2}

@@ -59,7 +59,8 @@ class TermCache:
         found = disk_cache.pending(path)
         if not isinstance(found, ToolTerms) or found.size != rows:
             try:
-                found = _decode(path.read_bytes(), rows)
+                data = disk_cache.read_regular(path)
+                found = _decode(data, rows) if data is not None else None
             except OSError:  # absent or unreadable: made again
                 found = None
         if found is not None:
@@ -104,6 +105,7 @@ def _decode(data: bytes, rows: int) -> ToolTerms | None:
     folded = Postings(_words(folded_text), *arrays[3:])
     valid = (
         lengths.size == rows
+        and (lengths.size == 0 or int(lengths.min()) >= 1)  # every document has a term
         and _within(lengths, 1 << 31)
         and _in_range(own, rows)
         and _in_range(folded, rows)

@@ -55,6 +55,7 @@ class SandboxExecutor:
         self.allowed_imports = tuple(allowed_imports)
         self.limits = limits
         self.pool = WorkerPool(size=pool_size, launcher=launcher, memory_mb=limits.memory_mb)
+        self.session_slots = asyncio.Semaphore(max(2, 2 * pool_size))  # sessions with a worker
 
     @classmethod
     def from_settings(cls, settings: Settings) -> SandboxExecutor:
@@ -185,8 +186,7 @@ class SandboxExecutor:
 
 
 class Hold:
-    """Stops and restarts a run's host-side deadline while a person is asked (contract §8:
-    that time is not the run's)."""
+    """Stops and restarts a run's deadline while a person is asked (§8: not the run's time)."""
 
     def __init__(self, clock: asyncio.Timeout) -> None:
         self._clock = clock

@@ -2,7 +2,8 @@
 
 The agent's steps for one task run in a session, as code agents' steps do: what a step
 computed is there for the next one. Each snippet still passes the policy and runs under the
-run limits (its own time limit; the worker's memory limit holds for the session). A step
+run limits (its own time limit; the worker's memory limit holds for the session); at most
+`SandboxExecutor.session_slots` sessions hold a worker at once, the rest wait. A step
 that times out or crashes loses the worker, and with it the variables: the result says so,
 and the next step gets a fresh worker. Only launchers whose workers keep a namespace
 (`Launcher.sessions`: the local executor) have sessions.
@@ -34,6 +35,7 @@ class CodeSession:
             raise ValueError(f"the {executor.name} executor keeps no state between runs")
         self._executor = executor
         self._worker: Worker | None = None
+        self._slot = False  # holds one of the executor's `session_slots`
         self._lock = asyncio.Lock()  # one snippet at a time: they share one namespace
 
     async def run(
@@ -52,6 +54,9 @@ class CodeSession:
     async def _converse(
         self, code: str, input: Any, timeout_s: float, index: GuestIndex, router: ToolRouter
     ) -> ExecutionResult:
+        if not self._slot:  # a bounded number of sessions hold workers (memory) at once
+            await self._executor.session_slots.acquire()
+            self._slot = True
         if self._worker is None or self._worker.exited():
             self._worker = await self._executor.pool.fork()
         message: RunMessage = {
@@ -91,3 +96,6 @@ class CodeSession:
     def close(self) -> None:
         """Kill the session's worker (its variables go with it); idempotent."""
         self._drop()
+        if self._slot:
+            self._slot = False
+            self._executor.session_slots.release()
