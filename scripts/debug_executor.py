@@ -51,6 +51,19 @@ def report(ok: bool, name: str, detail: str) -> bool:
     return ok
 
 
+async def _settled_servers(client: Client[Any], wait_s: float = 120) -> list[dict[str, Any]]:
+    """`list_servers` once no server is still `starting` (a busy machine starts them slowly;
+    slow is not broken), or after `wait_s`."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        servers: list[dict[str, Any]] = json.loads(
+            (await client.call_tool("list_servers", {})).content[0].text
+        )
+        if all(row["status"] != "starting" for row in servers) or time.monotonic() > deadline:
+            return servers
+        await asyncio.sleep(0.5)
+
+
 async def main(config: str) -> int:
     # The server gets this environment (LM keys included); its workers and upstreams never do.
     transport = StdioTransport(
@@ -66,7 +79,7 @@ async def main(config: str) -> int:
             {"execute_code", "search_tools", "get_tool_docs", "list_servers"} <= set(names),
             "tools/list", f"{names} after {time.perf_counter() - started:.1f}s",
         )  # fmt: skip
-        servers = json.loads((await client.call_tool("list_servers", {})).content[0].text)
+        servers = await _settled_servers(client)
         for row in servers:
             ok &= report(
                 row["status"] == "ok",
