@@ -237,6 +237,14 @@ def test_exec_without_a_config_runs_with_no_servers(tmp_path: Path) -> None:
     assert named.returncode == 2 and "missing.json" in named.stderr  # a named one must exist
 
 
+def test_log_level(tmp_path: Path) -> None:
+    chatty = cli("exec", "--log-level", "debug", "--code", "1+1", cwd=tmp_path)
+    assert chatty.returncode == 0 and chatty.stdout.strip() == "2"
+    assert len(chatty.stderr) > len(cli("exec", "--code", "1+1", cwd=tmp_path).stderr)
+    wrong = cli("exec", "--log-level", "loud", "--code", "1+1", cwd=tmp_path)
+    assert wrong.returncode == 2 and "--log-level" in wrong.stderr
+
+
 def test_version() -> None:
     proc = cli("--version")
     assert proc.returncode == 0 and proc.stdout.startswith("mcp-code-mode ")

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import CodeModeError
-from .serve_options import add_serve_arguments
+from .serve_options import add_log_level, add_serve_arguments
 from .settings import Settings
 
 if TYPE_CHECKING:
@@ -73,11 +73,13 @@ def _version() -> str:
 def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", help="mcp_servers.json path (default: MCP_SERVERS_CONFIG)")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
+    add_log_level(parser)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(message)s")
+    level = getattr(logging, getattr(args, "log_level", "warning").upper())
+    logging.basicConfig(level=level, stream=sys.stderr, format="%(message)s")
     try:
         settings = Settings.load(getattr(args, "config", None))
         if args.command == "serve":

@@ -215,7 +215,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m mcp_code_mode.executor_server")
     add_serve_arguments(parser)
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    logging.basicConfig(level=getattr(logging, args.log_level.upper()), stream=sys.stderr)
     try:
         asyncio.run(
             serve(

@@ -7,12 +7,26 @@ from __future__ import annotations
 
 import argparse
 
-__all__ = ["add_serve_arguments"]
+__all__ = ["LOG_LEVELS", "add_log_level", "add_serve_arguments"]
+
+LOG_LEVELS = ("debug", "info", "warning", "error")
+
+
+def add_log_level(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--log-level",
+        choices=LOG_LEVELS,
+        default="warning",
+        help="what the gateway logs on stderr (default: warning)",
+    )
 
 
 def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", help="mcp_servers.json path (default: MCP_SERVERS_CONFIG)")
-    parser.add_argument("--transport", choices=["stdio", "http"], default="stdio")
+    parser.add_argument(
+        "--transport", choices=["stdio", "http"], default="stdio", help="default: stdio"
+    )
+    add_log_level(parser)
     loopback_only = "http: address to bind; any but loopback needs MCP_CODE_HTTP_TOKEN"
     parser.add_argument("--host", default="127.0.0.1", help=loopback_only)
     parser.add_argument("--port", type=_port, default=8765, help="http: port (0: any free one)")
