@@ -200,9 +200,10 @@ def test_check_says_where_settings_came_from_and_what_is_down(tmp_path: Path) ->
     proc = cli("check", "--config", str(config), "--json", cwd=Path("/"))
     assert proc.returncode == 1, proc.stdout + proc.stderr
     report = json.loads(proc.stdout)
-    assert {"name": "MCP_CODE_TIMEOUT_S", "value": "3.0", "from": str(tmp_path / ".env")} in (
-        report["settings"]
-    )
+    sources = {row["name"]: (row["value"], row["from"]) for row in report["settings"]}
+    assert sources["MCP_CODE_TIMEOUT_S"] == ("3.0", str(tmp_path / ".env"))
+    assert sources["MCP_CODE_MEMORY_MB"] == ("256", "default")  # every setting is reported
+    assert sources["MCP_SERVERS_CONFIG"] == (str(config), "the command line")
     status = {row["name"]: row["status"] for row in report["servers"]}
     assert status == {"t": "ok", "broken": "error"}
 

@@ -1,9 +1,9 @@
 """`mcp-code-mode check`: a config tried without serving it, and where each setting came from.
 
-Loads the config, starts every upstream, lists its tools, and says what it found: the
-settings not at their defaults with the place each was read from (the environment or
-which `.env`), the sandbox's layers, and one line per server. Exit status 0 when every
-enabled server answered, 1 when one did not.
+Loads the config, starts every upstream, lists its tools, and says what it found: every
+setting's value with the place it was read from (the environment, which `.env`, the
+command line, or the default), the sandbox's layers, and one line per server. Exit status
+0 when every enabled server answered, 1 when one did not.
 """
 
 from __future__ import annotations
@@ -25,21 +25,20 @@ __all__ = ["check", "setting_sources"]
 
 
 def setting_sources(settings: Settings) -> list[tuple[str, str, str]]:
-    """(variable, value, where it was read) of each setting not at its default; secrets
-    are shown as `***`."""
+    """(variable, value, where it was read) of every setting: the environment, a `.env`
+    file, the command line, or the default; secrets are shown as `***`."""
     files = [(path, dotenv_values(path)) for path in env_files(settings.servers_config)]
     defaults = Settings.model_construct()
     found = []
     for name, info in Settings.model_fields.items():
         value = getattr(settings, name)
-        if value == getattr(defaults, name):
-            continue
         variable = str(info.validation_alias.choices[0])  # type: ignore[union-attr]
-        where = "the command line"
-        if variable in os.environ:
+        if os.environ.get(variable):
             where = "the environment"
         else:
-            where = next((str(p) for p, values in files if values.get(variable)), where)
+            named = (str(p) for p, values in files if values.get(variable))
+            unset = "default" if value == getattr(defaults, name) else "the command line"
+            where = next(named, unset)
         shown = "***" if isinstance(value, SecretStr) else str(value)
         found.append((variable, shown, where))
     return found
@@ -74,7 +73,8 @@ def _print(report: dict[str, Any]) -> None:
     print(f"config: {report['config']}")
     print(f"settings: the environment, then .env files: {files}")
     for row in report["settings"]:
-        print(f"  {row['name']}={row['value']}  (from {row['from']})")
+        where = "" if row["from"] == "default" else f"  (from {row['from']})"
+        print(f"  {row['name']}={row['value']}{where}")
     sandbox = report["sandbox"]
     print(f"sandbox {sandbox['executor']}: {', '.join(sandbox['layers'])}")
     if sandbox["inactive"]:
