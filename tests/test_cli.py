@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -244,6 +245,39 @@ def test_log_level(tmp_path: Path) -> None:
     assert len(chatty.stderr) > len(cli("exec", "--code", "1+1", cwd=tmp_path).stderr)
     wrong = cli("exec", "--log-level", "loud", "--code", "1+1", cwd=tmp_path)
     assert wrong.returncode == 2 and "--log-level" in wrong.stderr
+
+
+def test_exec_on_a_terminal_says_which_upstream_it_waits_for(tmp_path: Path) -> None:
+    board = server_entry(str(ROOT / "tests" / "servers" / "approvals_upstream.py"))
+    board["env"] = {**board.get("env", {}), "BOARD_START_DELAY_S": "3"}
+    config = tmp_path / "mcp_servers.json"
+    config.write_text(json.dumps({"servers": {"board": board}}), encoding="utf-8")
+    controller, terminal = os.openpty()
+    try:
+        proc = subprocess.Popen(
+            [
+                str(SCRIPT),
+                "exec",
+                "--config",
+                str(config),
+                "--code",
+                "len(tools.board.read_posts())",
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=terminal,
+            env={**os.environ, "MCP_CODE_POOL_SIZE": "1"},
+        )
+        os.close(terminal)
+        stdout, _ = proc.communicate(timeout=90)
+        shown = b""
+        with contextlib.suppress(OSError):  # EIO once the terminal's other end is closed
+            while chunk := os.read(controller, 65536):
+                shown += chunk
+    finally:
+        os.close(controller)
+    assert proc.returncode == 0 and stdout.decode().strip() == "0"
+    assert "starting upstream board" in shown.decode(errors="replace")
 
 
 def test_version() -> None:

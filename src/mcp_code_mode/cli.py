@@ -145,7 +145,14 @@ async def _exec(settings: Settings, args: argparse.Namespace) -> int:
     # Only the upstreams the code uses start (see `reach`), each when first needed.
     config = _exec_config(settings, args.config)
     async with Gateway(settings, config, connect="on_demand") as gateway:
-        result = await gateway.execute(code, input=value, timeout_s=args.timeout, approver=approver)
+        waits = asyncio.create_task(_say_waits(gateway)) if sys.stderr.isatty() else None
+        try:
+            result = await gateway.execute(
+                code, input=value, timeout_s=args.timeout, approver=approver
+            )
+        finally:
+            if waits is not None:
+                waits.cancel()
         _warn_down_servers(gateway)
     if args.json:
         print(json.dumps(result.to_json()))
@@ -289,6 +296,20 @@ async def _run(settings: Settings, args: argparse.Namespace) -> int:
         if error is not None:
             print(f"{error['type']}: {error['message']}", file=sys.stderr)
     return 0 if result["finished"] else 1
+
+
+async def _say_waits(gateway: Gateway, after_s: float = 1.0) -> None:
+    """On a terminal, a line for each upstream the run is still waiting for, once it has
+    taken longer than `after_s` (a first start can take seconds: a person should know)."""
+    said: set[str] = set()
+    await asyncio.sleep(after_s)
+    while True:
+        for row in gateway.list_servers():
+            waiting = row["status"] == "starting" and "not started yet" not in (row["error"] or "")
+            if waiting and row["name"] not in said:
+                said.add(row["name"])
+                print(f"mcp-code-mode: starting upstream {row['name']}…", file=sys.stderr)
+        await asyncio.sleep(0.5)
 
 
 def _warn_down_servers(gateway: Gateway) -> None:
