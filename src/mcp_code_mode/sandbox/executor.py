@@ -24,14 +24,7 @@ from ..settings import Settings
 from .base import ErrorDetail, ExecutionResult, GuestIndex, Limits, Session, ToolRouter
 from .policy import check_policy
 from .pool import Launcher, Worker, WorkerPool, Zygote
-from .protocol import (
-    CallRequest,
-    DoneMessage,
-    Outcome,
-    QueryRequest,
-    ReplyMessage,
-    RunMessage,
-)
+from .protocol import CallRequest, DoneMessage, Outcome, QueryRequest, ReplyMessage, RunMessage
 from .pyodide import PyodideLauncher
 
 __all__ = ["KILL_GRACE_S", "Conversation", "Hold", "SandboxExecutor", "check_code", "from_done"]
@@ -88,6 +81,19 @@ class SandboxExecutor:
     def layers(self) -> dict[str, bool]:
         return {"ast_policy": True, "restricted_builtins": True, **self.launcher.layers}
 
+    def run_message(self, code: str, input: Any, timeout_s: float, index: GuestIndex) -> RunMessage:
+        """The `run` message of one snippet (a session's adds `"session": true`)."""
+        return {
+            "op": "run",
+            "code": code,
+            "input": input,
+            "index_version": index.version,
+            "index": index.servers,
+            "timeout_s": timeout_s,
+            "max_output_chars": self.limits.max_output_chars,
+            "seed": secrets.randbits(128),
+        }
+
     def open_session(self) -> Session | None:
         """A `CodeSession` on this executor's workers, when they keep a namespace."""
         from .session import CodeSession  # it builds on this module
@@ -106,16 +112,7 @@ class SandboxExecutor:
             refused.duration_ms = _ms_since(started)
             return refused
         self.launcher.use_index(index)
-        message: RunMessage = {
-            "op": "run",
-            "code": code,
-            "input": input,
-            "index_version": index.version,
-            "index": index.servers,
-            "timeout_s": timeout_s,
-            "max_output_chars": self.limits.max_output_chars,
-            "seed": secrets.randbits(128),
-        }
+        message = self.run_message(code, input, timeout_s, index)
         produced: list[tuple[str, list[str]]] = []  # stdout and logs of a killed worker
         try:
             async with asyncio.timeout(timeout_s + KILL_GRACE_S) as clock:
@@ -143,14 +140,11 @@ class SandboxExecutor:
         hold: Hold,
     ) -> DoneMessage:
         """Run on a pool worker; once more on a fresh one if the first died without a trace.
-
         A worker that ends without its `done` message leaves in `produced` the stdout and
-        logs it had mirrored (see `output_mirror`).
-
-        A warm worker can die before it runs anything (its zygote was killed, the OS
-        reclaimed it). When it made no tool call or query, nothing observable happened
-        (workers have no network and cannot write files), so one retry is safe.
-        """
+        logs it had mirrored (see `output_mirror`). A warm worker can die before it runs
+        anything (its zygote was killed, the OS reclaimed it). When it made no tool call or
+        query, nothing observable happened (workers have no network and cannot write
+        files), so one retry is safe."""
         for attempt in (1, 2):
             # The retry forks afresh: idle workers may have died with the first one's cause.
             worker = await (self.pool.acquire() if attempt == 1 else self.pool.fork())

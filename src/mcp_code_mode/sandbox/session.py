@@ -12,7 +12,6 @@ and the next step gets a fresh worker. Only launchers whose workers keep a names
 from __future__ import annotations
 
 import asyncio
-import secrets
 import time
 from typing import Any
 
@@ -20,7 +19,6 @@ from ..errors import ErrorType, WorkerCrashed
 from .base import ExecutionResult, GuestIndex, ToolRouter
 from .executor import KILL_GRACE_S, Conversation, Hold, SandboxExecutor, check_code, from_done
 from .pool import Worker
-from .protocol import RunMessage
 
 __all__ = ["LOST", "CodeSession"]
 
@@ -59,17 +57,8 @@ class CodeSession:
             self._slot = True
         if self._worker is None or self._worker.exited():
             self._worker = await self._executor.pool.fork()
-        message: RunMessage = {
-            "op": "run",
-            "code": code,
-            "input": input,
-            "index_version": index.version,
-            "index": index.servers,
-            "timeout_s": timeout_s,
-            "max_output_chars": self._executor.limits.max_output_chars,
-            "seed": secrets.randbits(128),
-            "session": True,
-        }
+        message = self._executor.run_message(code, input, timeout_s, index)
+        message["session"] = True
         try:
             async with asyncio.timeout(timeout_s + KILL_GRACE_S) as clock:
                 done = await Conversation(self._worker, router, hold=Hold(clock)).run(message)
