@@ -209,6 +209,14 @@ def test_check_says_where_settings_came_from_and_what_is_down(tmp_path: Path) ->
     assert status == {"t": "ok", "broken": "error"}
 
 
+def test_check_of_a_broken_config_exits_1(tmp_path: Path) -> None:
+    (tmp_path / "mcp_servers.json").write_text('{"servers": {"x": {}}}', encoding="utf-8")
+    for args in (["check"], ["check", "--config", str(tmp_path / "missing.json")]):
+        proc = cli(*args, cwd=tmp_path)
+        assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+        assert proc.stderr.startswith("mcp-code-mode: ")
+
+
 def test_an_upstreams_stderr_is_kept_in_its_log_file(tmp_path: Path) -> None:
     """All of a failing upstream's stderr in `<cache>/mcp-code-mode/logs/`, its path in the
     error `check` (and `list_servers`) shows."""

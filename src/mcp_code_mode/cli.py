@@ -111,7 +111,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     except CodeModeError as exc:
         print(f"mcp-code-mode: {exc}", file=sys.stderr)
-        return 2
+        return 1 if args.command == "check" else 2  # check: 1 on any problem (contract §1)
     except KeyboardInterrupt:
         return 130
 
