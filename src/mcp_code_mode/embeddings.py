@@ -345,12 +345,12 @@ class EmbeddingStore:
             return None
         return loaded.astype(numpy.float32)
 
-    def _keep(self, key: str, vectors: Vectors) -> bool:
+    def _keep(self, key: str, vectors: Vectors) -> None:
         """Write `vectors` to disk in the cache writer's thread (kept in memory if that
-        fails), else keep them in memory; True when they go to disk."""
+        fails), else keep them in memory."""
         if self.directory is None:
             self._remember(key, vectors)
-            return False
+            return
         path = self.directory / f"{key}{_SUFFIX}"
 
         def kept(written: Future[bool]) -> None:
@@ -358,7 +358,6 @@ class EmbeddingStore:
                 self._remember(key, vectors)
 
         disk_cache.write_later(path, vectors, _packed, "embedding cache").add_done_callback(kept)
-        return True
 
     def _remember(self, key: str, vectors: Vectors) -> None:
         with self._lock:
