@@ -304,9 +304,9 @@ def _worker_dirs(pid: int) -> set[str]:
     return dirs
 
 
-def _serve(tmp_path: Path) -> subprocess.Popen[bytes]:
+def _serve(tmp_path: Path, servers: dict[str, Any] | None = None) -> subprocess.Popen[bytes]:
     config = tmp_path / "mcp_servers.json"
-    config.write_text(json.dumps({"servers": {}}))
+    config.write_text(json.dumps({"servers": servers or {}}))
     return subprocess.Popen(
         [sys.executable, "-m", "mcp_code_mode.executor_server", "--config", str(config)],
         cwd=tmp_path,
@@ -383,6 +383,45 @@ def test_a_signal_ends_a_serving_stdio_server_quietly(tmp_path: Path, signum: in
     assert took < 10, f"the server took {took:.1f} s to stop"  # ~0.6 s on a quiet machine
     assert _gone(ours)
     assert not [pid for pid in workers if _alive(pid)]
+
+
+def test_a_signal_ends_a_server_with_upstreams_and_ends_them(tmp_path: Path) -> None:
+    """With upstreams connected, a signal still ends the server promptly (their exit
+    grace is shortened to a fraction of a second, then their process groups are ended),
+    and no upstream process outlives it."""
+    upstream = {"command": sys.executable, "args": [TEST_SERVER], "env": dict(QUIET)}
+    proc = _serve(tmp_path, {"one": upstream, "two": upstream})
+    assert proc.stdin is not None and proc.stdout is not None
+    hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t"}}
+    proc.stdin.write(
+        (
+            json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello}) + "\n"
+        ).encode()
+    )
+    proc.stdin.write(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
+    proc.stdin.flush()
+    assert json.loads(proc.stdout.readline())["id"] == 1
+    upstreams: list[int] = []
+    deadline = time.monotonic() + 60
+    while len(upstreams) < 2 and time.monotonic() < deadline:  # both started and answered
+        time.sleep(0.05)
+        upstreams = [pid for pid in _descendants(proc.pid) if TEST_SERVER in _cmdline(pid)]
+    assert len(upstreams) == 2, "the upstreams did not start"
+    time.sleep(1.0)  # connected by now on a quiet machine; a stop during a start works too
+    proc.send_signal(signal.SIGTERM)
+    took = _ended_quietly(proc, within_s=30)
+    assert took < 10, f"the server took {took:.1f} s to stop"  # ~0.6 s on a quiet machine
+    for _ in range(100):
+        if not [pid for pid in upstreams if _alive(pid)]:
+            break
+        time.sleep(0.05)
+    assert not [pid for pid in upstreams if _alive(pid)]
+
+
+def _cmdline(pid: int) -> str:
+    with contextlib.suppress(OSError):
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    return ""
 
 
 def _alive(pid: int) -> bool:

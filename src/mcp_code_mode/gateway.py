@@ -172,10 +172,13 @@ class Gateway:
         if len(tools) >= _BIG_LISTING:  # its parse and dump freed a few hundred MB
             release_free_memory()
 
-    async def aclose(self) -> None:
-        """Stop the executor and every upstream, even when cancelled."""
+    async def aclose(self, *, exit_grace_s: float | None = None) -> None:
+        """Stop the executor and every upstream, even when cancelled (`exit_grace_s`: see
+        `UpstreamManager.aclose`)."""
         closing = asyncio.gather(
-            self.executor.aclose(), self.manager.aclose(), return_exceptions=True
+            self.executor.aclose(),
+            self.manager.aclose(exit_grace_s=exit_grace_s),
+            return_exceptions=True,
         )
         await asyncio.shield(closing)
         for outcome in closing.result():

@@ -119,7 +119,11 @@ async def check_alive(client: Client[Any], *, timeout_s: float) -> None:
             await client.ping()
 
 
-async def close(client: Client[Any]) -> None:
+async def close(client: Client[Any], *, exit_grace_s: float | None = None) -> None:
+    """Close `client`; `exit_grace_s` shortens a stdio upstream's time to exit on its own
+    before its process group is ended (a stop on a signal)."""
+    if exit_grace_s is not None and isinstance(client.transport, BoundedStdioTransport):
+        client.transport.exit_grace_s = exit_grace_s
     try:
         await client.close()  # type: ignore[no-untyped-call]
     except Exception as exc:  # teardown of a broken transport must not stop the others

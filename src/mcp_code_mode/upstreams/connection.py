@@ -136,7 +136,7 @@ class UpstreamConnection:
         remaining = max(0.0, self.startup_timeout_s - waited)
         await asyncio.wait({asyncio.shield(task)}, timeout=remaining)
 
-    async def aclose(self) -> None:
+    async def aclose(self, *, exit_grace_s: float | None = None) -> None:
         self._closing = True
         tasks = [t for t in (self._supervisor, self._attempt, self.tools.refreshing) if t]
         for task in tasks:
@@ -148,7 +148,7 @@ class UpstreamConnection:
             if link is not None:
                 from . import client
 
-                await client.close(link.client)
+                await client.close(link.client, exit_grace_s=exit_grace_s)
         finally:
             if self._stderr is not None:
                 self._stderr.close()

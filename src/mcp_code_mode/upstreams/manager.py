@@ -147,12 +147,14 @@ class MCPServerManager:
         if pending:
             await asyncio.gather(*pending)
 
-    async def aclose(self) -> None:
+    async def aclose(self, *, exit_grace_s: float | None = None) -> None:
         """Stop the supervisors and close every client (so every stdio upstream stops).
 
+        `exit_grace_s`: how long a stdio upstream may take to exit after its stdin closes
+        before its process group is ended (default: the MCP SDK's 2 s).
         Safe under cancellation: the shutdown runs to its end in its own task.
         """
-        closing = [up.aclose() for up in self._upstreams.values()]
+        closing = [up.aclose(exit_grace_s=exit_grace_s) for up in self._upstreams.values()]
         await asyncio.shield(asyncio.gather(*closing, return_exceptions=True))
 
     # ------------------------------------------------------------------ what is true now

@@ -73,6 +73,9 @@ class BoundedStdioTransport(ClientTransport):
         self.cwd = source.cwd
         self.log_file = source.log_file  # a file, a path to append to, or None (our stderr)
         self.max_line_bytes = max_line_bytes
+        # For the upstream to exit after its stdin closes; a stop on a signal shortens it
+        # (`client.close(..., exit_grace_s=...)`): its process group is ended sooner.
+        self.exit_grace_s = _GRACE_S
 
     @contextlib.asynccontextmanager
     async def connect_session(
@@ -120,7 +123,7 @@ class BoundedStdioTransport(ClientTransport):
                     outbound.close()
                     with anyio.move_on_after(_FLUSH_S):
                         await writer_done.wait()
-                    await _stop(process)
+                    await _stop(process, self.exit_grace_s)
                 tg.cancel_scope.cancel()
 
 
@@ -214,12 +217,12 @@ async def _write_stdin(
         done.set()
 
 
-async def _stop(process: Process) -> None:
-    """Close stdin, give the upstream `_GRACE_S` to exit, then end its process group."""
+async def _stop(process: Process, grace_s: float) -> None:
+    """Close stdin, give the upstream `grace_s` to exit, then end its process group."""
     assert process.stdin is not None and process.stdout is not None
     with contextlib.suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
         await process.stdin.aclose()
-    if not await _exited(process, _GRACE_S):
+    if not await _exited(process, grace_s):
         await terminate_posix_process_tree(process, _KILL_S)
         if not await _exited(process, _KILL_S):
             logger.warning("upstream process %d is still alive after SIGKILL", process.pid)
