@@ -1,0 +1,34 @@
+"""The seam where runs are kept: the `RunStoreBackend` Protocol and its one error.
+
+SQLite is `SQLiteRunBackend`; a PostgreSQL backend fits beside it.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from ..errors import CodeModeError
+from .records import RunRecord, RunSummary
+
+__all__ = ["RunStoreBackend", "RunStoreError"]
+
+
+class RunStoreError(CodeModeError):
+    """The run store cannot be opened, written or read."""
+
+
+class RunStoreBackend(Protocol):
+    """Where runs are kept. The store's writer thread alone calls `open` (create the store or
+    check its schema version), `write` (one clipped run; recorded again, it replaces the
+    first), `prune` (all but the newest `keep` runs, unless `keep` is 0, and those started
+    before `started_before` go) and `close`; any thread or process calls `list_runs` and `get` (as
+    `RunStore`'s). Each raises `RunStoreError` for a store it cannot use."""
+
+    def open(self) -> None: ...
+    def write(self, run: RunRecord) -> None: ...
+    def prune(self, *, keep: int, started_before: float | None) -> None: ...
+    def list_runs(
+        self, last: int, *, ok: bool | None, client: str | None, before: float | None
+    ) -> list[RunSummary]: ...
+    def get(self, run_id: str) -> RunRecord | None: ...
+    def close(self) -> None: ...

@@ -1,0 +1,129 @@
+"""Run records: the dataclasses a run is kept as, and the limits every stored text obeys.
+
+Stdlib only. `clip` bounds a text and makes it storable; `as_stored` applies the limits to
+a whole record. What it does not do: leave secrets out (callers do) or escape text for HTML
+or a terminal (done where it is shown).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import uuid
+from dataclasses import dataclass, field, fields, replace
+from typing import Any, Literal, TypeVar
+
+__all__ = [
+    "MAX_CALL_CHARS",
+    "MAX_TEXT_CHARS",
+    "CallRecord",
+    "RunRecord",
+    "RunSummary",
+    "as_stored",
+    "clip",
+]
+
+MAX_TEXT_CHARS = 20_000  # a run's code, input, stdout, logs, result and error
+MAX_CALL_CHARS = 2_000  # a call's arguments and error
+_NAME_CHARS = 200  # every other text: ids, clients, servers, tools, error types, approvals
+_MAX_CALLS = 10_000  # calls kept of one run (MCP_CODE_MAX_TOOL_CALLS=0 is no limit)
+_INT64 = 2**63  # SQLite INTEGER, PostgreSQL bigint
+_UNSTORABLE = re.compile("[\ud800-\udfff\x00]")  # surrogates (sqlite3 refuses), NUL (PostgreSQL)
+
+
+def clip(text: str, limit: int) -> str:
+    """`text` in at most `limit` characters, ending with how many were cut, each surrogate
+    and NUL made U+FFFD. The work is linear in `limit`, whatever the length of `text`."""
+    limit = max(limit, 0)
+    if len(text) <= limit:
+        return _storable(text)
+    marker = "… [{} more characters cut]"
+    kept = max(limit - len(marker.format(len(text))), 0)  # the final marker is no longer
+    return (_storable(text[:kept]) + marker.format(len(text) - kept))[:limit]
+
+
+def _storable(text: str) -> str:
+    return _UNSTORABLE.sub("\ufffd", text)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CallRecord:
+    """One upstream call of a run; `arguments` is JSON text with secret values left out."""
+
+    order: int
+    server: str
+    tool: str
+    arguments: str
+    ok: bool
+    error: str | None = None
+    started_ms: float = 0.0  # after the run's start
+    ms: float = 0.0
+    bytes_in: int = 0
+    bytes_out: int = 0
+    approval: str | None = None  # "asked: approved", "auto: not asked", ...
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunRecord:
+    """One finished run: what was asked, what came out, every upstream call in order."""
+
+    id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    kind: Literal["execute_code", "run_task"]
+    started: float  # epoch seconds
+    ended: float
+    client: str
+    code: str
+    input: str = ""
+    ok: bool
+    error_type: str | None = None
+    error: str | None = None
+    error_line: int | None = None
+    stdout: str = ""
+    logs: str = ""
+    result: str = ""
+    calls: list[CallRecord] = field(default_factory=list)
+    tokens: dict[str, int] = field(default_factory=dict)  # code, reply, upstream_results, ...
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunSummary:
+    """A row of the run list."""
+
+    id: str
+    kind: Literal["execute_code", "run_task"]
+    started: float
+    duration_ms: float
+    client: str
+    ok: bool
+    error_type: str | None
+    calls: int
+    failed_calls: int
+    tokens_saved: int  # upstream result tokens the reply did not carry, at least 0
+
+
+_Record = TypeVar("_Record", RunRecord, CallRecord)
+_LONG = {RunRecord: MAX_TEXT_CHARS, CallRecord: MAX_CALL_CHARS}  # for the fields below
+_LONG_FIELDS = {"code", "input", "error", "stdout", "logs", "result", "arguments"}
+
+
+def as_stored(record: _Record) -> _Record:
+    """`record` as it is stored: texts clipped, numbers finite and within 64 bits, at most
+    `_MAX_CALLS` calls."""
+    changes: dict[str, Any] = {}
+    for name in (f.name for f in fields(record)):
+        value = getattr(record, name)
+        limit = _LONG[type(record)] if name in _LONG_FIELDS else _NAME_CHARS
+        if isinstance(value, str):
+            changes[name] = clip(value, limit)
+        elif isinstance(value, float) and not math.isfinite(value):
+            changes[name] = 0.0
+        elif isinstance(value, int) and not isinstance(value, bool):
+            changes[name] = _int64(value)
+    if isinstance(record, RunRecord):
+        changes["calls"] = [as_stored(call) for call in record.calls[:_MAX_CALLS]]
+        changes["tokens"] = {clip(k, _NAME_CHARS): _int64(n) for k, n in record.tokens.items()}
+    return replace(record, **changes)
+
+
+def _int64(value: int) -> int:
+    return min(max(int(value), -_INT64), _INT64 - 1)
