@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import shutil
+import tempfile
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -17,6 +20,10 @@ from .support import SECRET, ConfigWriter, standard_servers, start_gateway
 
 # A "server secret" the guest must never see: set before any gateway or worker starts.
 os.environ["MCP_CODE_TEST_SECRET"] = SECRET
+# The suite's runs are recorded (contract §10) in a store of its own, not the user's history.
+_RUNS = tempfile.mkdtemp(prefix="mcp-code-test-runs-")
+os.environ["MCP_CODE_RUNS_DB"] = os.path.join(_RUNS, "runs.db")
+atexit.register(shutil.rmtree, _RUNS, ignore_errors=True)
 
 
 @pytest.fixture

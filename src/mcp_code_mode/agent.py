@@ -335,7 +335,9 @@ def agent_for(
     async def session() -> AsyncIterator[CodeRunner]:
         opened = gateway.executor.open_session()
         try:
-            yield functools.partial(gateway.execute, approver=approver, session=opened)
+            yield functools.partial(
+                gateway.execute, approver=approver, session=opened, kind="run_task"
+            )
         finally:
             if opened is not None:
                 opened.close()
@@ -344,7 +346,7 @@ def agent_for(
     if probe is not None:
         probe.close()
     return CodeExecutionAgent(
-        functools.partial(gateway.execute, approver=approver),
+        functools.partial(gateway.execute, approver=approver, kind="run_task"),
         tool_context=tool_context_for(gateway, task),
         max_steps=gateway.settings.dspy_max_steps,
         sessions=session if probe is not None else None,

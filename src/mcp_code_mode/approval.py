@@ -69,6 +69,7 @@ class RunApprovals:
         self._answers: dict[tuple[str, str], asyncio.Future[str | None]] = {}
         self.paused_s = 0.0  # spent waiting for a person: not counted against the run
         self.unasked: list[str] = []  # `server.tool`s that `auto` let through, nobody asked
+        self.decisions: dict[tuple[str, str], str] = {}  # how each question ended, for records
         # Awaited before a person is asked (the executor stops the worker's clock).
         self.before_asking: Callable[[], Awaitable[None]] | None = None
 
@@ -79,9 +80,10 @@ class RunApprovals:
             ToolCallFailed: the question was declined, cancelled or not answered in time,
                 or MCP_CODE_APPROVAL=required and nobody can be asked.
         """
-        if self._mode == "off":
-            return
         key = (server, tool)
+        if self._mode == "off":
+            self.decisions[key] = "not asked (MCP_CODE_APPROVAL=off)"
+            return
         answer = self._answers.get(key)
         if answer is None:
             answer = self._answers[key] = asyncio.ensure_future(self._ask(server, tool, args))
@@ -95,7 +97,14 @@ class RunApprovals:
             )
 
     async def _ask(self, server: str, tool: str, args: dict[str, Any]) -> str | None:
-        """None when approved, else why not."""
+        """None when approved, else why not; `decisions` says how it was decided."""
+        refusal = await self._question(server, tool, args)
+        unasked = f"{clean_text(server)}.{clean_text(tool)}" in self.unasked
+        how = "not asked (auto)" if unasked else ("approved" if refusal is None else refusal)
+        self.decisions[(server, tool)] = how
+        return refusal
+
+    async def _question(self, server: str, tool: str, args: dict[str, Any]) -> str | None:
         # Names and arguments as a person reads them: an upstream cannot restyle the question.
         request = ApprovalRequest(clean_text(server), clean_text(tool), self._preview(args))
         started = time.monotonic()

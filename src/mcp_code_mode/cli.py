@@ -56,6 +56,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     _common(check)
 
+    runs = commands.add_parser("runs", help="the recorded runs, newest first, or one run")
+    runs.add_argument("id", nargs="?", help="show this run with its nested calls")
+    runs.add_argument("--last", type=int, default=20, metavar="N", help="runs to list (20)")
+    _common(runs)
+
     setup = commands.add_parser("setup", help="install optional runtimes")
     setup.add_argument("what", choices=["pyodide"], help="the runtime to install")
     return parser
@@ -101,6 +106,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return asyncio.run(_tools(settings, args))
         if args.command == "run":
             return asyncio.run(_run(settings, args))
+        if args.command == "runs":
+            from .runs_cli import show_runs
+
+            return show_runs(settings, last=args.last, run_id=args.id, as_json=args.json)
         if args.command == "check":
             from .check import check
 
@@ -148,7 +157,7 @@ async def _exec(settings: Settings, args: argparse.Namespace) -> int:
         waits = asyncio.create_task(_say_waits(gateway)) if sys.stderr.isatty() else None
         try:
             result = await gateway.execute(
-                code, input=value, timeout_s=args.timeout, approver=approver
+                code, input=value, timeout_s=args.timeout, approver=approver, client="cli exec"
             )
         finally:
             if waits is not None:

@@ -48,16 +48,16 @@ class Elicitation:
         self, ctx: Context | None, code: str, input: Any, timeout_s: float | None
     ) -> ExecutionResult | mcp_types.InputRequiredResult:
         """The run's result, or (2026-07-28 clients) a question to answer first."""
-        era = _era(ctx)
+        era, client = _era(ctx), client_name(ctx)
         if era != "modern" or ctx is None:
             approver = handshake_approver(ctx)
             return await self._gateway.execute(
-                code, input=input, timeout_s=timeout_s, approver=approver
+                code, input=input, timeout_s=timeout_s, approver=approver, client=client
             )
         state = ctx.request_state
         run = self._waiting.pop(state, None) if state else None
         if run is None:
-            run = _WaitingRun(self._gateway, code, input, timeout_s)
+            run = _WaitingRun(self._gateway, code, input, timeout_s, client)
         else:
             run.answer(_approved(ctx.input_responses))
         event = await run.next_event()
@@ -85,12 +85,15 @@ class Elicitation:
 class _WaitingRun:
     """A run whose approver hands its questions to `next_event()` and waits for `answer()`."""
 
-    def __init__(self, gateway: Gateway, code: str, input: Any, timeout_s: float | None) -> None:
+    def __init__(
+        self, gateway: Gateway, code: str, input: Any, timeout_s: float | None, client: str
+    ) -> None:
         self._questions: asyncio.Queue[ApprovalRequest] = asyncio.Queue()
         self._answer: asyncio.Future[bool] | None = None
-        self._task = asyncio.ensure_future(
-            gateway.execute(code, input=input, timeout_s=timeout_s, approver=self._ask)
+        run = gateway.execute(
+            code, input=input, timeout_s=timeout_s, approver=self._ask, client=client
         )
+        self._task = asyncio.ensure_future(run)
 
     @property
     def finished(self) -> bool:
@@ -116,6 +119,16 @@ class _WaitingRun:
         if question.done() and not question.cancelled():
             return question.result()
         return self._task.result()
+
+
+def client_name(ctx: Context | None) -> str:
+    """The calling client as its `clientInfo` names it (`name version`), or "" unknown."""
+    try:
+        params = None if ctx is None else ctx.session.client_params
+    except (RuntimeError, AttributeError, ValueError):  # no MCP request behind this call
+        return ""
+    info = None if params is None else params.client_info
+    return "" if info is None else f"{info.name} {info.version or ''}".strip()
 
 
 def _era(ctx: Context | None) -> str | None:

@@ -129,3 +129,23 @@ def wire_size(value: Any, limit: int) -> int:
     except (UnicodeEncodeError, pydantic_core.PydanticSerializationError, ValueError):
         return limit + 1  # not made encodable: it cannot be sent as it is
     return max(by_json, by_pydantic)
+
+
+def sendable(args: Any, max_bytes: int) -> Any:
+    """`args` as they are sent (`make_encodable`), within `max_bytes` of JSON on the wire.
+
+    Raises:
+        ValueError: too deep to send, or over `max_bytes` (MCP_CODE_MAX_CALL_BYTES); the
+            message says which.
+    """
+    try:
+        args = make_encodable(args)  # U+FFFD for what cannot be encoded
+    except TooDeep as exc:
+        raise ValueError(f"the arguments cannot be sent: {exc}") from None
+    size = wire_size(args, max_bytes)
+    if size > max_bytes:
+        raise ValueError(
+            f"the arguments are {size:,} bytes of JSON, over the {max_bytes:,} allowed "
+            "(MCP_CODE_MAX_CALL_BYTES)"
+        )
+    return args

@@ -19,7 +19,7 @@ import mcp_types
 from .approval import Approver, RunApprovals
 from .catalog import Catalog
 from .config import GatewayConfig, load_config
-from .encodable import TooDeep, clean_text, clip, make_encodable, wire_size
+from .encodable import clean_text, clip, sendable
 from .errors import (
     ErrorType,
     ToolCallFailed,
@@ -28,10 +28,12 @@ from .errors import (
 from .memory import release_free_memory
 from .reach import servers_reached
 from .run_router import Admission, RunRouter
+from .runs import Recorder, RunKind, RunTrace
 from .sandbox.base import ExecutionResult, Executor, GuestIndex, Session
 from .sandbox.executor import SandboxExecutor
 from .sandbox.reply import bound_reply
 from .settings import Settings, cache_root
+from .tool_formatter import count_tokens
 from .tool_results import JSON, parse_input, text_chars, unwrap_result
 from .upstreams import Connect, MCPServerManager, ToolCache
 
@@ -77,12 +79,8 @@ class Gateway:
         self.settings = settings
         self.config = config
         self.tool_cache = tool_cache or ToolCache(cache_root(settings.cache_dir) / "tools")
-        known: dict[str, list[mcp_types.Tool]] = {}
-        if connect != "wait":
-            for name, server in config.enabled.items():
-                cached = self.tool_cache.load_tools(name, server)
-                if cached is not None:
-                    known[name] = cached
+        # What the tool cache knows serves the catalog until each upstream has answered.
+        known = {} if connect == "wait" else self.tool_cache.known_tools(config.enabled)
         self.manager = MCPServerManager(
             config,
             default_timeout_s=settings.timeout_s,
@@ -97,10 +95,9 @@ class Gateway:
         self.executor: Executor = executor or SandboxExecutor.from_settings(settings)
         self._catalog: Catalog | None = None
         self._catalog_version = -1
-        self._trimmed: Catalog | None = (
-            None  # the last catalog after whose build memory was released
-        )
+        self._trimmed: Catalog | None = None  # the last catalog whose build released memory
         self._index: tuple[object, GuestIndex] | None = None  # (what it was made from, it)
+        self.recorder = Recorder.from_settings(settings, redact=config.redact, count=count_tokens)
 
     @classmethod
     def from_settings(cls, settings: Settings, config_path: str | Path | None = None) -> Gateway:
@@ -176,6 +173,7 @@ class Gateway:
         """Stop the executor and every upstream, even when cancelled (`exit_grace_s`: see
         `UpstreamManager.aclose`)."""
         closing = asyncio.gather(
+            asyncio.to_thread(self.recorder.close),  # what is queued is written
             self.executor.aclose(),
             self.manager.aclose(exit_grace_s=exit_grace_s),
             return_exceptions=True,
@@ -209,16 +207,20 @@ class Gateway:
         *,
         approver: Approver | None = None,
         session: Session | None = None,
+        client: str = "",
+        kind: RunKind = "execute_code",
     ) -> ExecutionResult:
         """Run guest code (contract §3 `execute_code`); always answers with a result object.
 
         The reply is made encodable and bounded here, once, for every executor (§7).
         `approver` asks a person about calls that need approval (§8); without one the
         client is one that cannot ask. In a `session` (`executor.open_session()`) the
-        code runs after its earlier snippets, with their variables.
+        code runs after its earlier snippets, with their variables. The run is recorded
+        (contract §10) as `kind`, made by `client`.
         """
         started = time.perf_counter()
-        router = self.router(approver)
+        trace = self.recorder.trace(kind, code, input, client)
+        router = self.router(approver, trace)
         try:
             # The upstreams the code can reach (by name, or any when it is dynamic) have
             # tried to connect: the guest's index has their own tool lists, not the cache's.
@@ -247,7 +249,9 @@ class Gateway:
         result.logs += router.notes()
         if result.error is not None:  # it may quote an upstream's names: shown to a model
             result.error.message = clean_text(result.error.message)
-        return bound_reply(result, self.settings.max_output_chars)
+        reply = bound_reply(result, self.settings.max_output_chars)
+        self.recorder.finish(trace, lambda: reply.model_dump(mode="json"))
+        return reply
 
     def search_tools(
         self,
@@ -292,8 +296,9 @@ class Gateway:
             "inactive": [k for k, on in layers.items() if not on],
         }
 
-    def router(self, approver: Approver | None = None) -> RunRouter:
-        """A new run's router: its calls are bounded, approved and recorded there (§7, §8)."""
+    def router(self, approver: Approver | None = None, trace: RunTrace | None = None) -> RunRouter:
+        """A new run's router: its calls are bounded, approved and recorded there (§7, §8,
+        §10: into `trace`)."""
         approvals = RunApprovals(
             mode=self.settings.approval,
             approver=approver,
@@ -305,6 +310,7 @@ class Gateway:
             approvals,
             max_tool_calls=self.settings.max_tool_calls,
             max_concurrent_calls=self.settings.max_concurrent_calls,
+            trace=trace,
         )
 
     async def call_tool(self, server: str, tool: str, args: dict[str, Any]) -> JSON:
@@ -337,17 +343,9 @@ class Gateway:
         whether the tool needs approval, as the connection the call goes over lists it,
         right before it is sent; it raises to refuse the call."""
         try:
-            args = make_encodable(args)  # what is sent: U+FFFD for what cannot be encoded
-        except TooDeep as exc:
-            raise ToolCallFailed(server, tool, f"the arguments cannot be sent: {exc}") from None
-        size = wire_size(args, self.settings.max_call_bytes)
-        if size > self.settings.max_call_bytes:
-            raise ToolCallFailed(
-                server,
-                tool,
-                f"the arguments are {size:,} bytes of JSON, over the "
-                f"{self.settings.max_call_bytes:,} allowed (MCP_CODE_MAX_CALL_BYTES)",
-            )
+            args = sendable(args, self.settings.max_call_bytes)
+        except ValueError as exc:
+            raise ToolCallFailed(server, tool, str(exc)) from None
 
         async def decide(listed: mcp_types.Tool | None) -> None:
             if listed is None:

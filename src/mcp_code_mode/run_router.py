@@ -28,6 +28,7 @@ from typing import Any, Protocol
 from .approval import RunApprovals
 from .encodable import clean_text, clip
 from .errors import CodeModeError, ToolCallFailed, ToolCallLimitExceeded, UnknownToolError
+from .runs.trace import CallTrace, RunTrace
 from .sandbox.base import ToolCallRecord
 from .tool_formatter import load_tokenizer
 from .tool_results import JSON
@@ -82,8 +83,10 @@ class RunRouter:
         *,
         max_tool_calls: int,
         max_concurrent_calls: int,
+        trace: RunTrace | None = None,
     ) -> None:
         self._host = host
+        self.trace = trace  # the run's record in the making (None: runs are not recorded)
         self._approvals = approvals
         self._records: list[ToolCallRecord] = []
         self._limit = max_tool_calls
@@ -105,25 +108,48 @@ class RunRouter:
         if self._closed:
             raise ToolCallFailed(*kept, "the run has ended")
         _check_names(server, tool)
-        task = asyncio.ensure_future(self._approved_call(server, tool, args, record))
+        traced = None if self.trace is None else self.trace.call(*kept, args)
+        task = asyncio.ensure_future(self._approved_call(server, tool, args, record, traced))
         self._tasks.add(task)
         try:
-            return await task
+            value = await task
         except ToolCallFailed as exc:  # what a model or a terminal is shown of the names
+            self._ended(traced, error=exc.message)
             if (exc.server, exc.tool) == kept:
                 raise
             raise ToolCallFailed(*kept, exc.message) from None
+        except BaseException as exc:
+            self._ended(traced, error=f"{type(exc).__name__}: {exc}")
+            raise
         finally:
             self._tasks.discard(task)
+        self._ended(traced, result=value)
+        return value
+
+    def _ended(
+        self, traced: CallTrace | None, *, result: JSON = None, error: str | None = None
+    ) -> None:
+        if self.trace is not None and traced is not None:
+            self.trace.end(traced, ok=error is None, result=result, error=error)
 
     async def _approved_call(
-        self, server: str, tool: str, args: dict[str, Any], record: ToolCallRecord
+        self,
+        server: str,
+        tool: str,
+        args: dict[str, Any],
+        record: ToolCallRecord,
+        traced: CallTrace | None,
     ) -> JSON:
         await self._host.resolve(server, tool)
 
         async def admit(needs_approval: bool) -> None:
-            if needs_approval:
+            if not needs_approval:
+                return
+            try:
                 await self._approvals.check(server, tool, args)
+            finally:
+                if traced is not None:
+                    traced.approval = self._approvals.decisions.get((server, tool), "undecided")
 
         async with self._slots:
             started, paused = time.perf_counter(), self._approvals.paused_s

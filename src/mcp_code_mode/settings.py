@@ -103,6 +103,12 @@ class Settings(BaseSettings):
     wheelhouse: str | None = Field(None, validation_alias=_env("MCP_CODE_WHEELHOUSE"))
     cache_dir: str | None = Field(None, validation_alias=_env("MCP_CODE_CACHE_DIR"))
     servers_config: str = Field("mcp_servers.json", validation_alias=_env("MCP_SERVERS_CONFIG"))
+    runs: Literal["on", "off"] = Field("on", validation_alias=_env("MCP_CODE_RUNS"))
+    runs_db: str | None = Field(None, validation_alias=_env("MCP_CODE_RUNS_DB"))
+    runs_keep: int = Field(10_000, ge=0, validation_alias=_env("MCP_CODE_RUNS_KEEP"))
+    runs_arguments: Literal["off", "clipped", "full"] = Field(
+        "clipped", validation_alias=_env("MCP_CODE_RUNS_ARGUMENTS")
+    )
     # Serving over HTTP (contract §9); the lists are comma-separated, empty = loopback names only.
     http_token: SecretStr | None = Field(None, validation_alias=_env("MCP_CODE_HTTP_TOKEN"))
     http_allowed_hosts: str = Field("", validation_alias=_env("MCP_CODE_HTTP_ALLOWED_HOSTS"))
@@ -141,7 +147,13 @@ class Settings(BaseSettings):
             raise ConfigError(message) from None
 
     @field_validator(
-        "dspy_lm", "dspy_api_base", "wheelhouse", "cache_dir", "http_token", mode="before"
+        "dspy_lm",
+        "dspy_api_base",
+        "wheelhouse",
+        "cache_dir",
+        "http_token",
+        "runs_db",
+        mode="before",
     )
     @classmethod
     def _blank_is_unset(cls, value: object) -> object:

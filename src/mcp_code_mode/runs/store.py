@@ -17,6 +17,7 @@ import queue
 import threading
 import time
 import weakref
+from collections.abc import Callable
 from pathlib import Path
 
 from ..settings import cache_root
@@ -56,8 +57,8 @@ class RunStore:
         self._keep = max(keep, 0)
         self._keep_days = keep_days
         self._prune_every = max(1, keep // 10) if 0 < keep < 10_000 else 1_000  # runs, amortised
-        self._queue: queue.Queue[RunRecord | threading.Event | None] = queue.Queue(
-            max(max_queued, 1)
+        self._queue: queue.Queue[RunRecord | Callable[[], RunRecord] | threading.Event | None] = (
+            queue.Queue(max(max_queued, 1))
         )
         self._lock = threading.Lock()
         self._closed = False
@@ -82,8 +83,10 @@ class RunStore:
         """Runs not stored: the queue was full, the store broken or closed, the run malformed."""
         return self._dropped
 
-    def record(self, run: RunRecord) -> None:
-        """Hand `run` to the writer and return at once; never blocks, never raises."""
+    def record(self, run: RunRecord | Callable[[], RunRecord]) -> None:
+        """Hand `run` to the writer and return at once; never blocks, never raises. A
+        callable is called on the writer's thread for the record: the work of building it
+        (serialising, counting tokens) is kept off the caller's."""
         if not self._closed:
             try:
                 self._queue.put_nowait(run)
@@ -143,10 +146,10 @@ class RunStore:
         self._prune()
         self.backend.close()
 
-    def _write(self, run: RunRecord) -> None:
+    def _write(self, run: RunRecord | Callable[[], RunRecord]) -> None:
         try:
             if self._ready():
-                self.backend.write(as_stored(run))
+                self.backend.write(as_stored(run if isinstance(run, RunRecord) else run()))
                 self._since_prune += 1
                 return
         except RunStoreError as exc:

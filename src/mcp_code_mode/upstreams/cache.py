@@ -18,7 +18,7 @@ import logging
 import os
 import stat
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -102,6 +102,11 @@ class ToolCache:
         except (ValidationError, ValueError, RecursionError):
             return None
         return tools
+
+    def known_tools(self, servers: Mapping[str, ServerConfig]) -> dict[str, list[mcp_types.Tool]]:
+        """The stored tools of each of `servers` that has them (see `load_tools`)."""
+        found = {name: self.load_tools(name, server) for name, server in servers.items()}
+        return {name: tools for name, tools in found.items() if tools is not None}
 
     def store_tools(self, name: str, server: ServerConfig, tools: Sequence[mcp_types.Tool]) -> None:
         """Write the server's MCP tools (see `store`); tools nested past pydantic's limit are

@@ -1,0 +1,166 @@
+"""`RunTrace`: what one run did, gathered while it runs, and its `RunRecord` when it ends.
+
+The run's router opens a `CallTrace` per upstream call (`call`) and ends it with its outcome;
+the gateway ends the run with its reply (`finish`). Everything that costs more than reading
+a clock (arguments as JSON, result sizes, token counts) is deferred: `finish` returns a
+callable that the store's writer thread runs to build the record. Secrets are left out by
+`redact`, applied to every text a record keeps; arguments are kept per `arguments`
+(`off`, `clipped` or `full`; clipped and full are both bounded where stored).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from .records import MAX_CALL_CHARS, CallRecord, RunRecord
+
+__all__ = ["ArgumentsMode", "CallTrace", "RunKind", "RunTrace"]
+
+ArgumentsMode = Literal["off", "clipped", "full"]
+RunKind = Literal["execute_code", "run_task"]
+_KEPT_RESULT_CHARS = 2_000_000  # of a run's upstream results, what is kept to count tokens
+_FULL_CHARS = 1_000_000  # arguments in `full` mode (the store still bounds each text)
+
+
+@dataclass(slots=True)
+class CallTrace:
+    """One upstream call, as it happens; `end` it once."""
+
+    order: int
+    server: str
+    tool: str
+    arguments: Any
+    started_ms: float
+    ms: float = 0.0
+    ok: bool = False
+    error: str | None = None
+    approval: str | None = None
+    result_text: str = ""  # kept while the run's total is under `_KEPT_RESULT_CHARS`
+    result_bytes: int = 0
+
+
+@dataclass
+class RunTrace:
+    """One run's calls and timings; `redact` takes a text and leaves secret values out."""
+
+    kind: RunKind
+    code: str
+    input: Any
+    client: str
+    arguments: ArgumentsMode = "clipped"
+    redact: Callable[[str], str] = lambda text: text
+    started: float = field(default_factory=time.time)
+    calls: list[CallTrace] = field(default_factory=list)
+    _clock: float = field(default_factory=time.perf_counter)
+    _kept_chars: int = 0
+
+    def call(self, server: str, tool: str, arguments: Any) -> CallTrace:
+        """A new call, started now, in the order calls were made."""
+        at = (time.perf_counter() - self._clock) * 1000
+        trace = CallTrace(len(self.calls), server, tool, arguments, round(at, 1))
+        self.calls.append(trace)
+        return trace
+
+    def end(
+        self, call: CallTrace, *, ok: bool, result: Any = None, error: str | None = None
+    ) -> None:
+        """`call` ended: how long it took, and its result's size (its text is kept for the
+        token count while the run's results stay under `_KEPT_RESULT_CHARS`)."""
+        call.ms = round((time.perf_counter() - self._clock) * 1000 - call.started_ms, 1)
+        call.ok, call.error = ok, error
+        if ok:
+            text = _json(result)
+            call.result_bytes = len(text.encode("utf-8", "replace"))
+            if self._kept_chars < _KEPT_RESULT_CHARS:
+                call.result_text = text[: _KEPT_RESULT_CHARS - self._kept_chars]
+                self._kept_chars += len(call.result_text)
+
+    def finish(
+        self,
+        reply: Callable[[], Mapping[str, Any]],
+        count_tokens: Callable[[str], int] | None = None,
+    ) -> Callable[[], RunRecord]:
+        """The run's record, built when called (by the store's writer thread) from `reply`,
+        the §3 result object the client was sent, whose tokens are set against the upstream
+        results' (`count_tokens`: none counted without it)."""
+        ended = time.time()
+        calls = list(self.calls)
+
+        def build() -> RunRecord:
+            sent = reply()
+            error = sent.get("error") or {}
+            return RunRecord(
+                kind=self.kind,
+                started=self.started,
+                ended=ended,
+                client=self.client,
+                code=self.redact(self.code),
+                input=self.redact(_json(self.input)),
+                ok=bool(sent.get("ok")),
+                error_type=error.get("type"),
+                error=self.redact(str(error["message"])) if "message" in error else None,
+                error_line=error.get("line"),
+                stdout=self.redact(str(sent.get("stdout") or "")),
+                logs=self.redact("\n".join(map(str, sent.get("logs") or ()))),
+                result=self.redact(_json(sent.get("result"))),
+                calls=[self._call_record(call) for call in calls],
+                tokens=_tokens(count_tokens, self.code, _json(sent), _consumed_text(calls)),
+            )
+
+        return build
+
+    def _call_record(self, call: CallTrace) -> CallRecord:
+        arguments = "" if self.arguments == "off" else _json(call.arguments)
+        limit = MAX_CALL_CHARS if self.arguments == "clipped" else _FULL_CHARS
+        return CallRecord(
+            order=call.order,
+            server=call.server,
+            tool=call.tool,
+            arguments=self.redact(arguments[:limit]),
+            ok=call.ok,
+            error=None if call.error is None else self.redact(call.error),
+            started_ms=call.started_ms,
+            ms=call.ms,
+            bytes_in=len(_json(call.arguments).encode("utf-8", "replace")),
+            bytes_out=call.result_bytes,
+            approval=call.approval,
+        )
+
+
+def _json(value: Any) -> str:
+    """`value` as JSON text (what the wire carried), or its repr when it is not JSON."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    try:
+        return json.dumps(value, ensure_ascii=False, default=repr)
+    except (TypeError, ValueError, RecursionError):
+        return repr(value)[:MAX_CALL_CHARS]
+
+
+def _consumed_text(calls: list[CallTrace]) -> tuple[str, int]:
+    """The upstream results' text kept (at most `_KEPT_RESULT_CHARS`) and its full length."""
+    kept = "\n".join(call.result_text for call in calls if call.result_text)
+    return kept, sum(len(call.result_text) for call in calls) + sum(
+        call.result_bytes for call in calls if not call.result_text and call.ok
+    )
+
+
+def _tokens(
+    count: Callable[[str], int] | None, code: str, reply: str, consumed: tuple[str, int]
+) -> dict[str, int]:
+    """cl100k tokens of the code sent, the reply returned and the upstream results the code
+    read (what calling the tools directly would have put in the model's context). Past
+    `_KEPT_RESULT_CHARS`, the results' count is scaled from the part counted."""
+    if count is None:
+        return {}
+    text, total = consumed
+    results = count(text)
+    if total > len(text) > 0:
+        results = round(results * total / len(text))
+    return {"code": count(code), "reply": count(reply), "upstream_results": results}

@@ -1,0 +1,96 @@
+"""`mcp-code-mode runs [--last N] [ID] [--json]`: the recorded runs (contract §10), read from
+the store the gateway writes (MCP_CODE_RUNS_DB, else runs.sqlite3 in the cache folder), newest
+first, or one run with its nested calls in order.
+
+Text from the store is shown cleaned (no escapes or control characters reach the terminal).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from .encodable import clean_text
+from .errors import CodeModeError
+from .runs import RunRecord, RunSummary, SQLiteRunBackend, default_path
+from .settings import Settings
+
+__all__ = ["show_runs", "store_path"]
+
+_PREVIEW_CHARS = 200
+
+
+def store_path(settings: Settings) -> Path:
+    """Where the gateway records runs with these settings."""
+    return Path(settings.runs_db) if settings.runs_db else default_path(settings.cache_dir)
+
+
+def show_runs(settings: Settings, *, last: int, run_id: str | None, as_json: bool) -> int:
+    """Print the newest `last` runs, or the run `run_id`; 1 when it is not kept."""
+    store = SQLiteRunBackend(store_path(settings))
+    if run_id is not None:
+        run = store.get(run_id)
+        if run is None:
+            raise CodeModeError(f"no run {run_id!r} is kept in {store_path(settings)}")
+        print(json.dumps(dataclasses.asdict(run)) if as_json else _detail(run))
+        return 0
+    runs = store.list_runs(max(last, 0), ok=None, client=None, before=None)
+    if as_json:
+        print(json.dumps([dataclasses.asdict(row) for row in runs]))
+    elif not runs:
+        print(f"no runs recorded yet in {store_path(settings)}", file=sys.stderr)
+    else:
+        print("\n".join(_row(row) for row in runs))
+    return 0
+
+
+def _when(epoch: float) -> str:
+    return datetime.datetime.fromtimestamp(epoch).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _row(run: RunSummary) -> str:
+    outcome = "ok" if run.ok else (run.error_type or "error")
+    calls = f"{run.calls} calls" + (f" ({run.failed_calls} failed)" if run.failed_calls else "")
+    return clean_text(
+        f"{run.id}  {_when(run.started)}  {run.duration_ms / 1000:6.2f} s  {outcome:<16} "
+        f"{calls:<20} {run.tokens_saved:>7} tokens saved  {run.kind}  {run.client or '-'}"
+    )
+
+
+def _detail(run: RunRecord) -> str:
+    took = run.ended - run.started
+    head = [
+        f"run {run.id} ({run.kind}) by {run.client or 'an unnamed client'}",
+        f"started {_when(run.started)}, took {took:.2f} s, "
+        + ("ok" if run.ok else f"failed: {run.error_type}"),
+    ]
+    if run.error:
+        line = f" (line {run.error_line})" if run.error_line else ""
+        head.append(f"error{line}: {run.error}")
+    if run.tokens:
+        head.append("tokens: " + ", ".join(f"{k} {v}" for k, v in run.tokens.items()))
+    parts = ["\n".join(head), _numbered(run.code)]
+    if run.calls:
+        parts.append("\n".join(_call(call) for call in run.calls))
+    for label, text in (("stdout", run.stdout), ("logs", run.logs), ("result", run.result)):
+        if text:
+            parts.append(f"{label}:\n{text}")
+    return clean_text("\n\n".join(parts))
+
+
+def _numbered(code: str) -> str:
+    return "\n".join(f"{n:4} | {line}" for n, line in enumerate(code.splitlines(), 1))
+
+
+def _call(call: Any) -> str:
+    state = "ok" if call.ok else f"failed: {call.error}"
+    approval = f"  approval: {call.approval}" if call.approval else ""
+    arguments = call.arguments[:_PREVIEW_CHARS]
+    return (
+        f"#{call.order:<3} +{call.started_ms:8.1f} ms {call.ms:8.1f} ms  "
+        f"{call.server}.{call.tool}({arguments}) {state}, {call.bytes_out} bytes{approval}"
+    )

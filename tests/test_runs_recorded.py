@@ -1,0 +1,159 @@
+"""Runs are recorded (contract §10): a real gateway over real upstreams writes each run to the
+store, and `mcp-code-mode runs` reads it back from another process."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from mcp_code_mode.approval import ApprovalRequest
+from mcp_code_mode.runs import RunStore
+
+from .support import (
+    ROOT,
+    SECRET,
+    TEST_SERVER,
+    ConfigWriter,
+    server_entry,
+    start_gateway,
+)
+
+BOARD = str(ROOT / "tests" / "servers" / "approvals_upstream.py")
+
+CODE = """
+import asyncio
+first = tools.testsrv.echo(text="one")
+many = await call_tools([("testsrv", "structured", {"n": i}) for i in range(20)])
+try:
+    tools.testsrv.fail(message="it broke on purpose")
+except ToolError as exc:
+    print("failed as asked")
+tools.board.post_message(text="hello")
+leak = tools.testsrv.env(name="TOKEN")
+print(leak)
+result = {"first": first, "n": len(many), "leak": leak}
+"""
+
+
+def _servers() -> dict[str, object]:
+    testsrv = server_entry(TEST_SERVER, env={"TOKEN": "${MCP_CODE_TEST_SECRET}"})
+    return {"testsrv": testsrv, "board": server_entry(BOARD)}
+
+
+async def test_a_run_is_recorded_with_every_call_in_order(
+    write_config: ConfigWriter, tmp_path: Path
+) -> None:
+    asked: list[ApprovalRequest] = []
+
+    async def approve(request: ApprovalRequest) -> bool:
+        asked.append(request)
+        return True
+
+    gateway = await start_gateway(write_config(_servers()), runs_db=str(tmp_path / "runs.db"))
+    try:
+        reply = await gateway.execute(CODE, approver=approve, client="pytest 1.0")
+    finally:
+        await gateway.aclose()  # writes what is queued
+    assert reply.ok, reply.error
+    assert len(asked) == 1
+    store = RunStore.open(gateway.recorder.path)
+    try:
+        (summary,) = store.list_runs()
+        run = store.get(summary.id)
+    finally:
+        store.close()
+    assert run is not None and run.ok and run.client == "pytest 1.0"
+    assert run.kind == "execute_code" and run.code == CODE
+    names = [f"{c.server}.{c.tool}" for c in run.calls]
+    assert names == [
+        "testsrv.echo",
+        *["testsrv.structured"] * 20,
+        "testsrv.fail",
+        "board.post_message",
+        "testsrv.env",
+    ]
+    assert [c.order for c in run.calls] == list(range(24))
+    failed = [c for c in run.calls if not c.ok]
+    assert [c.tool for c in failed] == ["fail"] and "it broke on purpose" in (failed[0].error or "")
+    (posted,) = [c for c in run.calls if c.tool == "post_message"]
+    assert posted.approval == "approved" and json.loads(posted.arguments) == {"text": "hello"}
+    batch = [c for c in run.calls if c.tool == "structured"]
+    # The batch ran concurrently: each call started before the batch's last one ended.
+    assert max(c.started_ms for c in batch) < max(c.started_ms + c.ms for c in batch)
+    assert all(c.bytes_out > 0 for c in run.calls if c.ok)
+    assert summary.calls == 24 and summary.failed_calls == 1
+    assert set(run.tokens) == {"code", "reply", "upstream_results"} and run.tokens["code"] > 50
+    # The secret an upstream was given (a ${VAR} value) came back through the run: never stored.
+    stored = json.dumps([run.stdout, run.result, [c.arguments for c in run.calls]])
+    assert SECRET not in stored and "${MCP_CODE_TEST_SECRET}" in run.stdout
+
+
+async def test_auto_approval_without_a_person_is_recorded(
+    write_config: ConfigWriter, tmp_path: Path
+) -> None:
+    gateway = await start_gateway(write_config(_servers()), runs_db=str(tmp_path / "runs.db"))
+    try:
+        reply = await gateway.execute('tools.board.post_message(text="x")', client="no-asker")
+    finally:
+        await gateway.aclose()
+    assert reply.ok
+    store = RunStore.open(gateway.recorder.path)
+    try:
+        (summary,) = store.list_runs()
+        run = store.get(summary.id)
+    finally:
+        store.close()
+    assert run is not None
+    assert [c.approval for c in run.calls] == ["not asked (auto)"]
+    assert "needs approval and ran without it" in run.logs
+
+
+async def test_runs_off_writes_nothing(write_config: ConfigWriter, tmp_path: Path) -> None:
+    store = tmp_path / "runs.db"
+    gateway = await start_gateway(write_config({}), runs_db=str(store), runs="off")
+    try:
+        assert (await gateway.execute("result = 1 + 1")).ok
+    finally:
+        await gateway.aclose()
+    assert gateway.recorder.path == store and not store.exists()
+
+
+def test_the_runs_command_lists_and_shows_from_another_process(tmp_path: Path) -> None:
+    env = {
+        **os.environ,
+        "MCP_CODE_CACHE_DIR": str(tmp_path),
+        "MCP_CODE_RUNS_DB": "",  # the default: runs.sqlite3 in the cache folder
+        "FASTMCP_CHECK_FOR_UPDATES": "off",
+        "FASTMCP_SHOW_SERVER_BANNER": "false",
+    }
+    command = [str(Path(sys.executable).parent / "mcp-code-mode")]
+    config = tmp_path / "mcp_servers.json"
+    config.write_text(json.dumps({"servers": {"testsrv": server_entry(TEST_SERVER)}}))
+    code = 'tools.testsrv.echo(text="<script>alert(1)</script>")\nresult = 1 / 0'
+    ran = subprocess.run(
+        [*command, "exec", "--config", str(config), "--code", code],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert ran.returncode == 1, ran.stderr
+    listed = subprocess.run(
+        [*command, "runs", "--json"], env=env, capture_output=True, text=True, timeout=60
+    )
+    (row,) = json.loads(listed.stdout)
+    assert row["ok"] is False and row["error_type"] == "RUNTIME_ERROR" and row["calls"] == 1
+    shown = subprocess.run(
+        [*command, "runs", row["id"]], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert shown.returncode == 0
+    assert "   2 | result = 1 / 0" in shown.stdout and "error (line 2)" in shown.stdout
+    assert "testsrv.echo(" in shown.stdout and "cli exec" in shown.stdout
+    missing = subprocess.run(
+        [*command, "runs", "0" * 32], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert missing.returncode == 2 and "no run" in missing.stderr
