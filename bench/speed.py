@@ -73,12 +73,12 @@ class Sizes:
     @classmethod
     def quick(cls) -> Sizes:
         return cls(
-            runs=10,
-            catalog_runs=10,
+            runs=5,
+            catalog_runs=5,
             catalog_sizes=(13, 40),
             process_runs=1,
-            pyodide_runs=3,
-            cpu_runs=5,
+            pyodide_runs=2,
+            cpu_runs=3,
         )
 
 
