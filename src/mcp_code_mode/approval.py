@@ -11,17 +11,26 @@ upstream is ever called.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from .encodable import clean_text, clip, encodable_text
 from .errors import ToolCallFailed
 
-__all__ = ["ApprovalMode", "ApprovalRequest", "Approver", "RunApprovals"]
+__all__ = [
+    "ApprovalMode",
+    "ApprovalRequest",
+    "Approver",
+    "Decided",
+    "RunApprovals",
+    "TracedQuestion",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -50,6 +59,11 @@ class ApprovalRequest:
 Approver = Callable[[ApprovalRequest], Awaitable[bool | None]]
 """Asks a person; True approves, False declines, None: cannot ask (no such client)."""
 
+Decided = Callable[[str], None]
+"""Told how a question ended (`approved`, `declined`, ...)."""
+TracedQuestion = Callable[[str, str], AbstractContextManager[Decided]]
+"""Wraps the time a question about (server, tool) takes, e.g. in a span (`RunSpans.approval`)."""
+
 
 class RunApprovals:
     """The approvals of one run."""
@@ -72,6 +86,7 @@ class RunApprovals:
         self.decisions: dict[tuple[str, str], str] = {}  # how each question ended, for records
         # Awaited before a person is asked (the executor stops the worker's clock).
         self.before_asking: Callable[[], Awaitable[None]] | None = None
+        self.traced: TracedQuestion = _untraced  # each question, as it is asked and answered
 
     async def check(self, server: str, tool: str, args: dict[str, Any]) -> None:
         """Return when the call may go ahead.
@@ -98,10 +113,12 @@ class RunApprovals:
 
     async def _ask(self, server: str, tool: str, args: dict[str, Any]) -> str | None:
         """None when approved, else why not; `decisions` says how it was decided."""
-        refusal = await self._question(server, tool, args)
-        unasked = f"{clean_text(server)}.{clean_text(tool)}" in self.unasked
-        how = "not asked (auto)" if unasked else ("approved" if refusal is None else refusal)
-        self.decisions[(server, tool)] = how
+        with self.traced(server, tool) as decided:
+            refusal = await self._question(server, tool, args)
+            unasked = f"{clean_text(server)}.{clean_text(tool)}" in self.unasked
+            how = "not asked (auto)" if unasked else ("approved" if refusal is None else refusal)
+            self.decisions[(server, tool)] = how
+            decided(how)
         return refusal
 
     async def _question(self, server: str, tool: str, args: dict[str, Any]) -> str | None:
@@ -123,6 +140,11 @@ class RunApprovals:
                 return None
             return "it was declined: the client cannot ask a person (MCP_CODE_APPROVAL=required)"
         return None if answer else "it was declined"
+
+    def close(self) -> None:
+        """The run is over: a question still open is withdrawn (its approver is cancelled)."""
+        for answer in self._answers.values():
+            answer.cancel()
 
     def _let_through(self, request: ApprovalRequest) -> None:
         """Leave a trace of a call that needed approval and ran without it: in the run's
@@ -150,3 +172,8 @@ class RunApprovals:
         except (TypeError, ValueError, RecursionError):
             text = "(arguments that cannot be shown)"
         return clean_text(clip(encodable_text(self._redact(text)), _ARGS_CHARS))
+
+
+@contextlib.contextmanager
+def _untraced(server: str, tool: str) -> Iterator[Decided]:
+    yield lambda decision: None

@@ -1,4 +1,4 @@
-"""`mcp-code-mode`: serve, exec, tools (and the agent's `run`, Pyodide's `setup`)."""
+"""`mcp-code-mode`: serve, exec, tools, runs, ui (and the agent's `run`, Pyodide's `setup`)."""
 
 from __future__ import annotations
 
@@ -61,6 +61,11 @@ def _parser() -> argparse.ArgumentParser:
     runs.add_argument("--last", type=int, default=20, metavar="N", help="runs to list (20)")
     _common(runs)
 
+    ui = commands.add_parser("ui", help="serve the runs page on 127.0.0.1")
+    ui.add_argument("--port", type=int, default=8766, help="port (default 8766; 0: any free one)")
+    ui.add_argument("--config", help="mcp_servers.json path (default: MCP_SERVERS_CONFIG)")
+    add_log_level(ui)
+
     setup = commands.add_parser("setup", help="install optional runtimes")
     setup.add_argument("what", choices=["pyodide"], help="the runtime to install")
     return parser
@@ -110,6 +115,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             from .runs_cli import show_runs
 
             return show_runs(settings, last=args.last, run_id=args.id, as_json=args.json)
+        if args.command == "ui":
+            from .runs_page import runs_reader, serve_ui
+
+            asyncio.run(serve_ui(runs_reader(settings), port=args.port))
+            return 0
         if args.command == "check":
             from .check import check
 

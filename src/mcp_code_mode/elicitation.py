@@ -8,12 +8,16 @@ How a client is asked depends on what it negotiated:
 - From 2026-07-28 on there is no server-initiated request (SEP-2322): `execute_code`
   answers `input_required` with the question, the run waits, and the client calls again
   with the answer and the request state. `Elicitation` keeps the waiting runs.
+
+A client that sends a progress token gets progress notifications while the run works
+(`progress_sink`, `runs.progress`); a waiting run's go to the request that brings the answer.
 """
 
 from __future__ import annotations
 
 import asyncio
 import secrets
+from collections.abc import Awaitable
 from typing import Any
 
 import mcp_types
@@ -23,9 +27,10 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from .approval import ApprovalRequest, Approver
 from .gateway import Gateway
+from .runs.progress import ProgressSink, RunProgress
 from .sandbox.base import ExecutionResult
 
-__all__ = ["Elicitation", "handshake_approver"]
+__all__ = ["Elicitation", "client_name", "handshake_approver", "progress_sink"]
 
 _QUESTION_KEY = "approval"
 _SCHEMA: dict[str, Any] = {
@@ -48,21 +53,28 @@ class Elicitation:
         self, ctx: Context | None, code: str, input: Any, timeout_s: float | None
     ) -> ExecutionResult | mcp_types.InputRequiredResult:
         """The run's result, or (2026-07-28 clients) a question to answer first."""
-        era, client = _era(ctx), client_name(ctx)
+        era, client, sink = _era(ctx), client_name(ctx), progress_sink(ctx)
         if era != "modern" or ctx is None:
             approver = handshake_approver(ctx)
-            return await self._gateway.execute(
-                code, input=input, timeout_s=timeout_s, approver=approver, client=client
-            )
+            progress = None if sink is None else RunProgress(sink)
+            try:
+                return await self._gateway.execute(
+                    code, input, timeout_s, approver=approver, client=client, progress=progress
+                )
+            finally:
+                if progress is not None:
+                    await progress.close()
         state = ctx.request_state
         run = self._waiting.pop(state, None) if state else None
         if run is None:
-            run = _WaitingRun(self._gateway, code, input, timeout_s, client)
+            run = _WaitingRun(self._gateway, code, input, timeout_s, client, RunProgress(sink))
         else:
+            run.progress.retarget(sink)
             run.answer(_approved(ctx.input_responses))
         event = await run.next_event()
         if isinstance(event, ExecutionResult):
             return event
+        run.progress.retarget(None)  # this request is answered: its progress token is spent
         self._forget_finished()
         token = secrets.token_urlsafe(18)
         self._waiting[token] = run
@@ -86,14 +98,27 @@ class _WaitingRun:
     """A run whose approver hands its questions to `next_event()` and waits for `answer()`."""
 
     def __init__(
-        self, gateway: Gateway, code: str, input: Any, timeout_s: float | None, client: str
+        self,
+        gateway: Gateway,
+        code: str,
+        input: Any,
+        timeout_s: float | None,
+        client: str,
+        progress: RunProgress,
     ) -> None:
         self._questions: asyncio.Queue[ApprovalRequest] = asyncio.Queue()
         self._answer: asyncio.Future[bool] | None = None
+        self.progress = progress
         run = gateway.execute(
-            code, input=input, timeout_s=timeout_s, approver=self._ask, client=client
+            code, input, timeout_s, approver=self._ask, client=client, progress=progress
         )
-        self._task = asyncio.ensure_future(run)
+        self._task = asyncio.ensure_future(self._closing(run))
+
+    async def _closing(self, run: Awaitable[ExecutionResult]) -> ExecutionResult:
+        try:
+            return await run
+        finally:
+            await self.progress.close()
 
     @property
     def finished(self) -> bool:
@@ -129,6 +154,26 @@ def client_name(ctx: Context | None) -> str:
         return ""
     info = None if params is None else params.client_info
     return "" if info is None else f"{info.name} {info.version or ''}".strip()
+
+
+def progress_sink(ctx: Context | None) -> ProgressSink | None:
+    """Sends `notifications/progress` for the request `ctx` serves; None when its client
+    sent no progress token (it gets none)."""
+    try:
+        request = None if ctx is None else ctx.request_context
+    except (RuntimeError, AttributeError, ValueError):  # no MCP request behind this call
+        return None
+    token = None if request is None else (request.meta or {}).get("progressToken")
+    if request is None or not isinstance(token, str | int) or isinstance(token, bool):
+        return None
+    session, request_id = request.session, request.request_id
+
+    async def send(progress: float, total: float | None, message: str | None) -> None:
+        await session.send_progress_notification(
+            token, progress, total, message, related_request_id=request_id
+        )
+
+    return send
 
 
 def _era(ctx: Context | None) -> str | None:

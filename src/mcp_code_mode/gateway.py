@@ -20,15 +20,13 @@ from .approval import Approver, RunApprovals
 from .catalog import Catalog
 from .config import GatewayConfig, load_config
 from .encodable import clean_text, clip, sendable
-from .errors import (
-    ErrorType,
-    ToolCallFailed,
-    UnknownToolError,
-)
+from .errors import ErrorType, ToolCallFailed, UnknownToolError
 from .memory import release_free_memory
 from .reach import servers_reached
 from .run_router import Admission, RunRouter
 from .runs import Recorder, RunKind, RunTrace
+from .runs.progress import RunProgress
+from .runs.telemetry import RunTelemetry, flush
 from .sandbox.base import ExecutionResult, Executor, GuestIndex, Session
 from .sandbox.executor import SandboxExecutor
 from .sandbox.reply import bound_reply
@@ -98,6 +96,7 @@ class Gateway:
         self._trimmed: Catalog | None = None  # the last catalog whose build released memory
         self._index: tuple[object, GuestIndex] | None = None  # (what it was made from, it)
         self.recorder = Recorder.from_settings(settings, redact=config.redact, count=count_tokens)
+        self.telemetry = RunTelemetry.from_settings(settings, config, self.executor.name)
 
     @classmethod
     def from_settings(cls, settings: Settings, config_path: str | Path | None = None) -> Gateway:
@@ -174,6 +173,7 @@ class Gateway:
         `UpstreamManager.aclose`)."""
         closing = asyncio.gather(
             asyncio.to_thread(self.recorder.close),  # what is queued is written
+            asyncio.to_thread(flush),  # and exported: a signal stop skips the exit handlers
             self.executor.aclose(),
             self.manager.aclose(exit_grace_s=exit_grace_s),
             return_exceptions=True,
@@ -209,6 +209,7 @@ class Gateway:
         session: Session | None = None,
         client: str = "",
         kind: RunKind = "execute_code",
+        progress: RunProgress | None = None,
     ) -> ExecutionResult:
         """Run guest code (contract §3 `execute_code`); always answers with a result object.
 
@@ -216,11 +217,12 @@ class Gateway:
         `approver` asks a person about calls that need approval (§8); without one the
         client is one that cannot ask. In a `session` (`executor.open_session()`) the
         code runs after its earlier snippets, with their variables. The run is recorded
-        (contract §10) as `kind`, made by `client`.
+        (contract §10) as `kind`, made by `client`, traced, and told to `progress`.
         """
         started = time.perf_counter()
         trace = self.recorder.trace(kind, code, input, client)
         router = self.router(approver, trace)
+        router.observe(self.telemetry.start(kind, code, input, client), progress)
         try:
             # The upstreams the code can reach (by name, or any when it is dynamic) have
             # tried to connect: the guest's index has their own tool lists, not the cache's.
@@ -251,6 +253,7 @@ class Gateway:
             result.error.message = clean_text(result.error.message)
         reply = bound_reply(result, self.settings.max_output_chars)
         self.recorder.finish(trace, lambda: reply.model_dump(mode="json"))
+        router.ended(reply)  # the run's span
         return reply
 
     def search_tools(

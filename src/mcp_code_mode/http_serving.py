@@ -10,6 +10,9 @@ guard, a request must carry exactly one `Host` header that `parse_host` reads (R
 host and optional port), else it is refused with 400: fastmcp's guard takes whatever
 precedes a `:` or `]`, so `localhost:80@evil.com` or `[::1].evil.com` would pass it.
 
+`GET /runs` and `/runs/<id>` serve the runs page (`runs_page`) beside `/mcp`, behind the same
+Host/Origin guard and token.
+
 The first SIGTERM or SIGINT drains: `/readyz` turns 503 and requests that would start new
 work (`tools/call`, `initialize`) are refused with 503 before anything runs, so a balancer
 may resend them to another instance; the rest still passes, for running calls may need it
@@ -42,9 +45,12 @@ from typing import TYPE_CHECKING
 
 import uvicorn
 from fastmcp.server.auth import AuthProvider
+from fastmcp.server.auth.middleware import RequireAuthMiddleware
 from fastmcp.server.auth.providers.jwt import StaticTokenVerifier
+from starlette.routing import Route
 
 from .errors import CodeModeError, ConfigError
+from .runs_page import runs_app, runs_reader
 from .settings import Settings
 
 if TYPE_CHECKING:
@@ -57,6 +63,7 @@ __all__ = ["check_exposure", "parse_host", "serve_http"]
 logger = logging.getLogger(__name__)
 
 _HEALTH_PATH, _READY_PATH = "/healthz", "/readyz"
+_RUNS_PATHS = ("/runs", "/runs/{run_id:path}")  # the runs page, behind the token
 _DRAIN_SLACK_S = 10.0  # beyond the longest run a client may ask for
 _QUIET_S = 0.5  # a drain ends after this long without a request
 _FLUSH_S = 5  # for uvicorn to close connections once the drain is over
@@ -225,15 +232,21 @@ async def _serve(
 
 
 def _mcp_app(server: FastMCP, settings: Settings) -> StarletteWithLifespan:
-    """fastmcp's streamable-HTTP app with our token verifier and a strict Host/Origin guard."""
+    """fastmcp's streamable-HTTP app with our token verifier and a strict Host/Origin guard,
+    and the runs page (`GET /runs`, contract §10) behind both, as `/mcp` is."""
     server.auth = _token_verifier(settings)
-    return server.http_app(
+    app = server.http_app(
         transport="http",
         stateless_http=settings.http_stateless,
         host_origin_protection=True,  # "strict": every request, whatever address is bound
         allowed_hosts=_comma_list(settings.http_allowed_hosts),
         allowed_origins=_comma_list(settings.http_allowed_origins),
     )
+    page = runs_app(runs_reader(settings))
+    if server.auth is not None:  # the app's middleware checks the token; this requires it
+        page = RequireAuthMiddleware(page, required_scopes=[])
+    app.router.routes += [Route(path, page, methods=["GET"]) for path in _RUNS_PATHS]
+    return app
 
 
 def _token_verifier(settings: Settings) -> AuthProvider | None:

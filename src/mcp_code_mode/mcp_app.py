@@ -28,6 +28,7 @@ from .elicitation import Elicitation, handshake_approver
 from .encodable import make_encodable
 from .errors import CodeModeError, ErrorType
 from .gateway import Gateway
+from .runs.telemetry import configure_from_env
 from .sandbox.base import ExecutionResult
 from .tool_formatter import load_tokenizer, one_line
 
@@ -42,7 +43,7 @@ _EXECUTE_CODE_DOC = """\
 Run Python against upstream MCP tools; filter in code, return what matters (last \
 expression = result). Has tools.<server>.<tool>(**kw), call_tool(server, tool, args), \
 call_tools([(server, tool, args)]) (parallel), search_tools(q), get_tool_docs(server, tool), \
-log(), input, ToolError."""
+log(), progress(done, total), input, ToolError."""
 
 
 class _LeanTool(FunctionTool):
@@ -129,7 +130,9 @@ def build_server(gateway: Gateway, *, lm: Any = None) -> FastMCP:
     """A FastMCP app over a started gateway (the caller owns the gateway's lifecycle).
 
     `run_task` is registered only with an LM (`agent.make_lm(settings)` or any dspy LM).
+    The OpenTelemetry SDK is set up here when the OTEL_* variables ask for traces.
     """
+    configure_from_env()  # before the app exists: fastmcp's request spans go there too
     server = FastMCP("mcp-code-mode", instructions=instructions(gateway), version=__version__)
 
     asking = Elicitation(gateway)

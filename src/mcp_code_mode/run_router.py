@@ -21,17 +21,25 @@ decision is as good as the tool's annotations and the config's `approve_tools` g
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import math
 import time
 from collections.abc import Awaitable, Callable, Collection
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .approval import RunApprovals
 from .encodable import clean_text, clip
 from .errors import CodeModeError, ToolCallFailed, ToolCallLimitExceeded, UnknownToolError
+from .runs.progress import MESSAGE_CHARS, RunProgress
 from .runs.trace import CallTrace, RunTrace
 from .sandbox.base import ToolCallRecord
 from .tool_formatter import load_tokenizer
 from .tool_results import JSON
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import Span
+
+    from .runs.spans import RunOutcome, RunSpans
 
 __all__ = ["MAX_NAME_CHARS", "RECORD_NAME_CHARS", "Admission", "RouterHost", "RunRouter"]
 
@@ -87,12 +95,26 @@ class RunRouter:
     ) -> None:
         self._host = host
         self.trace = trace  # the run's record in the making (None: runs are not recorded)
+        self.spans: RunSpans | None = None  # the run's spans (None: no tracer is configured)
+        self._progress: RunProgress | None = None  # for the client (None: it did not ask)
         self._approvals = approvals
         self._records: list[ToolCallRecord] = []
         self._limit = max_tool_calls
         self._slots = asyncio.Semaphore(max_concurrent_calls)
         self._tasks: set[asyncio.Task[Any]] = set()
         self._closed = False
+
+    def observe(self, spans: RunSpans | None, progress: RunProgress | None) -> None:
+        """Trace the run's calls and approval questions in `spans`, and tell `progress` of
+        them (each None: not wanted); before the run makes any call."""
+        self.spans, self._progress = spans, progress
+        if spans is not None:
+            self._approvals.traced = spans.approval
+
+    def ended(self, reply: RunOutcome) -> None:
+        """The run ended with `reply`: its span ends."""
+        if self.spans is not None:
+            self.spans.end(reply)
 
     def admit(self, count: int) -> None:
         if self._limit and len(self._records) + count > self._limit:
@@ -109,28 +131,45 @@ class RunRouter:
             raise ToolCallFailed(*kept, "the run has ended")
         _check_names(server, tool)
         traced = None if self.trace is None else self.trace.call(*kept, args)
-        task = asyncio.ensure_future(self._approved_call(server, tool, args, record, traced))
+        span = None if self.spans is None else self.spans.call(len(self._records) - 1, *kept, args)
+        call = self._approved_call(server, tool, args, record, traced)
+        if self.spans is not None and span is not None:
+            call = _made_in(self.spans, span, call)
+        task = asyncio.ensure_future(call)
         self._tasks.add(task)
         try:
             value = await task
         except ToolCallFailed as exc:  # what a model or a terminal is shown of the names
-            self._ended(traced, error=exc.message)
+            self._ended(traced, span, error=exc)
             if (exc.server, exc.tool) == kept:
                 raise
             raise ToolCallFailed(*kept, exc.message) from None
         except BaseException as exc:
-            self._ended(traced, error=f"{type(exc).__name__}: {exc}")
+            self._ended(traced, span, error=exc)
             raise
         finally:
             self._tasks.discard(task)
-        self._ended(traced, result=value)
+        self._ended(traced, span, result=value)
         return value
 
     def _ended(
-        self, traced: CallTrace | None, *, result: JSON = None, error: str | None = None
+        self,
+        traced: CallTrace | None,
+        span: Span | None,
+        *,
+        result: JSON = None,
+        error: BaseException | None = None,
     ) -> None:
+        """A call ended: its record, its span and the client's progress are told."""
         if self.trace is not None and traced is not None:
-            self.trace.end(traced, ok=error is None, result=result, error=error)
+            text = None if error is None else f"{type(error).__name__}: {error}"
+            if isinstance(error, ToolCallFailed):
+                text = error.message
+            self.trace.end(traced, ok=error is None, result=result, error=text)
+        if self.spans is not None and span is not None:
+            self.spans.end_call(span, error)
+        if self._progress is not None:
+            self._progress.call_ended()
 
     async def _approved_call(
         self,
@@ -175,12 +214,19 @@ class RunRouter:
         self._approvals.before_asking = notify
 
     def close(self) -> None:
-        """The run is over: cancel its calls still waiting or in flight; later calls fail."""
+        """The run is over: cancel its calls still waiting or in flight; later calls fail.
+        Closed as its task is cancelled, the run's span ends (`ended` will not be called)."""
         self._closed = True
         for task in self._tasks:
             task.cancel()
+        self._approvals.close()
+        if self.spans is not None and _cancelling():
+            self.spans.end(None)
 
     async def query(self, kind: str, args: dict[str, Any]) -> JSON:
+        if kind == "progress":  # guest code's progress(...): for the client, when it asked
+            self._report(args)
+            return None
         host = self._host
         await host.settle(index=kind != "list_servers")  # discovery answers about every upstream
         if kind == "search_tools":
@@ -205,6 +251,18 @@ class RunRouter:
     def records(self) -> list[ToolCallRecord]:
         return list(self._records)
 
+    def _report(self, args: dict[str, Any]) -> None:
+        """Check guest code's `progress(done, total=None, message=None)` and pass it on."""
+        done, total, message = args.get("done"), args.get("total"), args.get("message")
+        numbers = _number(done), _number(total)
+        if numbers[0] is None or (total is not None and numbers[1] is None):
+            raise UnknownToolError("progress(): done and total must be finite numbers")
+        if message is not None and not isinstance(message, str):
+            raise UnknownToolError("progress(): message must be a str")
+        if self._progress is not None:
+            shown = None if message is None else clean_text(clip(message, MESSAGE_CHARS))
+            self._progress.report(numbers[0], numbers[1], shown)
+
 
 def _shown(name: str) -> str:
     """A name as records and errors show it: clipped, without escapes or controls."""
@@ -221,3 +279,25 @@ def _check_names(server: str, tool: str) -> None:
                 f"the {what} name is {len(name):,} characters, over the {MAX_NAME_CHARS:,} "
                 "a name may have; the call was not sent",
             )
+
+
+async def _made_in(spans: RunSpans, span: Span, call: Awaitable[JSON]) -> JSON:
+    """`call`, made with `span` current: in the call's own task (see `RunSpans.active`)."""
+    with spans.active(span):
+        return await call
+
+
+def _cancelling() -> bool:
+    """Whether the current task is being cancelled (a run whose request went away)."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
+
+
+def _number(value: Any) -> float | None:
+    """`value` as a finite float, or None when it is not a number (a bool is not one)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    with contextlib.suppress(OverflowError):
+        number = float(value)
+        return number if math.isfinite(number) else None
+    return None

@@ -1,6 +1,6 @@
 """`mcp-code-mode runs [--last N] [ID] [--json]`: the recorded runs (contract §10), read from
-the store the gateway writes (MCP_CODE_RUNS_DB, else runs.sqlite3 in the cache folder), newest
-first, or one run with its nested calls in order.
+the store the gateway writes (MCP_CODE_RUNS_DB: a SQLite file or a PostgreSQL URL, else
+runs.sqlite3 in the cache folder), newest first, or one run with its nested calls in order.
 
 Text from the store is shown cleaned (no escapes or control characters reach the terminal).
 """
@@ -16,7 +16,7 @@ from typing import Any
 
 from .encodable import clean_text
 from .errors import CodeModeError
-from .runs import RunRecord, RunSummary, SQLiteRunBackend, default_path
+from .runs import RunRecord, RunSummary, open_backend, shown_location, store_location
 from .settings import Settings
 
 __all__ = ["show_runs", "store_path"]
@@ -24,25 +24,27 @@ __all__ = ["show_runs", "store_path"]
 _PREVIEW_CHARS = 200
 
 
-def store_path(settings: Settings) -> Path:
-    """Where the gateway records runs with these settings."""
-    return Path(settings.runs_db) if settings.runs_db else default_path(settings.cache_dir)
+def store_path(settings: Settings) -> str | Path:
+    """Where the gateway records runs with these settings: a SQLite file or a PostgreSQL URL
+    (shown by `shown_location`, without its password)."""
+    return store_location(settings.runs_db, settings.cache_dir)
 
 
 def show_runs(settings: Settings, *, last: int, run_id: str | None, as_json: bool) -> int:
     """Print the newest `last` runs, or the run `run_id`; 1 when it is not kept."""
-    store = SQLiteRunBackend(store_path(settings))
+    location = store_path(settings)
+    store = open_backend(location)
     if run_id is not None:
         run = store.get(run_id)
         if run is None:
-            raise CodeModeError(f"no run {run_id!r} is kept in {store_path(settings)}")
+            raise CodeModeError(f"no run {run_id!r} is kept in {shown_location(location)}")
         print(json.dumps(dataclasses.asdict(run)) if as_json else _detail(run))
         return 0
     runs = store.list_runs(max(last, 0), ok=None, client=None, before=None)
     if as_json:
         print(json.dumps([dataclasses.asdict(row) for row in runs]))
     elif not runs:
-        print(f"no runs recorded yet in {store_path(settings)}", file=sys.stderr)
+        print(f"no runs recorded yet in {shown_location(location)}", file=sys.stderr)
     else:
         print("\n".join(_row(row) for row in runs))
     return 0

@@ -109,6 +109,10 @@ class Settings(BaseSettings):
     runs_arguments: Literal["off", "clipped", "full"] = Field(
         "clipped", validation_alias=_env("MCP_CODE_RUNS_ARGUMENTS")
     )
+    # Code, input and call arguments in OpenTelemetry spans (redacted, clipped); off: never.
+    otel_content: Literal["off", "on"] = Field(
+        "off", validation_alias=_env("MCP_CODE_OTEL_CONTENT")
+    )
     # Serving over HTTP (contract §9); the lists are comma-separated, empty = loopback names only.
     http_token: SecretStr | None = Field(None, validation_alias=_env("MCP_CODE_HTTP_TOKEN"))
     http_allowed_hosts: str = Field("", validation_alias=_env("MCP_CODE_HTTP_ALLOWED_HOSTS"))

@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from ..settings import Settings
-from .store import RunStore, default_path
+from .location import store_location
+from .store import RunStore
 from .trace import ArgumentsMode, RunKind, RunTrace
 
 __all__ = ["Recorder"]
@@ -24,7 +25,8 @@ logger = logging.getLogger(__name__)
 
 
 class Recorder:
-    """Records runs into the store at `path` (default: the cache folder's runs.sqlite3)."""
+    """Records runs into the store at `path`, a SQLite file or a PostgreSQL URL (default: the
+    cache folder's runs.sqlite3)."""
 
     def __init__(
         self,
@@ -38,7 +40,7 @@ class Recorder:
         cache_dir: str | None = None,
     ) -> None:
         self.enabled = enabled
-        self.path = Path(path) if path else default_path(cache_dir)
+        self.path = store_location(path, cache_dir)
         self._keep = keep
         self._arguments = arguments
         self._redact = redact

@@ -20,22 +20,15 @@ import weakref
 from collections.abc import Callable
 from pathlib import Path
 
-from ..settings import cache_root
 from .backend import RunStoreBackend, RunStoreError
+from .location import open_backend
 from .records import RunRecord, RunSummary, as_stored
-from .sqlite import SQLiteRunBackend
 
-__all__ = ["DEFAULT_KEEP", "RunStore", "default_path"]
+__all__ = ["DEFAULT_KEEP", "RunStore"]
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_KEEP = 10_000  # MCP_CODE_RUNS_KEEP
-
-
-def default_path(cache_dir: str | Path | None = None) -> Path:
-    """`<cache_dir>/mcp-code-mode/runs.sqlite3`; without `cache_dir`, in the cache folder of
-    `settings.cache_root` (MCP_CODE_CACHE_DIR, else XDG_CACHE_HOME, else ~/.cache)."""
-    return cache_root(str(cache_dir) if cache_dir else None) / "runs.sqlite3"
 
 
 class RunStore:
@@ -73,10 +66,11 @@ class RunStore:
 
     @classmethod
     def open(
-        cls, path: Path, *, keep: int = DEFAULT_KEEP, keep_days: float | None = None
+        cls, path: str | Path, *, keep: int = DEFAULT_KEEP, keep_days: float | None = None
     ) -> RunStore:
-        """A store in the SQLite file `path`; the writer creates it and its folders."""
-        return cls(SQLiteRunBackend(path), keep=keep, keep_days=keep_days)
+        """A store in the SQLite file `path` (the writer creates it and its folders) or the
+        PostgreSQL database a `postgresql://` URL names (the writer creates the tables)."""
+        return cls(open_backend(path), keep=keep, keep_days=keep_days)
 
     @property
     def dropped(self) -> int:

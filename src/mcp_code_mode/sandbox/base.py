@@ -129,7 +129,8 @@ class ToolRouter(Protocol):
         ...
 
     async def query(self, kind: str, args: dict[str, Any]) -> Any:
-        """Answer `search_tools` / `get_tool_docs` / `list_servers`; raises CodeModeError."""
+        """Answer `search_tools` / `get_tool_docs` / `list_servers`, or take the guest's
+        `progress` (for the client; answers None); raises CodeModeError."""
         ...
 
     def admit(self, count: int) -> None:

@@ -16,7 +16,9 @@ from __future__ import annotations
 import builtins
 import difflib
 import importlib
+import math
 import sys
+import time
 import types
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
@@ -30,6 +32,7 @@ __all__ = [
     "HOST_CALLS",
     "LAZY_HELPERS",
     "PRIVATE_OK",
+    "PROGRESS_EVERY_S",
     "REFUSED_DUNDERS",
     "Fatal",
     "GuestIndex",
@@ -43,7 +46,14 @@ __all__ = [
     "install_guards",
 ]
 
-HOST_CALLS = ("call_tool", "call_tools", "search_tools", "get_tool_docs", "list_servers")
+HOST_CALLS = (
+    "call_tool",
+    "call_tools",
+    "search_tools",
+    "get_tool_docs",
+    "list_servers",
+    "progress",
+)
 """The guest functions that ask the host (contract §4); `await f(...)` on them is a call."""
 GUEST_FUNCTIONS = (*HOST_CALLS, "log")
 """Every function of the guest API, each a method of `GuestRuntime` of the same name."""
@@ -96,6 +106,9 @@ PRIVATE_OK = frozenset(["_asdict", "_replace", "_fields", "_make", "_field_defau
 ALWAYS_IMPORTABLE = frozenset(["__future__", "copy", "operator"])
 
 Requester = Callable[[dict[str, Any]], list[dict[str, Any]]]
+
+PROGRESS_EVERY_S = 0.1  # progress() goes to the host at most this often (the last one always)
+_PROGRESS_MESSAGE_CHARS = 200
 
 # Attributes that lead from harmless objects to frames, code, modules or processes.
 # The policy rejects them as literals; `getattr` & co. reject them as strings.
@@ -569,6 +582,7 @@ class GuestRuntime:
         self.logs: list[str] = []
         self.on_output: Callable[[int], None] = lambda n: None
         self.on_log: Callable[[str], None] = lambda line: None
+        self._progress_at = -math.inf  # when progress() last reached the host
 
     def namespace(
         self, index: GuestIndex, input_value: Any, *, session: bool = False
@@ -645,6 +659,23 @@ class GuestRuntime:
         self.logs.append(line)
         self.on_log(line)
 
+    def progress(self, done: float, total: float | None = None, message: str | None = None) -> None:
+        """Report progress to a client that asked for it (MCP progress notifications); a
+        no-op otherwise. Reports closer together than `PROGRESS_EVERY_S` are skipped, except
+        the one where `done` reaches `total`."""
+        for name, value in (("done", done), ("total", total)):
+            if (value is not None or name == "done") and not _is_number(value):
+                raise TypeError(f"progress(): {name} must be a number, not {value!r}")
+        if message is not None and not isinstance(message, str):
+            raise TypeError(f"progress(): message must be a str, not {type(message).__name__}")
+        now = time.monotonic()
+        final = total is not None and done >= total
+        if now - self._progress_at < PROGRESS_EVERY_S and not final:
+            return
+        self._progress_at = now
+        text = None if message is None else message[:_PROGRESS_MESSAGE_CHARS]
+        self._query("progress", {"done": done, "total": total, "message": text})
+
     def _query(self, kind: str, args: dict[str, Any]) -> Any:
         outcome = self._request({"op": "query", "kind": kind, "args": args})[0]
         if not outcome["ok"]:
@@ -703,6 +734,16 @@ def install_guards(safe_builtins: dict[str, Any]) -> None:
         return evaluate(self, scope, localns, *args, **kwargs)
 
     typing.ForwardRef._evaluate = guarded  # type: ignore[method-assign]
+
+
+def _is_number(value: Any) -> bool:
+    """A finite int or float (a bool is not a number here)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an int too large for a float
+        return False
 
 
 def _unpack(call: Any) -> tuple[str, str, dict[str, Any] | None]:

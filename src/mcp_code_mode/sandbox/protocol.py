@@ -41,7 +41,7 @@ __all__ = [
     "write_message",
 ]
 
-QueryKind = Literal["search_tools", "get_tool_docs", "list_servers"]
+QueryKind = Literal["search_tools", "get_tool_docs", "list_servers", "progress"]
 
 
 class InitMessage(TypedDict):
