@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from mcp_code_mode.config import load_config
 from mcp_code_mode.executor_server import build_server
-from mcp_code_mode.gateway import Gateway
+from mcp_code_mode.gateway import DISCOVERY_WAIT_S, Gateway
 from mcp_code_mode.reach import servers_reached
 from mcp_code_mode.upstreams.cache import ToolCache
 
@@ -110,7 +110,13 @@ async def test_background_start_serves_before_a_slow_upstream_answers(tmp_path: 
 async def test_discovery_through_mcp_waits_for_upstreams_still_connecting(tmp_path: Path) -> None:
     gw = gateway(tmp_path, {"slow": slow_entry(1.0)}, "background")
     async with gw, Client(build_server(gw)) as client:
+        began = time.monotonic()
         rows = json.loads((await client.call_tool_mcp("list_servers", {})).content[0].text)
+        for _ in range(30):  # a busy machine: past the discovery wait, `starting` is right
+            if rows[0]["status"] != "starting":
+                break
+            assert time.monotonic() - began >= DISCOVERY_WAIT_S * 0.9  # but it did wait
+            rows = json.loads((await client.call_tool_mcp("list_servers", {})).content[0].text)
         assert [(r["name"], r["status"]) for r in rows] == [("slow", "ok")]
         hits = await client.call_tool_mcp("search_tools", {"query": "echo text"})
         assert any(h["tool"] == "echo" for h in json.loads(hits.content[0].text))
