@@ -515,3 +515,23 @@ def test_config_error_is_a_code_mode_error() -> None:
     assert isinstance(error, CodeModeError)
     assert str(error) == "f.json: server 's': field 'x': boom"
     assert str(ConfigError("boom")) == "boom"
+
+
+@pytest.mark.parametrize(
+    "secret", ['sk-Abc"q\\uote/<b>x</b>-SECRET123', "clé-ünïcode-42", "it's-a-secret-9"]
+)
+def test_redact_catches_a_secret_as_json_and_repr_spell_it(secret: str) -> None:
+    """A value with quotes, backslashes or non-ASCII is escaped in a JSON result or a repr:
+    each spelling is redacted, not only the raw one."""
+    config = GatewayConfig(servers={}, secrets=((secret, "${KEY}"),))
+    for text in (
+        secret,
+        json.dumps({"k": secret}),
+        json.dumps({"k": secret}, ensure_ascii=False),
+        repr(secret),
+        repr([secret]),
+    ):
+        redacted = config.redact(text)
+        assert secret not in redacted and "${KEY}" in redacted, (text, redacted)
+        for form in (json.dumps(secret)[1:-1], repr(secret)[1:-1]):
+            assert form not in redacted

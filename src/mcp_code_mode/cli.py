@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import json
 import logging
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -133,6 +134,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1 if args.command == "check" else 2  # check: 1 on any problem (contract §1)
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # `mcp-code-mode runs | head`: the reader has had enough
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no error at exit
+        return 0
 
 
 def _read_source(args: argparse.Namespace) -> str:

@@ -285,6 +285,19 @@ ServerConfig = Annotated[
 _KINDS = frozenset(_TRANSPORT_ALIASES.values())
 
 
+def _spellings(value: str) -> list[str]:
+    """`value`, then how JSON (either `ensure_ascii`) and `repr` write it inside quotes."""
+    forms = [value]
+    for form in (
+        json.dumps(value)[1:-1],
+        json.dumps(value, ensure_ascii=False)[1:-1],
+        repr(value)[1:-1],
+    ):
+        if form not in forms:
+            forms.append(form)
+    return forms
+
+
 class GatewayConfig(BaseModel):
     """The whole config file: server entries by name, in file order."""
 
@@ -296,10 +309,13 @@ class GatewayConfig(BaseModel):
     secrets: tuple[tuple[str, str], ...] = ()
 
     def redact(self, text: str) -> str:
-        """`text` with every value a `${VAR}` expanded to shown as `${VAR}` again."""
+        """`text` with every value a `${VAR}` expanded to shown as `${VAR}` again, also as
+        JSON and Python spell it inside a string (a value with `"`, `\\` or non-ASCII
+        characters is written escaped in a JSON result or a repr)."""
         for value, name in self.secrets:
-            if value in text:
-                text = text.replace(value, name)
+            for form in _spellings(value):
+                if form in text:
+                    text = text.replace(form, name)
         return text
 
     @model_validator(mode="before")

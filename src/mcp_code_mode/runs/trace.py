@@ -120,7 +120,7 @@ class RunTrace:
             order=call.order,
             server=call.server,
             tool=call.tool,
-            arguments=self.redact(arguments[:limit]),
+            arguments=self.redact(arguments)[:limit],  # redacted whole: a cut secret would pass
             ok=call.ok,
             error=None if call.error is None else self.redact(call.error),
             started_ms=call.started_ms,
