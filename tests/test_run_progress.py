@@ -52,6 +52,7 @@ async def _run(gateway: Gateway, code: str) -> tuple[mcp_types.CallToolResult, l
 
     async with Client(build_server(gateway), progress_handler=handler) as client:
         result = await client.call_tool_mcp("execute_code", {"code": code})
+        await asyncio.sleep(0.2)  # the client runs each handler in a task of its own
     return result, got
 
 
@@ -89,6 +90,7 @@ async def test_a_client_without_a_progress_token_gets_none(testsrv: Gateway) -> 
         # The MCP session's own call sends no progress token (fastmcp's always sends one).
         result = await client.session.call_tool("execute_code", {"code": REPORTED})
         with_token = await client.call_tool_mcp("execute_code", {"code": HUNDRED_CALLS})
+        await asyncio.sleep(0.2)
     assert result.is_error is False and with_token.is_error is False
     progress = [m for m in seen if isinstance(m, mcp_types.ProgressNotification)]
     # Only the second call, which sent a token, got any: none says what the first reported.

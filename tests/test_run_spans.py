@@ -4,6 +4,7 @@ the SDK's in-memory exporter as the configured tracer provider."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,7 +15,6 @@ from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from opentelemetry.sdk.trace.sampling import Decision, Sampler, SamplingResult
 from opentelemetry.trace import SpanKind, StatusCode
 from opentelemetry.util._once import Once
 
@@ -41,49 +41,54 @@ len(many)
 PRIVATE = ["alpha-argument", "needs-approval-argument", "omega-argument", "it broke on purpose"]
 
 
-class _Switch(Sampler):
-    """Samples every span while on; drops them all while off (between these tests)."""
+class _Switched(trace.TracerProvider):
+    """The SDK's provider while a test of this module runs, a no-op one otherwise: tracers
+    handed out meanwhile (the MCP SDK keeps one for good) ask which each time. A no-op span
+    has no trace context, so a client of a later test propagates none."""
 
-    on = False
+    def __init__(self, sdk: TracerProvider) -> None:
+        self.sdk = sdk
+        self.on = False
 
-    def should_sample(
-        self,
-        parent_context: Any,
-        trace_id: int,
-        name: str,
-        kind: Any = None,
-        attributes: Any = None,
-        links: Any = None,
-        trace_state: Any = None,
-    ) -> SamplingResult:
-        if self.on:
-            return SamplingResult(Decision.RECORD_AND_SAMPLE, attributes)
-        return SamplingResult(Decision.DROP)
-
-    def get_description(self) -> str:
-        return "on while a test of this module runs"
+    def get_tracer(self, *args: Any, **kwargs: Any) -> trace.Tracer:
+        return _SwitchedTracer(self, self.sdk.get_tracer(*args, **kwargs))
 
 
-_SWITCH = _Switch()
+class _SwitchedTracer(trace.Tracer):
+    def __init__(self, switch: _Switched, tracer: trace.Tracer) -> None:
+        self._switch = switch
+        self._tracer = tracer
+
+    def _now(self) -> trace.Tracer:
+        return self._tracer if self._switch.on else trace.NoOpTracer()
+
+    def start_span(self, *args: Any, **kwargs: Any) -> trace.Span:
+        return self._now().start_span(*args, **kwargs)
+
+    @contextlib.contextmanager
+    def start_as_current_span(self, *args: Any, **kwargs: Any) -> Iterator[trace.Span]:
+        with self._now().start_as_current_span(*args, **kwargs) as span:
+            yield span
+
+
 _EXPORTER = InMemorySpanExporter()
-_PROVIDER = TracerProvider(sampler=_SWITCH)
-_PROVIDER.add_span_processor(SimpleSpanProcessor(_EXPORTER))
+_SDK = TracerProvider()
+_SDK.add_span_processor(SimpleSpanProcessor(_EXPORTER))
+_PROVIDER = _Switched(_SDK)
 
 
 @pytest.fixture
 def exported() -> Iterator[InMemorySpanExporter]:
     """The process's tracer provider, for this test only: the SDK's, exporting to memory."""
     _EXPORTER.clear()
-    _SWITCH.on = True
+    _PROVIDER.on = True
     trace.set_tracer_provider(_PROVIDER)
     try:
         yield _EXPORTER
     finally:
-        # Tracers handed out meanwhile (the MCP SDK keeps one) go on with this provider, which
-        # now drops every span. The API lets a process set its provider once; OpenTelemetry's
-        # own test utilities (reset_trace_globals) undo that like this, so the rest of the
-        # suite runs without a tracer provider.
-        _SWITCH.on = False
+        # The API lets a process set its provider once; OpenTelemetry's own test utilities
+        # (reset_trace_globals) undo that like this, so the rest of the suite runs without.
+        _PROVIDER.on = False
         trace._TRACER_PROVIDER_SET_ONCE = Once()  # type: ignore[attr-defined]
         trace._TRACER_PROVIDER = None  # type: ignore[attr-defined]
         _EXPORTER.clear()

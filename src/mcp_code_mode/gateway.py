@@ -11,7 +11,6 @@ import logging
 import time
 from collections.abc import Collection
 from pathlib import Path
-from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
 
 import mcp_types
@@ -50,10 +49,8 @@ _BIG_RESULT_CHARS = 100_000  # a result with more text is parsed off the event l
 
 
 class Gateway:
-    """Upstream servers, their catalog and a sandbox executor, started and stopped together.
-
-    Use `async with Gateway.from_settings(settings) as gw:`.
-    """
+    """Upstream servers, their catalog and a sandbox executor, started and stopped together:
+    `async with Gateway.from_settings(settings) as gw:`."""
 
     def __init__(
         self,
@@ -107,12 +104,7 @@ class Gateway:
         await self.start()
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
 
     async def start(self) -> None:
