@@ -15,12 +15,11 @@ import contextlib
 import json
 import re
 from collections.abc import Iterator
-from dataclasses import fields
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
 from .backend import RunStoreError
-from .records import CallRecord, RunRecord, RunSummary
+from .records import CALL_COLUMNS, RUN_COLUMNS, CallRecord, RunRecord, RunSummary, run_row
 
 if TYPE_CHECKING:
     from psycopg import Connection
@@ -50,8 +49,6 @@ _SCHEMA = (
         bytes_in BIGINT NOT NULL, bytes_out BIGINT NOT NULL, approval TEXT)""",
     'CREATE INDEX IF NOT EXISTS calls_by_run ON calls (run_id, "order", seq)',
 )
-_RUN_COLUMNS = tuple(f.name for f in fields(RunRecord) if f.name not in ("calls", "tokens"))
-_CALL_COLUMNS = tuple(f.name for f in fields(CallRecord))
 _COUNTS = ("tokens", "calls", "failed_calls", "tokens_saved")  # after the run's columns
 
 
@@ -60,12 +57,12 @@ def _names(columns: tuple[str, ...]) -> str:
 
 
 _INSERT_RUN = (
-    f"INSERT INTO runs ({_names(_RUN_COLUMNS + _COUNTS)})"
-    f" VALUES ({', '.join(['%s'] * (len(_RUN_COLUMNS) + len(_COUNTS)))})"
+    f"INSERT INTO runs ({_names(RUN_COLUMNS + _COUNTS)})"
+    f" VALUES ({', '.join(['%s'] * (len(RUN_COLUMNS) + len(_COUNTS)))})"
 )
 _INSERT_CALL = (
-    f"INSERT INTO calls (run_id, {_names(_CALL_COLUMNS)})"
-    f" VALUES ({', '.join(['%s'] * (len(_CALL_COLUMNS) + 1))})"
+    f"INSERT INTO calls (run_id, {_names(CALL_COLUMNS)})"
+    f" VALUES ({', '.join(['%s'] * (len(CALL_COLUMNS) + 1))})"
 )
 _NEWEST_FIRST = "ORDER BY started DESC, seq DESC"
 _QUERY_PASSWORD = re.compile(r"(?i)([?&]password=)([^&#]*)")
@@ -150,10 +147,10 @@ class PostgresRunBackend:
 
     def write(self, run: RunRecord) -> None:
         conn = self._writer()
-        calls = [(run.id, *(getattr(call, n) for n in _CALL_COLUMNS)) for call in run.calls]
+        calls = [(run.id, *(getattr(call, n) for n in CALL_COLUMNS)) for call in run.calls]
         with _mapped(self.url, "write"), conn.transaction(), conn.cursor() as cursor:
             cursor.execute("DELETE FROM runs WHERE id = %s", (run.id,))  # its calls cascade
-            cursor.execute(_INSERT_RUN, _run_row(run))
+            cursor.execute(_INSERT_RUN, run_row(run))
             if calls:
                 cursor.executemany(_INSERT_CALL, calls)
 
@@ -185,9 +182,9 @@ class PostgresRunBackend:
         return [RunSummary(**row) for row in rows]
 
     def get(self, run_id: str) -> RunRecord | None:
-        run_sql = f"SELECT {_names(_RUN_COLUMNS)}, tokens FROM runs WHERE id = %s"
+        run_sql = f"SELECT {_names(RUN_COLUMNS)}, tokens FROM runs WHERE id = %s"
         order = 'ORDER BY "order", seq'  # order: an SQL keyword as a column name
-        calls_sql = f"SELECT {_names(_CALL_COLUMNS)} FROM calls WHERE run_id = %s {order}"
+        calls_sql = f"SELECT {_names(CALL_COLUMNS)} FROM calls WHERE run_id = %s {order}"
         with self._reading() as conn:
             if conn is None:
                 return None
@@ -226,14 +223,6 @@ def _create_schema(conn: Connection[DictRow], url: str) -> None:
     elif found["version"] != _SCHEMA_VERSION:
         shown = redacted_url(url)
         raise RunStoreError(f"{shown}: run store schema {found['version']}, not {_SCHEMA_VERSION}")
-
-
-def _run_row(run: RunRecord) -> tuple[object, ...]:
-    """The run's columns, then its tokens as JSON and the list's counts (as SQLite keeps them)."""
-    failed = sum(not call.ok for call in run.calls)
-    saved = run.tokens.get("upstream_results", 0) - run.tokens.get("reply", 0)
-    tokens = json.dumps(run.tokens)
-    return (*(getattr(run, n) for n in _RUN_COLUMNS), tokens, len(run.calls), failed, max(saved, 0))
 
 
 def _run_of(row: dict[str, Any], calls: list[dict[str, Any]]) -> RunRecord:

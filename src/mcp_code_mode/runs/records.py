@@ -7,6 +7,7 @@ or a terminal (done where it is shown).
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import uuid
@@ -14,13 +15,16 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal, TypeVar
 
 __all__ = [
+    "CALL_COLUMNS",
     "MAX_CALL_CHARS",
     "MAX_TEXT_CHARS",
+    "RUN_COLUMNS",
     "CallRecord",
     "RunRecord",
     "RunSummary",
     "as_stored",
     "clip",
+    "run_row",
 ]
 
 MAX_TEXT_CHARS = 20_000  # a run's code, input, stdout, logs, result and error
@@ -127,3 +131,17 @@ def as_stored(record: _Record) -> _Record:
 
 def _int64(value: int) -> int:
     return min(max(int(value), -_INT64), _INT64 - 1)
+
+
+# The stored columns, in order: a run's (then `tokens` as JSON and the list's counts), a call's.
+RUN_COLUMNS = tuple(f.name for f in fields(RunRecord) if f.name not in ("calls", "tokens"))
+CALL_COLUMNS = tuple(f.name for f in fields(CallRecord))
+
+
+def run_row(run: RunRecord) -> tuple[object, ...]:
+    """The run's columns, then its tokens as JSON and the list's counts (calls, failed calls,
+    tokens saved), as every backend keeps them."""
+    failed = sum(not call.ok for call in run.calls)
+    saved = run.tokens.get("upstream_results", 0) - run.tokens.get("reply", 0)
+    tokens = json.dumps(run.tokens)
+    return (*(getattr(run, n) for n in RUN_COLUMNS), tokens, len(run.calls), failed, max(saved, 0))

@@ -6,12 +6,11 @@ import contextlib
 import json
 import sqlite3
 from collections.abc import Iterator, Sequence
-from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
 from .backend import RunStoreError
-from .records import CallRecord, RunRecord, RunSummary
+from .records import CALL_COLUMNS, RUN_COLUMNS, CallRecord, RunRecord, RunSummary, run_row
 
 __all__ = ["SQLiteRunBackend"]
 
@@ -34,10 +33,8 @@ _SCHEMA = (
         bytes_out INTEGER NOT NULL, approval TEXT)""",
     'CREATE INDEX IF NOT EXISTS calls_by_run ON calls (run_id, "order")',
 )
-_RUN_COLUMNS = tuple(f.name for f in fields(RunRecord) if f.name not in ("calls", "tokens"))
-_CALL_COLUMNS = tuple(f.name for f in fields(CallRecord))
-_INSERT_RUN = f"INSERT INTO runs VALUES ({', '.join('?' * (len(_RUN_COLUMNS) + 4))})"
-_INSERT_CALL = f"INSERT INTO calls VALUES ({', '.join('?' * (len(_CALL_COLUMNS) + 1))})"
+_INSERT_RUN = f"INSERT INTO runs VALUES ({', '.join('?' * (len(RUN_COLUMNS) + 4))})"
+_INSERT_CALL = f"INSERT INTO calls VALUES ({', '.join('?' * (len(CALL_COLUMNS) + 1))})"
 _NEWEST_FIRST = "ORDER BY started DESC, rowid DESC"
 
 
@@ -87,10 +84,10 @@ class SQLiteRunBackend:
 
     def write(self, run: RunRecord) -> None:
         conn = self._writer()
-        calls = [(run.id, *(getattr(call, n) for n in _CALL_COLUMNS)) for call in run.calls]
+        calls = [(run.id, *(getattr(call, n) for n in CALL_COLUMNS)) for call in run.calls]
         with _mapped(self.path, "write"), _transaction(conn):
             conn.execute("DELETE FROM runs WHERE id = ?", (run.id,))  # its calls cascade
-            conn.execute(_INSERT_RUN, _run_row(run))
+            conn.execute(_INSERT_RUN, run_row(run))
             conn.executemany(_INSERT_CALL, calls)
 
     def prune(self, *, keep: int, started_before: float | None) -> None:
@@ -166,14 +163,6 @@ def _create_schema(conn: sqlite3.Connection, path: Path) -> None:
         raise RunStoreError(f"{path}: run store schema {found[0]}, not {_SCHEMA_VERSION}")
 
 
-def _run_row(run: RunRecord) -> tuple[object, ...]:
-    """The run's columns, then its tokens as JSON and the list's counts."""
-    failed = sum(not call.ok for call in run.calls)
-    saved = run.tokens.get("upstream_results", 0) - run.tokens.get("reply", 0)
-    tokens = json.dumps(run.tokens)
-    return (*(getattr(run, n) for n in _RUN_COLUMNS), tokens, len(run.calls), failed, max(saved, 0))
-
-
 def _values(row: sqlite3.Row, names: Sequence[str]) -> dict[str, Any]:
     """The named columns of `row`; `ok` as a bool (SQLite stores 0 or 1)."""
     return {name: bool(row[name]) if name == "ok" else row[name] for name in names}
@@ -182,7 +171,7 @@ def _values(row: sqlite3.Row, names: Sequence[str]) -> dict[str, Any]:
 def _run_of(row: sqlite3.Row, calls: list[sqlite3.Row]) -> RunRecord:
     tokens = json.loads(row["tokens"])
     return RunRecord(
-        **_values(row, _RUN_COLUMNS),
-        calls=[CallRecord(**_values(call, _CALL_COLUMNS)) for call in calls],
+        **_values(row, RUN_COLUMNS),
+        calls=[CallRecord(**_values(call, CALL_COLUMNS)) for call in calls],
         tokens={str(k): v for k, v in tokens.items() if isinstance(v, int)},
     )
