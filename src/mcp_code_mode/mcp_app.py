@@ -43,7 +43,7 @@ _EXECUTE_CODE_DOC = """\
 Run Python against upstream MCP tools; filter in code, return what matters (last \
 expression = result). Has tools.<server>.<tool>(**kw), call_tool(server, tool, args), \
 call_tools([(server, tool, args)]) (parallel), search_tools(q), get_tool_docs(server, tool), \
-log(), progress(done, total), input, ToolError."""
+log(), progress(), input, ToolError."""
 
 
 class _LeanTool(FunctionTool):
