@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from mcp_code_mode.approval import ApprovalRequest
-from mcp_code_mode.runs import RunStore
+from mcp_code_mode.runs import RunRecord, RunStore, RunSummary
 
 from .support import (
     ROOT,
@@ -38,6 +38,16 @@ result = {"first": first, "n": len(many), "leak": leak}
 """
 
 
+def _the_one_run(path: Path) -> tuple[RunSummary, RunRecord | None]:
+    """The only run the store at `path` lists, and that run read back whole."""
+    store = RunStore.open(path)
+    try:
+        (summary,) = store.list_runs()
+        return summary, store.get(summary.id)
+    finally:
+        store.close()
+
+
 def _servers() -> dict[str, object]:
     testsrv = server_entry(TEST_SERVER, env={"TOKEN": "${MCP_CODE_TEST_SECRET}"})
     return {"testsrv": testsrv, "board": server_entry(BOARD)}
@@ -59,12 +69,7 @@ async def test_a_run_is_recorded_with_every_call_in_order(
         await gateway.aclose()  # writes what is queued
     assert reply.ok, reply.error
     assert len(asked) == 1
-    store = RunStore.open(gateway.recorder.path)
-    try:
-        (summary,) = store.list_runs()
-        run = store.get(summary.id)
-    finally:
-        store.close()
+    summary, run = _the_one_run(gateway.recorder.path)
     assert run is not None and run.ok and run.client == "pytest 1.0"
     assert run.kind == "execute_code" and run.code == CODE
     names = [f"{c.server}.{c.tool}" for c in run.calls]
@@ -100,12 +105,7 @@ async def test_auto_approval_without_a_person_is_recorded(
     finally:
         await gateway.aclose()
     assert reply.ok
-    store = RunStore.open(gateway.recorder.path)
-    try:
-        (summary,) = store.list_runs()
-        run = store.get(summary.id)
-    finally:
-        store.close()
+    _, run = _the_one_run(gateway.recorder.path)
     assert run is not None
     assert [c.approval for c in run.calls] == ["not asked (auto)"]
     assert "needs approval and ran without it" in run.logs
