@@ -17,7 +17,7 @@ import sys
 import textwrap
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -401,7 +401,7 @@ def test_runs_recorded_just_before_exit_are_written(tmp_path: Path) -> None:
 
 def test_a_full_queue_drops_and_counts_runs_instead_of_blocking(tmp_path: Path) -> None:
     path = tmp_path / "runs.sqlite3"
-    store = RunStore(SQLiteRunBackend(path), max_queued=10)
+    store = RunStore(SQLiteRunBackend(path), max_queued=10, batch=5)
     assert store.flush()  # created
     blocker = sqlite3.connect(path, isolation_level=None)
     blocker.execute("BEGIN EXCLUSIVE")  # the writer waits for this lock
@@ -415,7 +415,7 @@ def test_a_full_queue_drops_and_counts_runs_instead_of_blocking(tmp_path: Path) 
         blocker.close()
     try:
         assert elapsed < 1.0, elapsed
-        assert store.dropped >= 2_000 - 10 - 5  # the queue holds 10, the writer one
+        assert store.dropped >= 2_000 - 10 - 5  # the queue holds 10, the writer a batch
         assert store.flush()
         assert store.dropped + len(store.list_runs(5_000)) == 2_000
     finally:
@@ -488,3 +488,54 @@ def test_default_path_is_in_the_cache_folder(
     assert default_path(tmp_path) == tmp_path / "mcp-code-mode" / "runs.sqlite3"
     monkeypatch.setenv("MCP_CODE_CACHE_DIR", str(tmp_path / "env"))
     assert default_path() == tmp_path / "env" / "mcp-code-mode" / "runs.sqlite3"
+
+
+class _CountingBackend(SQLiteRunBackend):
+    """The real SQLite backend, counting its transactions."""
+
+    writes: list[int]
+
+    def write(self, runs: Sequence[RunRecord]) -> None:
+        self.writes.append(len(runs))
+        super().write(runs)
+
+
+def test_runs_recorded_back_to_back_are_written_in_few_transactions(tmp_path: Path) -> None:
+    backend = _CountingBackend(tmp_path / "runs.sqlite3")
+    backend.writes = []
+    store = RunStore(backend, keep=0, batch=100)
+    try:
+        for i in range(1_000):
+            store.record(a_run(float(i), calls=2))
+        assert store.flush() and store.dropped == 0
+        assert sum(backend.writes) == 1_000 and len(store.list_runs(2_000)) == 1_000
+        assert len(backend.writes) <= 1_000 // 100 + 5, backend.writes  # not one a run
+        store.record(a_run(5_000.0))  # alone, it is written once the writer saw no other
+        deadline = time.monotonic() + 10
+        while len(store.list_runs(2_000)) < 1_001 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert len(store.list_runs(2_000)) == 1_001
+    finally:
+        store.close()
+
+
+def test_runs_waiting_are_bounded_in_characters_too(tmp_path: Path) -> None:
+    path = tmp_path / "runs.sqlite3"
+    store = RunStore(SQLiteRunBackend(path), max_pending_chars=1_000_000)
+    assert store.flush()
+    blocker = sqlite3.connect(path, isolation_level=None)
+    blocker.execute("BEGIN EXCLUSIVE")  # the writer waits: what is recorded waits too
+    try:
+        for i in range(10):
+            store.record(a_run(float(i)), chars=300_000)
+        assert store.dropped >= 10 - 3  # at most 3 of 300,000 characters wait at a time
+    finally:
+        blocker.execute("ROLLBACK")
+        blocker.close()
+    try:
+        assert store.flush()
+        assert store.dropped + len(store.list_runs(50)) == 10
+        store.record(a_run(99.0), chars=300_000)  # what was waiting is settled: room again
+        assert store.flush() and any(r.started == 99.0 for r in store.list_runs(50))
+    finally:
+        store.close()

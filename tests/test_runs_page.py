@@ -186,7 +186,7 @@ def test_hostile_runs_through_the_store_render_inert(tmp_path: Path) -> None:
     @given(run=runs)
     def check(run: RunRecord) -> None:
         stored = as_stored(run)
-        backend.write(stored)
+        backend.write([stored])
         kept = backend.get(stored.id)
         assert kept is not None
         assert_inert(render_run(kept), bound=1_000_000)
@@ -282,7 +282,7 @@ def _store(path: Path, count: int) -> SQLiteRunBackend:
     backend.open()
     try:
         for n in range(count):
-            backend.write(_summary_run(n))
+            backend.write([_summary_run(n)])
     finally:
         backend.close()
     return backend

@@ -81,14 +81,14 @@ def test_a_run_with_25_calls_round_trips_in_order(pg_url: str) -> None:
     backend = PostgresRunBackend(pg_url)
     backend.open()
     try:
-        backend.write(run)
+        backend.write([run])
         backend.open()  # again: the schema is there, its version checked
         assert backend.get(run.id) == run
         (summary,) = backend.list_runs(10, ok=None, client=None, before=None)
         assert (summary.calls, summary.failed_calls, summary.tokens_saved) == (25, 1, 890)
         assert summary.duration_ms == pytest.approx(250.0)
         shorter = replace(run, calls=_calls(2), ok=True)
-        backend.write(shorter)  # recorded again: it replaces the first, calls and all
+        backend.write([shorter])  # recorded again: it replaces the first, calls and all
         assert backend.get(run.id) == shorter
         assert [s.calls for s in backend.list_runs(10, ok=None, client=None, before=None)] == [2]
     finally:
@@ -127,7 +127,7 @@ def test_list_filters_and_order_match_sqlite(pg_url: str, tmp_path: Path) -> Non
     for backend in (sqlite, postgres):
         backend.open()
         for run in runs:
-            backend.write(run)
+            backend.write([run])
         backend.close()
     for last, ok, client, before in [
         (50, None, None, None),
@@ -162,9 +162,9 @@ def test_hostile_text_is_stored_cleaned_and_bounded(pg_url: str) -> None:
     backend.open()
     try:
         with pytest.raises(RunStoreError) as refused:
-            backend.write(a_run(1.0, code="a\x00b"))
+            backend.write([a_run(1.0, code="a\x00b")])
         assert PASSWORD not in str(refused.value) and "***" in str(refused.value)
-        backend.write(a_run(2.0))
+        backend.write([a_run(2.0)])
     finally:
         backend.close()
 

@@ -157,3 +157,31 @@ def test_the_runs_command_lists_and_shows_from_another_process(tmp_path: Path) -
         [*command, "runs", "0" * 32], env=env, capture_output=True, text=True, timeout=60
     )
     assert missing.returncode == 2 and "no run" in missing.stderr
+
+
+BIG = str(ROOT / "tests" / "servers" / "big_reply_upstream.py")
+
+
+async def test_a_big_result_is_measured_and_counted_from_the_text_the_wire_carried(
+    write_config: ConfigWriter, tmp_path: Path
+) -> None:
+    """The record's sizes and token figure come from each result's text as it arrived (kept
+    by reference, measured on the writer's thread), past the part kept for counting too."""
+    code = 'big = tools.big.big(size=3_000_000)\nsmall = tools.big.echo(text="é" * 1_000)\nlen(big)'
+    gateway = await start_gateway(
+        write_config({"big": server_entry(BIG)}), runs_db=str(tmp_path / "runs.db")
+    )
+    try:
+        reply = await gateway.execute(code)
+    finally:
+        await gateway.aclose()
+    assert reply.ok and reply.result == 3_000_000, reply.error
+    _, run = _the_one_run(gateway.recorder.path)
+    assert run is not None
+    assert [(c.tool, c.bytes_out) for c in run.calls] == [("big", 3_000_000), ("echo", 2_000)]
+    assert [json.loads(c.arguments) for c in run.calls] == [
+        {"size": 3_000_000},
+        {"text": "é" * 1_000},
+    ]
+    # Counted on the first 2,000,000 characters, then scaled to all 3,001,001 of them.
+    assert run.tokens["upstream_results"] > run.tokens["reply"] * 100

@@ -31,7 +31,7 @@ from .sandbox.executor import SandboxExecutor
 from .sandbox.reply import bound_reply
 from .settings import Settings, cache_root
 from .tool_formatter import count_tokens
-from .tool_results import JSON, parse_input, text_chars, unwrap_result
+from .tool_results import JSON, Reply, parse_input, result_text, text_chars, unwrap_result
 from .upstreams import Connect, MCPServerManager, ToolCache
 
 if TYPE_CHECKING:
@@ -333,7 +333,9 @@ class Gateway:
         except UnknownToolError as exc:
             raise ToolCallFailed(server, tool, str(exc)) from None
 
-    async def send(self, server: str, tool: str, args: dict[str, Any], *, admit: Admission) -> JSON:
+    async def send(
+        self, server: str, tool: str, args: dict[str, Any], *, admit: Admission
+    ) -> Reply:
         """Send a call, its arguments bounded by their size on the wire. `admit` is told
         whether the tool needs approval, as the connection the call goes over lists it,
         right before it is sent; it raises to refuse the call."""
@@ -356,8 +358,8 @@ class Gateway:
                 raise
             raise ToolCallFailed(server, tool, clip(exc.message, ERROR_CHARS)) from None
         if text_chars(result) > _BIG_RESULT_CHARS:  # parsing it would stall other runs
-            return await asyncio.to_thread(unwrap_result, result)
-        return unwrap_result(result)
+            return Reply(await asyncio.to_thread(unwrap_result, result), result_text(result))
+        return Reply(unwrap_result(result), result_text(result))
 
     def _servers_reached(self, code: str) -> list[str] | None:
         """The enabled servers `code` names (None: any); see `reach`. Code over the size

@@ -34,7 +34,7 @@ from .runs.progress import MESSAGE_CHARS, RunProgress
 from .runs.trace import CallTrace, RunTrace
 from .sandbox.base import ToolCallRecord
 from .tool_formatter import load_tokenizer
-from .tool_results import JSON
+from .tool_results import JSON, Reply
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Span
@@ -62,9 +62,11 @@ class RouterHost(Protocol):
         """
         ...
 
-    async def send(self, server: str, tool: str, args: dict[str, Any], *, admit: Admission) -> JSON:
+    async def send(
+        self, server: str, tool: str, args: dict[str, Any], *, admit: Admission
+    ) -> Reply:
         """Send one call; `admit` decides on it, from the tool as the connection the call
-        goes over lists it, right before it goes out. Its unwrapped result."""
+        goes over lists it, right before it goes out. Its unwrapped result, and its text."""
         ...
 
     async def settle(self, *, index: bool) -> None: ...
@@ -138,7 +140,7 @@ class RunRouter:
         task = asyncio.ensure_future(call)
         self._tasks.add(task)
         try:
-            value = await task
+            reply = await task
         except ToolCallFailed as exc:  # what a model or a terminal is shown of the names
             self._ended(traced, span, error=exc)
             if (exc.server, exc.tool) == kept:
@@ -149,15 +151,15 @@ class RunRouter:
             raise
         finally:
             self._tasks.discard(task)
-        self._ended(traced, span, result=value)
-        return value
+        self._ended(traced, span, reply=reply)
+        return reply.value
 
     def _ended(
         self,
         traced: CallTrace | None,
         span: Span | None,
         *,
-        result: JSON = None,
+        reply: Reply | None = None,
         error: BaseException | None = None,
     ) -> None:
         """A call ended: its record, its span and the client's progress are told."""
@@ -165,7 +167,8 @@ class RunRouter:
             text = None if error is None else f"{type(error).__name__}: {error}"
             if isinstance(error, ToolCallFailed):
                 text = error.message
-            self.trace.end(traced, ok=error is None, result=result, error=text)
+            sent = reply or Reply(None, "")
+            self.trace.end(traced, ok=error is None, text=sent.text, value=sent.value, error=text)
         if self.spans is not None and span is not None:
             self.spans.end_call(span, error)
         if self._progress is not None:
@@ -178,7 +181,7 @@ class RunRouter:
         args: dict[str, Any],
         record: ToolCallRecord,
         traced: CallTrace | None,
-    ) -> JSON:
+    ) -> Reply:
         await self._host.resolve(server, tool)
 
         async def admit(needs_approval: bool) -> None:
@@ -193,9 +196,9 @@ class RunRouter:
         async with self._slots:
             started, paused = time.perf_counter(), self._approvals.paused_s
             try:
-                value = await self._host.send(server, tool, args, admit=admit)
+                reply = await self._host.send(server, tool, args, admit=admit)
                 record.ok = True
-                return value
+                return reply
             finally:
                 # A person's time is not the call's (the run's pauses: at least this one's).
                 elapsed = time.perf_counter() - started - (self._approvals.paused_s - paused)
@@ -281,7 +284,7 @@ def _check_names(server: str, tool: str) -> None:
             )
 
 
-async def _made_in(spans: RunSpans, span: Span, call: Awaitable[JSON]) -> JSON:
+async def _made_in(spans: RunSpans, span: Span, call: Awaitable[Reply]) -> Reply:
     """`call`, made with `span` current: in the call's own task (see `RunSpans.active`)."""
     with spans.active(span):
         return await call

@@ -3,14 +3,30 @@
 from __future__ import annotations
 
 import json
-from typing import Any, TypeAlias
+from typing import Any, NamedTuple, TypeAlias
 
 import mcp_types
 
-__all__ = ["JSON", "error_text", "parse_input", "text_chars", "unwrap_result"]
+__all__ = [
+    "JSON",
+    "Reply",
+    "error_text",
+    "parse_input",
+    "result_text",
+    "text_chars",
+    "unwrap_result",
+]
 
 JSON: TypeAlias = Any
 """A value that survives `json.dumps` / `json.loads` (dict, list, str, number, bool, None)."""
+
+
+class Reply(NamedTuple):
+    """A tool call's result: the value the guest gets, and its text as the wire carried it
+    ("" when the result has no text blocks)."""
+
+    value: JSON
+    text: str
 
 
 def unwrap_result(result: mcp_types.CallToolResult) -> JSON:
@@ -58,6 +74,12 @@ def _block_value(block: mcp_types.ContentBlock) -> JSON:
 def text_chars(result: mcp_types.CallToolResult) -> int:
     """Characters of text in a result's content blocks (what unwrapping parses)."""
     return sum(len(b.text) for b in result.content if isinstance(b, mcp_types.TextContent))
+
+
+def result_text(result: mcp_types.CallToolResult) -> str:
+    """The text of a result's content blocks, joined ("" when it has none)."""
+    texts = [b.text for b in result.content if isinstance(b, mcp_types.TextContent)]
+    return texts[0] if len(texts) == 1 else "\n".join(texts)
 
 
 def parse_input(value: JSON) -> JSON:

@@ -5,6 +5,7 @@ SQLite is `SQLiteRunBackend`; a PostgreSQL backend fits beside it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Protocol
 
 from ..errors import CodeModeError
@@ -19,13 +20,14 @@ class RunStoreError(CodeModeError):
 
 class RunStoreBackend(Protocol):
     """Where runs are kept. The store's writer thread alone calls `open` (create the store or
-    check its schema version), `write` (one clipped run; recorded again, it replaces the
-    first), `prune` (all but the newest `keep` runs, unless `keep` is 0, and those started
-    before `started_before` go) and `close`; any thread or process calls `list_runs` and `get` (as
-    `RunStore`'s). Each raises `RunStoreError` for a store it cannot use."""
+    check its schema version), `write` (clipped runs, in one transaction; a run recorded
+    again replaces the first), `prune` (all but the newest `keep` runs, unless `keep` is 0,
+    and those started before `started_before` go) and `close`; any thread or process calls
+    `list_runs` and `get` (as `RunStore`'s). Each raises `RunStoreError` for a store it
+    cannot use."""
 
     def open(self) -> None: ...
-    def write(self, run: RunRecord) -> None: ...
+    def write(self, runs: Sequence[RunRecord]) -> None: ...
     def prune(self, *, keep: int, started_before: float | None) -> None: ...
     def list_runs(
         self, last: int, *, ok: bool | None, client: str | None, before: float | None

@@ -14,12 +14,20 @@ from __future__ import annotations
 import contextlib
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
 from .backend import RunStoreError
-from .records import CALL_COLUMNS, RUN_COLUMNS, CallRecord, RunRecord, RunSummary, run_row
+from .records import (
+    CALL_COLUMNS,
+    RUN_COLUMNS,
+    CallRecord,
+    RunRecord,
+    RunSummary,
+    call_rows,
+    run_row,
+)
 
 if TYPE_CHECKING:
     from psycopg import Connection
@@ -145,12 +153,13 @@ class PostgresRunBackend:
                 raise
             self._conn = conn
 
-    def write(self, run: RunRecord) -> None:
+    def write(self, runs: Sequence[RunRecord]) -> None:
         conn = self._writer()
-        calls = [(run.id, *(getattr(call, n) for n in CALL_COLUMNS)) for call in run.calls]
+        calls = call_rows(runs)
         with _mapped(self.url, "write"), conn.transaction(), conn.cursor() as cursor:
-            cursor.execute("DELETE FROM runs WHERE id = %s", (run.id,))  # its calls cascade
-            cursor.execute(_INSERT_RUN, run_row(run))
+            # Recorded again, a run replaces the first; its calls cascade.
+            cursor.execute("DELETE FROM runs WHERE id = ANY(%s)", ([run.id for run in runs],))
+            cursor.executemany(_INSERT_RUN, [run_row(run) for run in runs])
             if calls:
                 cursor.executemany(_INSERT_CALL, calls)
 

@@ -81,7 +81,7 @@ class Recorder:
         """The run ended; `reply` gives the §3 result object the client was sent (called on
         the store's writer thread, off the run's path)."""
         if trace is not None:
-            self.store.record(trace.finish(reply, self._count_tokens))
+            self.store.record(trace.finish(reply, self._count_tokens), trace.chars)
 
     def close(self) -> None:
         """Write what is queued and let go of the store."""

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import json
 import math
+import operator
 import re
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal, TypeVar
 
@@ -23,6 +25,7 @@ __all__ = [
     "RunRecord",
     "RunSummary",
     "as_stored",
+    "call_rows",
     "clip",
     "run_row",
 ]
@@ -47,7 +50,7 @@ def clip(text: str, limit: int) -> str:
 
 
 def _storable(text: str) -> str:
-    return _UNSTORABLE.sub("\ufffd", text)
+    return _UNSTORABLE.sub("\ufffd", text) if _UNSTORABLE.search(text) else text
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -106,36 +109,53 @@ class RunSummary:
 
 
 _Record = TypeVar("_Record", RunRecord, CallRecord)
-_LONG = {RunRecord: MAX_TEXT_CHARS, CallRecord: MAX_CALL_CHARS}  # for the fields below
 _LONG_FIELDS = {"code", "input", "error", "stdout", "logs", "result", "arguments"}
+# A field's annotation: what `as_stored` makes of it (None: nothing or its own rule), else text.
+_KINDS: dict[str, type | None] = {"float": float, "int": int, "int | None": int, "bool": None}
+_KINDS.update({"list[CallRecord]": None, "dict[str, int]": None})
+_LIMITS = {  # per record type: each text or number field, its type, a text's length limit
+    kind: tuple(
+        (f.name, _KINDS.get(str(f.type), str), long if f.name in _LONG_FIELDS else _NAME_CHARS)
+        for f in fields(kind)
+        if _KINDS.get(str(f.type), str) is not None
+    )
+    for kind, long in ((RunRecord, MAX_TEXT_CHARS), (CallRecord, MAX_CALL_CHARS))
+}
 
 
 def as_stored(record: _Record) -> _Record:
     """`record` as it is stored: texts clipped, numbers finite and within 64 bits, at most
-    `_MAX_CALLS` calls."""
+    `_MAX_CALLS` calls. A call that needs none of it is itself (a run has many)."""
     changes: dict[str, Any] = {}
-    for name in (f.name for f in fields(record)):
-        value = getattr(record, name)
-        limit = _LONG[type(record)] if name in _LONG_FIELDS else _NAME_CHARS
-        if isinstance(value, str):
-            changes[name] = clip(value, limit)
-        elif isinstance(value, float) and not math.isfinite(value):
-            changes[name] = 0.0
-        elif isinstance(value, int) and not isinstance(value, bool):
-            changes[name] = _int64(value)
+    for name, kind, limit in _LIMITS[type(record)]:
+        value: Any = getattr(record, name)
+        stored: Any
+        if value is None:
+            continue
+        if kind is str:
+            stored = clip(str(value), limit)
+        elif kind is float:
+            stored = float(value) if math.isfinite(value) else 0.0
+        else:
+            stored = _int64(value)
+        if stored is not value:
+            changes[name] = stored
     if isinstance(record, RunRecord):
         changes["calls"] = [as_stored(call) for call in record.calls[:_MAX_CALLS]]
         changes["tokens"] = {clip(k, _NAME_CHARS): _int64(n) for k, n in record.tokens.items()}
-    return replace(record, **changes)
+    return replace(record, **changes) if changes else record
 
 
 def _int64(value: int) -> int:
+    if type(value) is int and -_INT64 <= value < _INT64:
+        return value
     return min(max(int(value), -_INT64), _INT64 - 1)
 
 
 # The stored columns, in order: a run's (then `tokens` as JSON and the list's counts), a call's.
 RUN_COLUMNS = tuple(f.name for f in fields(RunRecord) if f.name not in ("calls", "tokens"))
 CALL_COLUMNS = tuple(f.name for f in fields(CallRecord))
+_CALL_VALUES = operator.attrgetter(*CALL_COLUMNS)
 
 
 def run_row(run: RunRecord) -> tuple[object, ...]:
@@ -145,3 +165,8 @@ def run_row(run: RunRecord) -> tuple[object, ...]:
     saved = run.tokens.get("upstream_results", 0) - run.tokens.get("reply", 0)
     tokens = json.dumps(run.tokens)
     return (*(getattr(run, n) for n in RUN_COLUMNS), tokens, len(run.calls), failed, max(saved, 0))
+
+
+def call_rows(runs: Sequence[RunRecord]) -> list[tuple[object, ...]]:
+    """Every call of `runs`: its run's id, then its columns, as every backend keeps them."""
+    return [(run.id, *_CALL_VALUES(call)) for run in runs for call in run.calls]

@@ -10,7 +10,15 @@ from pathlib import Path
 from typing import Any
 
 from .backend import RunStoreError
-from .records import CALL_COLUMNS, RUN_COLUMNS, CallRecord, RunRecord, RunSummary, run_row
+from .records import (
+    CALL_COLUMNS,
+    RUN_COLUMNS,
+    CallRecord,
+    RunRecord,
+    RunSummary,
+    call_rows,
+    run_row,
+)
 
 __all__ = ["SQLiteRunBackend"]
 
@@ -82,12 +90,13 @@ class SQLiteRunBackend:
                 raise
             self._conn = conn
 
-    def write(self, run: RunRecord) -> None:
+    def write(self, runs: Sequence[RunRecord]) -> None:
         conn = self._writer()
-        calls = [(run.id, *(getattr(call, n) for n in CALL_COLUMNS)) for call in run.calls]
+        calls = call_rows(runs)
         with _mapped(self.path, "write"), _transaction(conn):
-            conn.execute("DELETE FROM runs WHERE id = ?", (run.id,))  # its calls cascade
-            conn.execute(_INSERT_RUN, run_row(run))
+            # Recorded again, a run replaces the first; its calls cascade.
+            conn.executemany("DELETE FROM runs WHERE id = ?", [(run.id,) for run in runs])
+            conn.executemany(_INSERT_RUN, [run_row(run) for run in runs])
             conn.executemany(_INSERT_CALL, calls)
 
     def prune(self, *, keep: int, started_before: float | None) -> None:

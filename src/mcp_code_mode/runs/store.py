@@ -1,8 +1,13 @@
 """`RunStore`: runs recorded off the caller's thread by one writer thread, and read back.
 
 `RunStore.record` hands a finished run to the writer and returns: it never blocks and never
-raises. The writer clips every text (`as_stored`) and keeps the newest `keep` runs (none
-older than `keep_days`), pruning every so many runs. A store it cannot write (a directory in
+raises. The writer waits until runs stop arriving for a moment (`quiet_s`; at most
+`linger_s`, `batch` runs), then builds the runs, clips every text (`as_stored`) and writes
+them in one transaction: a gateway serving runs back to back wakes it once a batch, not once
+a run (each wake-up and each transaction costs the run's thread a GIL hand-over). It keeps the
+newest `keep` runs (none older than `keep_days`), pruning every so many runs. What waits in
+the queue is bounded in runs (`max_queued`) and in characters (`max_pending_chars`, as
+`record`'s callers weigh their runs). A store it cannot write (a directory in
 its place, a corrupt file, a full disk, a newer schema) is logged once and tried again now and
 then; meanwhile runs are dropped and counted, like runs that find the queue full. Reads open
 their own connection: `mcp-code-mode runs` reads while a gateway writes.
@@ -17,7 +22,7 @@ import queue
 import threading
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from .backend import RunStoreBackend, RunStoreError
@@ -29,6 +34,8 @@ __all__ = ["DEFAULT_KEEP", "RunStore"]
 logger = logging.getLogger(__name__)
 
 DEFAULT_KEEP = 10_000  # MCP_CODE_RUNS_KEEP
+
+Pending = RunRecord | Callable[[], RunRecord]
 
 
 class RunStore:
@@ -43,16 +50,23 @@ class RunStore:
         keep: int = DEFAULT_KEEP,
         keep_days: float | None = None,
         max_queued: int = 1_000,
+        max_pending_chars: int = 64_000_000,
         retry_s: float = 30.0,
+        quiet_s: float = 0.05,
+        linger_s: float = 1.0,
+        batch: int = 200,
     ) -> None:
         self.backend = backend
         self._retry_s = retry_s  # a broken store is left alone this long, then tried again
         self._keep = max(keep, 0)
         self._keep_days = keep_days
         self._prune_every = max(1, keep // 10) if 0 < keep < 10_000 else 1_000  # runs, amortised
-        self._queue: queue.Queue[RunRecord | Callable[[], RunRecord] | threading.Event | None] = (
-            queue.Queue(max(max_queued, 1))
+        self._queue: queue.Queue[tuple[Pending, int] | threading.Event | None] = queue.Queue(
+            max(max_queued, 1)
         )
+        self._max_pending = max_pending_chars
+        self._pending = 0  # characters of the runs queued, as `record` was told
+        self._quiet_s, self._linger_s, self._batch = quiet_s, linger_s, max(batch, 1)
         self._lock = threading.Lock()
         self._closed = False
         self._dropped = 0
@@ -77,16 +91,22 @@ class RunStore:
         """Runs not stored: the queue was full, the store broken or closed, the run malformed."""
         return self._dropped
 
-    def record(self, run: RunRecord | Callable[[], RunRecord]) -> None:
+    def record(self, run: Pending, chars: int = 0) -> None:
         """Hand `run` to the writer and return at once; never blocks, never raises. A
         callable is called on the writer's thread for the record: the work of building it
-        (serialising, counting tokens) is kept off the caller's."""
-        if not self._closed:
+        (serialising, counting tokens) is kept off the caller's. `chars` is what it holds in
+        memory until then; a run that would take the queue past `max_pending_chars` is
+        dropped."""
+        with self._lock:
+            admitted = not self._closed and self._pending + chars <= self._max_pending
+            if admitted:
+                self._pending += chars
+        if admitted:
             try:
-                self._queue.put_nowait(run)
+                self._queue.put_nowait((run, chars))
                 return
             except queue.Full:
-                pass
+                self._settle(chars)
         self._drop(1)
 
     def flush(self, timeout_s: float = 10.0) -> bool:
@@ -129,28 +149,73 @@ class RunStore:
     def _serve(self) -> None:
         self._ready()
         self._prune()  # a lowered `keep` or an old store takes effect at start
-        while (item := self._queue.get()) is not None:
-            if isinstance(item, threading.Event):
+        stopping = False
+        while not stopping:
+            runs, flushes, stopping = self._gather()
+            if runs:
+                self._write(runs)
+            if flushes or self._since_prune >= self._prune_every:
                 self._prune()
-                item.set()
-            else:
-                self._write(item)
-                if self._since_prune >= self._prune_every:
-                    self._prune()
+            for flushed in flushes:
+                flushed.set()
         self._prune()
         self.backend.close()
 
-    def _write(self, run: RunRecord | Callable[[], RunRecord]) -> None:
+    def _gather(self) -> tuple[list[tuple[Pending, int]], list[threading.Event], bool]:
+        """The next batch: runs, flush requests, and whether the store is closing. The
+        writer sleeps while runs keep coming, so a caller's `record` wakes nobody."""
+        runs: list[tuple[Pending, int]] = []
+        flushes: list[threading.Event] = []
+        deadline = time.monotonic() + self._linger_s
+        for item in self._arrivals(deadline):
+            if item is None:
+                return runs, flushes, True
+            if isinstance(item, threading.Event):
+                flushes.append(item)
+            else:
+                runs.append(item)
+            if flushes or len(runs) >= self._batch:
+                break
+        return runs, flushes, False
+
+    def _arrivals(self, deadline: float) -> Iterator[tuple[Pending, int] | threading.Event | None]:
+        """Items as they come: the first waited for, then those that keep arriving, until
+        a `quiet_s` passes with none or `deadline` does."""
+        yield self._queue.get()
+        while True:
+            try:
+                yield self._queue.get_nowait()
+                continue
+            except queue.Empty:
+                pass
+            if time.monotonic() >= deadline:
+                return
+            time.sleep(self._quiet_s)
+            if self._queue.empty():
+                return
+
+    def _write(self, runs: list[tuple[Pending, int]]) -> None:
+        built = [record for run, _ in runs if (record := self._built(run)) is not None]
+        records = list({record.id: record for record in built}.values())  # the last of an id
+        self._settle(sum(chars for _, chars in runs))
         try:
-            if self._ready():
-                self.backend.write(as_stored(run if isinstance(run, RunRecord) else run()))
-                self._since_prune += 1
+            if records and self._ready():
+                self.backend.write(records)
+                self._since_prune += len(records)
                 return
         except RunStoreError as exc:
             self._broke(exc)
         except Exception as exc:  # the writer's boundary: a malformed run stops nothing
+            self._warn_once("runs were not recorded: %r", exc)
+        self._drop(len(records))
+
+    def _built(self, run: Pending) -> RunRecord | None:
+        try:
+            return as_stored(run if isinstance(run, RunRecord) else run())
+        except Exception as exc:  # the writer's boundary: a malformed run stops nothing
             self._warn_once("a run was not recorded: %r", exc)
-        self._drop(1)
+            self._drop(1)
+            return None
 
     def _prune(self) -> None:
         days, self._since_prune = self._keep_days, 0
@@ -183,6 +248,10 @@ class RunStore:
     def _drop(self, count: int) -> None:
         with self._lock:
             self._dropped += count
+
+    def _settle(self, chars: int) -> None:
+        with self._lock:
+            self._pending -= chars
 
 
 _open_stores: weakref.WeakSet[RunStore] = weakref.WeakSet()

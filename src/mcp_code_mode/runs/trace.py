@@ -3,9 +3,11 @@
 The run's router opens a `CallTrace` per upstream call (`call`) and ends it with its outcome;
 the gateway ends the run with its reply (`finish`). Everything that costs more than reading
 a clock (arguments as JSON, result sizes, token counts) is deferred: `finish` returns a
-callable that the store's writer thread runs to build the record. Secrets are left out by
-`redact`, applied to every text a record keeps; arguments are kept per `arguments`
-(`off`, `clipped` or `full`; clipped and full are both bounded where stored).
+callable that the store's writer thread runs to build the record. A call's result is kept as
+the text the wire carried (a reference, no copy) while the run's results stay under
+`_KEPT_RESULT_CHARS`; `chars` says what a finished run holds until it is built. Secrets are
+left out by `redact`, applied to every text a record keeps; arguments are kept per
+`arguments` (`off`, `clipped` or `full`; clipped and full are both bounded where stored).
 """
 
 from __future__ import annotations
@@ -39,8 +41,8 @@ class CallTrace:
     ok: bool = False
     error: str | None = None
     approval: str | None = None
-    result_text: str = ""  # kept while the run's total is under `_KEPT_RESULT_CHARS`
-    result_bytes: int = 0
+    result_text: str = ""  # kept whole while the run's total is under `_KEPT_RESULT_CHARS`
+    result_bytes: int = 0  # of a result not kept (a kept one is measured when built)
 
 
 @dataclass
@@ -66,18 +68,31 @@ class RunTrace:
         return trace
 
     def end(
-        self, call: CallTrace, *, ok: bool, result: Any = None, error: str | None = None
+        self,
+        call: CallTrace,
+        *,
+        ok: bool,
+        text: str = "",
+        value: Any = None,
+        error: str | None = None,
     ) -> None:
-        """`call` ended: how long it took, and its result's size (its text is kept for the
-        token count while the run's results stay under `_KEPT_RESULT_CHARS`)."""
+        """`call` ended: how long it took, and its result, the `text` the wire carried (or
+        its `value`, when it had none), kept for the record while the run's results stay
+        under `_KEPT_RESULT_CHARS`, else only its size."""
         call.ms = round((time.perf_counter() - self._clock) * 1000 - call.started_ms, 1)
         call.ok, call.error = ok, error
         if ok:
-            text = _json(result)
-            call.result_bytes = len(text.encode("utf-8", "replace"))
+            text = text or _json(value)  # a result with no text blocks: rare
             if self._kept_chars < _KEPT_RESULT_CHARS:
-                call.result_text = text[: _KEPT_RESULT_CHARS - self._kept_chars]
-                self._kept_chars += len(call.result_text)
+                call.result_text = text
+                self._kept_chars += len(text)
+            else:
+                call.result_bytes = _utf8_size(text)
+
+    @property
+    def chars(self) -> int:
+        """Characters this run holds for its record (code, results kept)."""
+        return len(self.code) + self._kept_chars
 
     def finish(
         self,
@@ -114,7 +129,8 @@ class RunTrace:
         return build
 
     def _call_record(self, call: CallTrace) -> CallRecord:
-        arguments = "" if self.arguments == "off" else _json(call.arguments)
+        sent = _json(call.arguments)
+        arguments = "" if self.arguments == "off" else sent
         limit = MAX_CALL_CHARS if self.arguments == "clipped" else _FULL_CHARS
         return CallRecord(
             order=call.order,
@@ -125,8 +141,8 @@ class RunTrace:
             error=None if call.error is None else self.redact(call.error),
             started_ms=call.started_ms,
             ms=call.ms,
-            bytes_in=len(_json(call.arguments).encode("utf-8", "replace")),
-            bytes_out=call.result_bytes,
+            bytes_in=_utf8_size(sent),
+            bytes_out=_utf8_size(call.result_text) if call.result_text else call.result_bytes,
             approval=call.approval,
         )
 
@@ -143,12 +159,16 @@ def _json(value: Any) -> str:
         return repr(value)[:MAX_CALL_CHARS]
 
 
+def _utf8_size(text: str) -> int:
+    return len(text) if text.isascii() else len(text.encode("utf-8", "replace"))
+
+
 def _consumed_text(calls: list[CallTrace]) -> tuple[str, int]:
-    """The upstream results' text kept (at most `_KEPT_RESULT_CHARS`) and its full length."""
+    """The upstream results' text kept (the first `_KEPT_RESULT_CHARS`) and the length of
+    all of it (bytes for results not kept)."""
     kept = "\n".join(call.result_text for call in calls if call.result_text)
-    return kept, sum(len(call.result_text) for call in calls) + sum(
-        call.result_bytes for call in calls if not call.result_text and call.ok
-    )
+    total = len(kept) + sum(c.result_bytes for c in calls if not c.result_text and c.ok)
+    return kept[:_KEPT_RESULT_CHARS], total
 
 
 def _tokens(
