@@ -10,27 +10,32 @@ How a client is asked depends on what it negotiated:
   with the answer and the request state. `Elicitation` keeps the waiting runs.
 
 A client that sends a progress token gets progress notifications while the run works
-(`progress_sink`, `runs.progress`); a waiting run's go to the request that brings the answer.
+(`progress_sink`, `runs.progress`), and one that asked for log messages gets the run's log
+lines (`log_sink`, `runs.log_stream`); a waiting run's go to the request that brings the answer.
 """
 
 from __future__ import annotations
 
 import asyncio
 import secrets
+import warnings
 from collections.abc import Awaitable
 from typing import Any
 
 import mcp_types
 from fastmcp import Context
 from fastmcp.server.elicitation import AcceptedElicitation
+from mcp.shared.exceptions import MCPDeprecationWarning
+from mcp_types import LOG_LEVEL_META_KEY
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from .approval import ApprovalRequest, Approver
 from .gateway import Gateway
+from .runs.log_stream import LogSink, RunLogStream
 from .runs.progress import ProgressSink, RunProgress
 from .sandbox.base import ExecutionResult
 
-__all__ = ["Elicitation", "client_name", "handshake_approver", "progress_sink"]
+__all__ = ["Elicitation", "client_name", "handshake_approver", "log_sink", "progress_sink"]
 
 _QUESTION_KEY = "approval"
 _SCHEMA: dict[str, Any] = {
@@ -53,13 +58,19 @@ class Elicitation:
         self, ctx: Context | None, code: str, input: Any, timeout_s: float | None
     ) -> ExecutionResult | mcp_types.InputRequiredResult:
         """The run's result, or (2026-07-28 clients) a question to answer first."""
-        era, client, sink = _era(ctx), client_name(ctx), progress_sink(ctx)
+        era, client, sink, logs = _era(ctx), client_name(ctx), progress_sink(ctx), log_sink(ctx)
         if era != "modern" or ctx is None:
             approver = handshake_approver(ctx)
             progress = None if sink is None else RunProgress(sink)
             try:
                 return await self._gateway.execute(
-                    code, input, timeout_s, approver=approver, client=client, progress=progress
+                    code,
+                    input,
+                    timeout_s,
+                    approver=approver,
+                    client=client,
+                    progress=progress,
+                    logs=None if logs is None else RunLogStream(logs),
                 )
             finally:
                 if progress is not None:
@@ -67,14 +78,17 @@ class Elicitation:
         state = ctx.request_state
         run = self._waiting.pop(state, None) if state else None
         if run is None:
-            run = _WaitingRun(self._gateway, code, input, timeout_s, client, RunProgress(sink))
+            watch = RunProgress(sink), RunLogStream(logs)
+            run = _WaitingRun(self._gateway, code, input, timeout_s, client, *watch)
         else:
             run.progress.retarget(sink)
+            run.logs.retarget(logs)
             run.answer(_approved(ctx.input_responses))
         event = await run.next_event()
         if isinstance(event, ExecutionResult):
             return event
         run.progress.retarget(None)  # this request is answered: its progress token is spent
+        run.logs.retarget(None)
         self._forget_finished()
         token = secrets.token_urlsafe(18)
         self._waiting[token] = run
@@ -105,12 +119,19 @@ class _WaitingRun:
         timeout_s: float | None,
         client: str,
         progress: RunProgress,
+        logs: RunLogStream,
     ) -> None:
         self._questions: asyncio.Queue[ApprovalRequest] = asyncio.Queue()
         self._answer: asyncio.Future[bool] | None = None
-        self.progress = progress
+        self.progress, self.logs = progress, logs
         run = gateway.execute(
-            code, input, timeout_s, approver=self._ask, client=client, progress=progress
+            code,
+            input,
+            timeout_s,
+            approver=self._ask,
+            client=client,
+            progress=progress,
+            logs=logs,
         )
         self._task = asyncio.ensure_future(self._closing(run))
 
@@ -174,6 +195,48 @@ def progress_sink(ctx: Context | None) -> ProgressSink | None:
         )
 
     return send
+
+
+def log_sink(ctx: Context | None) -> LogSink | None:
+    """Sends the run's log lines as `notifications/message` for the request `ctx` serves;
+    None when its client did not ask for log messages: before MCP 2026-07-28, with
+    `logging/setLevel` on its session; from then on, with the request's log-level `_meta`."""
+    try:
+        request = None if ctx is None else ctx.request_context
+    except (RuntimeError, AttributeError, ValueError):  # no MCP request behind this call
+        return None
+    if ctx is None or request is None:
+        return None
+    if request.protocol_version in MODERN_PROTOCOL_VERSIONS:
+        asked = LOG_LEVEL_META_KEY in (request.meta or {})
+    else:
+        asked = _set_a_log_level(ctx)
+    if not asked:
+        return None
+
+    async def send(text: str) -> None:
+        await ctx.log(text, level="info", logger_name="execute_code")
+
+    return send
+
+
+# MCP 2026-07-28 deprecates log messages (SEP-2577) but keeps them: a client that asks for
+# them gets them, without the server warning on stderr each time it sends one.
+warnings.filterwarnings(
+    "ignore", "The logging capability is deprecated", MCPDeprecationWarning, "fastmcp"
+)
+
+
+def _set_a_log_level(ctx: Context) -> bool:
+    """Whether the client of `ctx` sent `logging/setLevel`: fastmcp keeps each session's
+    level, under its own session key, in a private mapping (False if that ever moves)."""
+    try:
+        from fastmcp.server.context import _log_level_session_key
+
+        levels = ctx.fastmcp._client_log_levels
+        return _log_level_session_key(ctx.session) in levels
+    except (ImportError, AttributeError, RuntimeError):
+        return False
 
 
 def _era(ctx: Context | None) -> str | None:

@@ -24,6 +24,7 @@ from .memory import release_free_memory
 from .reach import servers_reached
 from .run_router import Admission, RunRouter
 from .runs import Recorder, RunKind, RunTrace
+from .runs.log_stream import RunLogStream
 from .runs.progress import RunProgress
 from .runs.telemetry import RunTelemetry, flush
 from .sandbox.base import ExecutionResult, Executor, GuestIndex, Session
@@ -202,6 +203,7 @@ class Gateway:
         client: str = "",
         kind: RunKind = "execute_code",
         progress: RunProgress | None = None,
+        logs: RunLogStream | None = None,
     ) -> ExecutionResult:
         """Run guest code (contract §3 `execute_code`); always answers with a result object.
 
@@ -209,12 +211,13 @@ class Gateway:
         `approver` asks a person about calls that need approval (§8); without one the
         client is one that cannot ask. In a `session` (`executor.open_session()`) the
         code runs after its earlier snippets, with their variables. The run is recorded
-        (contract §10) as `kind`, made by `client`, traced, and told to `progress`.
+        (contract §10) as `kind`, made by `client`, traced, and told to `progress`; its log
+        lines stream to `logs` as they are made.
         """
         started = time.perf_counter()
         trace = self.recorder.trace(kind, code, input, client)
         router = self.router(approver, trace)
-        router.observe(self.telemetry.start(kind, code, input, client), progress)
+        router.observe(self.telemetry.start(kind, code, input, client), progress, logs)
         try:
             # The upstreams the code can reach (by name, or any when it is dynamic) have
             # tried to connect: the guest's index has their own tool lists, not the cache's.

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from .approval import RunApprovals
 from .encodable import clean_text, clip
 from .errors import CodeModeError, ToolCallFailed, ToolCallLimitExceeded, UnknownToolError
+from .runs.log_stream import RunLogStream
 from .runs.progress import MESSAGE_CHARS, RunProgress
 from .runs.trace import CallTrace, RunTrace
 from .sandbox.base import ToolCallRecord
@@ -99,6 +100,7 @@ class RunRouter:
         self.trace = trace  # the run's record in the making (None: runs are not recorded)
         self.spans: RunSpans | None = None  # the run's spans (None: no tracer is configured)
         self._progress: RunProgress | None = None  # for the client (None: it did not ask)
+        self._logs: RunLogStream | None = None  # the same
         self._approvals = approvals
         self._records: list[ToolCallRecord] = []
         self._limit = max_tool_calls
@@ -106,10 +108,16 @@ class RunRouter:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._closed = False
 
-    def observe(self, spans: RunSpans | None, progress: RunProgress | None) -> None:
-        """Trace the run's calls and approval questions in `spans`, and tell `progress` of
-        them (each None: not wanted); before the run makes any call."""
-        self.spans, self._progress = spans, progress
+    def observe(
+        self,
+        spans: RunSpans | None,
+        progress: RunProgress | None,
+        logs: RunLogStream | None = None,
+    ) -> None:
+        """Trace the run's calls and approval questions in `spans`, tell `progress` of
+        them, and stream the run's log lines to `logs` (each None: not wanted); before the
+        run starts."""
+        self.spans, self._progress, self._logs = spans, progress, logs
         if spans is not None:
             self._approvals.traced = spans.approval
 
@@ -212,6 +220,9 @@ class RunRouter:
     def paused_s(self) -> float:
         """Seconds the run waited for a person: not counted against its time limit."""
         return self._approvals.paused_s
+
+    def logs_to(self) -> Callable[[list[str]], Awaitable[None]] | None:
+        return None if self._logs is None else self._logs.send
 
     def on_pause(self, notify: Callable[[], Awaitable[None]]) -> None:
         self._approvals.before_asking = notify

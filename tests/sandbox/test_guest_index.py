@@ -18,7 +18,8 @@ import pytest_asyncio
 from dspy.primitives.code_interpreter import CodeExecutionError
 
 from mcp_code_mode.sandbox.base import GuestIndex, Limits, ToolCallRecord
-from mcp_code_mode.sandbox.executor import Conversation, SandboxExecutor
+from mcp_code_mode.sandbox.conversation import Conversation
+from mcp_code_mode.sandbox.executor import SandboxExecutor
 from mcp_code_mode.sandbox.interpreter import MCPCodeInterpreter
 from mcp_code_mode.sandbox.pool import Worker, Zygote
 from mcp_code_mode.sandbox.protocol import RunMessage
@@ -46,6 +47,9 @@ class _Echo:
         return []
 
     def on_pause(self, notify: Callable[[], Awaitable[None]]) -> None:
+        return None
+
+    def logs_to(self) -> None:
         return None
 
 

@@ -155,6 +155,11 @@ class ToolRouter(Protocol):
         clock in the worker); the executor calls this once per worker."""
         ...
 
+    def logs_to(self) -> Callable[[list[str]], Awaitable[None]] | None:
+        """Where the run's log lines go while it works, new ones each time (None: nowhere,
+        and the executor does not look for them)."""
+        ...
+
 
 class Session(Protocol):
     """Snippets run one after another with shared variables (`Executor.open_session`)."""

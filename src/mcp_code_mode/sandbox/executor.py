@@ -12,25 +12,23 @@ the host at timeout + grace. Not stopped here: whatever the launcher's layers do
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import functools
 import secrets
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-from ..errors import CodeModeError, ErrorType, WorkerCrashed
+from ..errors import ErrorType, WorkerCrashed
 from ..settings import Settings
 from .base import ErrorDetail, ExecutionResult, GuestIndex, Limits, Session, ToolRouter
+from .conversation import Conversation, Hold
 from .policy import check_policy
-from .pool import Launcher, Worker, WorkerPool, Zygote
-from .protocol import CallRequest, DoneMessage, Outcome, QueryRequest, ReplyMessage, RunMessage
+from .pool import Launcher, WorkerPool, Zygote
+from .protocol import DoneMessage, RunMessage
 from .pyodide import PyodideLauncher
 
-__all__ = ["KILL_GRACE_S", "Conversation", "Hold", "SandboxExecutor", "check_code", "from_done"]
+__all__ = ["KILL_GRACE_S", "SandboxExecutor", "check_code", "from_done"]
 
 KILL_GRACE_S = 0.5  # the worker's own timer fires first; the host kills after this
-_LANES = 64  # calls of one batch started at a time (the router bounds those in flight)
 
 
 class SandboxExecutor:
@@ -179,25 +177,6 @@ class SandboxExecutor:
         raise AssertionError("unreachable")
 
 
-class Hold:
-    """Stops and restarts a run's deadline while a person is asked (§8: not the run's time)."""
-
-    def __init__(self, clock: asyncio.Timeout) -> None:
-        self._clock = clock
-        self._remaining: float | None = None
-
-    def stop(self) -> None:
-        deadline = self._clock.when()
-        if self._remaining is None and deadline is not None:
-            self._remaining = max(0.0, deadline - asyncio.get_running_loop().time())
-            self._clock.reschedule(None)
-
-    def resume(self) -> None:
-        if self._remaining is not None:
-            self._clock.reschedule(asyncio.get_running_loop().time() + self._remaining)
-            self._remaining = None
-
-
 def check_code(code: str, allowed_imports: Sequence[str], limits: Limits) -> ExecutionResult | None:
     """The policy's verdict as a failed result, or None when `code` may run.
 
@@ -226,152 +205,6 @@ def check_code(code: str, allowed_imports: Sequence[str], limits: Limits) -> Exe
     if violation is None:
         return None
     return ExecutionResult.failure(ErrorType(violation.kind), violation.message, violation.line)
-
-
-class Conversation:
-    """Serves one run's requests until the worker reports `done`."""
-
-    def __init__(
-        self,
-        worker: Worker,
-        router: ToolRouter,
-        *,
-        hold: Hold | None = None,
-    ) -> None:
-        self.worker = worker
-        self.router = router
-        self.requests = 0
-        self._hold = hold
-        router.on_pause(self._pause_worker)
-        self._tasks: set[asyncio.Task[None]] = set()
-
-    async def run(self, message: RunMessage) -> DoneMessage:
-        """Send `message`, answer the worker's requests, return its `done`.
-
-        The guest index goes along only when the worker does not have that version yet.
-        """
-        try:
-            await self.worker.send(_for_worker(message, self.worker.index_version))
-        except ConnectionError:  # it died while idle (e.g. with its zygote): nothing ran
-            raise WorkerCrashed("the worker process was gone before the run started") from None
-        if "index" in message:
-            self.worker.index_version = message["index_version"]
-        try:
-            while True:
-                request = await self.worker.receive()
-                if request is None:
-                    raise WorkerCrashed(
-                        "the worker process died before finishing the run "
-                        "(killed by the OS: a crash, or its CPU-time or memory limit)"
-                    )
-                if request["op"] == "done":
-                    return request
-                if request["op"] in ("call", "query"):
-                    if any(not task.done() for task in self._tasks):
-                        # Guest calls are synchronous: a worker waits for each reply. One
-                        # that sends more has escaped its guest code; it may not make the
-                        # server do unbounded work.
-                        raise WorkerCrashed(
-                            "the worker sent a request before its previous one was answered"
-                        )
-                    self.requests += 1
-                    task = asyncio.create_task(self._answer(request))
-                    self._tasks.add(task)
-                    task.add_done_callback(self._tasks.discard)
-                else:
-                    raise WorkerCrashed(f"worker sent {request['op']!r} in the middle of a run")
-        finally:
-            for task in list(self._tasks):
-                task.cancel()
-
-    async def _pause_worker(self) -> None:
-        """The run is about to wait for a person: both clocks stop until the reply."""
-        if self._hold is not None:
-            self._hold.stop()
-        with contextlib.suppress(ConnectionError, RuntimeError):
-            await self.worker.send({"op": "pause"})
-
-    async def _answer(self, request: CallRequest | QueryRequest) -> None:
-        try:
-            request_id = int(request["id"])
-            if request["op"] == "call":
-                calls = [
-                    (str(c["server"]), str(c["tool"]), dict(c["args"]))
-                    for c in request["calls"]  # untrusted: every field is converted
-                ]
-                pending: list[Callable[[], Awaitable[Any]]] = [
-                    functools.partial(self.router.call, *call) for call in calls
-                ]
-            else:
-                pending = [
-                    functools.partial(
-                        self.router.query, str(request["kind"]), dict(request["args"])
-                    )
-                ]
-        except (KeyError, TypeError, ValueError):
-            self.worker.kill()  # a malformed request: the conversation loop reports the crash
-            return
-        paused_before = self.router.paused_s
-        try:
-            if request["op"] == "call":
-                self.router.admit(len(pending))
-        except CodeModeError as exc:  # the batch goes past the run's limit: none is made
-            results = [_failed(exc)] * len(pending)
-        else:
-            results = await self._outcomes(pending)
-        reply: ReplyMessage = {"op": "reply", "id": request_id, "results": results}
-        # A person was asked (the worker stopped its clock at `pause` and restarts it at
-        # this reply): the host's deadline runs again from here too.
-        if self.router.paused_s > paused_before and self._hold is not None:
-            self._hold.resume()
-        # A worker that is gone cannot take the reply; the conversation loop reports it.
-        with contextlib.suppress(ConnectionError, RuntimeError):
-            await self.worker.send(reply)
-
-    async def _outcomes(self, pending: list[Callable[[], Awaitable[Any]]]) -> list[Outcome]:
-        """Outcomes in order, at most `_LANES` started at a time (a batch may hold 10**5).
-
-        Once one call ends the run (TOOL_CALL_LIMIT), the rest are not started.
-        """
-        if len(pending) == 1:  # the common case, without a task of its own
-            return [await self._outcome(pending[0]())]
-        outcomes: list[Outcome | None] = [None] * len(pending)
-        queue = iter(enumerate(pending))
-        fatal: list[Outcome] = []
-
-        async def lane() -> None:
-            for index, start in queue:
-                outcome = fatal[0] if fatal else await self._outcome(start())
-                if outcome.get("fatal") and not fatal:
-                    fatal.append(outcome)
-                outcomes[index] = outcome
-
-        await asyncio.gather(*(lane() for _ in range(min(_LANES, len(pending)))))
-        return [o for o in outcomes if o is not None]
-
-    @staticmethod
-    async def _outcome(pending: Awaitable[Any]) -> Outcome:
-        try:
-            return {"ok": True, "value": await pending}
-        except CodeModeError as exc:
-            return _failed(exc)
-        except Exception as exc:  # a gateway bug must reach the guest as a failed call, not hang it
-            return {"ok": False, "error": f"internal gateway error: {type(exc).__name__}: {exc}"}
-
-
-def _for_worker(message: RunMessage, index_version: int | None) -> RunMessage:
-    """`message` without its index when the worker has that version of it already."""
-    if index_version != message["index_version"] or "index" not in message:
-        return message
-    slim = message.copy()
-    del slim["index"]
-    return slim
-
-
-def _failed(exc: CodeModeError) -> Outcome:
-    if exc.error_type is ErrorType.TOOL_CALL_LIMIT:
-        return {"ok": False, "fatal": exc.error_type.value, "error": str(exc)}
-    return {"ok": False, "error": getattr(exc, "message", None) or str(exc)}
 
 
 def from_done(done: DoneMessage) -> ExecutionResult:

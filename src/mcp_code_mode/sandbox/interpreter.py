@@ -24,7 +24,8 @@ from dspy.primitives.code_interpreter import (
 
 from ..errors import ToolCallFailed, WorkerCrashed
 from .base import GuestIndex, Limits, ToolCallRecord, ToolRouter
-from .executor import KILL_GRACE_S, Conversation
+from .conversation import Conversation
+from .executor import KILL_GRACE_S
 from .policy import check_policy
 from .pool import Worker, Zygote
 from .protocol import DoneMessage, RunMessage
@@ -54,6 +55,9 @@ class _NoTools:
     def on_pause(self, notify: Callable[[], Awaitable[None]]) -> None:
         return None
 
+    def logs_to(self) -> None:
+        return None
+
     def records(self) -> list[ToolCallRecord]:
         return []
 
@@ -81,6 +85,9 @@ class _ThreadSafeRouter:
 
     def on_pause(self, notify: Callable[[], Awaitable[None]]) -> None:
         return None  # sessions answer no approvals: their router has no person to ask
+
+    def logs_to(self) -> None:
+        return None  # a dspy session's lines come back with each snippet's result
 
     def records(self) -> list[ToolCallRecord]:
         return self._router.records()

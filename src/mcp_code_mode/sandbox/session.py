@@ -17,7 +17,8 @@ from typing import Any
 
 from ..errors import ErrorType, WorkerCrashed
 from .base import ExecutionResult, GuestIndex, ToolRouter
-from .executor import KILL_GRACE_S, Conversation, Hold, SandboxExecutor, check_code, from_done
+from .conversation import Conversation, Hold
+from .executor import KILL_GRACE_S, SandboxExecutor, check_code, from_done
 from .pool import Worker
 
 __all__ = ["LOST", "CodeSession"]
