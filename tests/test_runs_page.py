@@ -22,7 +22,7 @@ from fastmcp import Client
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mcp_code_mode.runs import CallRecord, RunRecord, RunSummary, SQLiteRunBackend
+from mcp_code_mode.runs import CallRecord, RunRecord, RunStore, RunSummary, SQLiteRunBackend
 from mcp_code_mode.runs.page import PAGE_SIZE, render_list, render_run
 from mcp_code_mode.runs.records import as_stored
 from mcp_code_mode.runs_page import runs_app
@@ -445,6 +445,11 @@ async def test_serve_puts_the_page_behind_the_token(tmp_path: Path) -> None:
                 await asyncio.sleep(0.1)
             assert len(ids) == 1
             detail = (await http.get(f"/runs/{ids[0]}", headers=auth)).text
+    store = RunStore.open(tmp_path / "runs.db")
+    try:  # the client as clientInfo names it, with the identity its token was given
+        assert store.list_runs()[0].client.endswith("(token: mcp-code-mode-client)")
+    finally:
+        store.close()
     names = re.findall(
         r'data-order="(\d+)"><summary><span class="name">#\d+ ([\w.]+)</span>', detail
     )

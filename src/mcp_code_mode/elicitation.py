@@ -24,6 +24,7 @@ from typing import Any
 
 import mcp_types
 from fastmcp import Context
+from fastmcp.server.dependencies import get_access_token
 from fastmcp.server.elicitation import AcceptedElicitation
 from mcp.shared.exceptions import MCPDeprecationWarning
 from mcp_types import LOG_LEVEL_META_KEY
@@ -168,13 +169,16 @@ class _WaitingRun:
 
 
 def client_name(ctx: Context | None) -> str:
-    """The calling client as its `clientInfo` names it (`name version`), or "" unknown."""
+    """The calling client as its `clientInfo` names it (`name version`), or "" unknown; over
+    HTTP, with the identity its bearer token was given: `name version (token: id)`."""
     try:
         params = None if ctx is None else ctx.session.client_params
     except (RuntimeError, AttributeError, ValueError):  # no MCP request behind this call
         return ""
     info = None if params is None else params.client_info
-    return "" if info is None else f"{info.name} {info.version or ''}".strip()
+    name = "" if info is None else f"{info.name} {info.version or ''}".strip()
+    token = get_access_token()
+    return f"{name} (token: {token.client_id})".strip() if token is not None else name
 
 
 def progress_sink(ctx: Context | None) -> ProgressSink | None:
