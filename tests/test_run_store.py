@@ -520,22 +520,41 @@ def test_runs_recorded_back_to_back_are_written_in_few_transactions(tmp_path: Pa
 
 
 def test_runs_waiting_are_bounded_in_characters_too(tmp_path: Path) -> None:
-    path = tmp_path / "runs.sqlite3"
-    store = RunStore(SQLiteRunBackend(path), max_pending_chars=1_000_000)
+    store = RunStore(SQLiteRunBackend(tmp_path / "runs.sqlite3"), max_pending_chars=1_000_000)
     assert store.flush()
-    blocker = sqlite3.connect(path, isolation_level=None)
-    blocker.execute("BEGIN EXCLUSIVE")  # the writer waits: what is recorded waits too
+    building = threading.Event()
+
+    def slow_to_build() -> RunRecord:  # the writer holds it, and everything after waits
+        building.wait(10)
+        return a_run(0.0)
+
     try:
-        for i in range(10):
+        store.record(slow_to_build, chars=300_000)
+        for i in range(1, 10):
             store.record(a_run(float(i)), chars=300_000)
-        assert store.dropped >= 10 - 3  # at most 3 of 300,000 characters wait at a time
+        assert store.dropped == 10 - 3  # 3 of 300,000 characters fit under 1,000,000
     finally:
-        blocker.execute("ROLLBACK")
-        blocker.close()
+        building.set()
     try:
         assert store.flush()
         assert store.dropped + len(store.list_runs(50)) == 10
         store.record(a_run(99.0), chars=300_000)  # what was waiting is settled: room again
         assert store.flush() and any(r.started == 99.0 for r in store.list_runs(50))
+    finally:
+        store.close()
+
+
+def test_a_run_after_a_pause_is_written_at_once(tmp_path: Path) -> None:
+    """Only runs coming back to back wait for a quiet moment (here 5 s, to tell them
+    apart): one after a pause is readable as soon as the writer has it."""
+    store = RunStore(SQLiteRunBackend(tmp_path / "runs.sqlite3"), quiet_s=5.0, linger_s=0.2)
+    try:
+        assert store.flush()
+        time.sleep(0.3)  # longer than `linger_s` since anything was written
+        started = time.monotonic()
+        store.record(a_run(1.0))
+        while not store.list_runs() and time.monotonic() - started < 10:
+            time.sleep(0.01)
+        assert store.list_runs() and time.monotonic() - started < 2.5
     finally:
         store.close()

@@ -1,16 +1,17 @@
 """`RunStore`: runs recorded off the caller's thread by one writer thread, and read back.
 
 `RunStore.record` hands a finished run to the writer and returns: it never blocks and never
-raises. The writer waits until runs stop arriving for a moment (`quiet_s`; at most
-`linger_s`, `batch` runs), then builds the runs, clips every text (`as_stored`) and writes
-them in one transaction: a gateway serving runs back to back wakes it once a batch, not once
-a run (each wake-up and each transaction costs the run's thread a GIL hand-over). It keeps the
-newest `keep` runs (none older than `keep_days`), pruning every so many runs. What waits in
-the queue is bounded in runs (`max_queued`) and in characters (`max_pending_chars`, as
-`record`'s callers weigh their runs). A store it cannot write (a directory in
-its place, a corrupt file, a full disk, a newer schema) is logged once and tried again now and
-then; meanwhile runs are dropped and counted, like runs that find the queue full. Reads open
-their own connection: `mcp-code-mode runs` reads while a gateway writes.
+raises. A run after a pause is written at once; while runs come back to back, the writer
+waits until they stop arriving for a moment (`quiet_s`; at most `linger_s`, `batch` runs),
+then builds them, clips every text (`as_stored`) and writes them in one transaction: a
+gateway serving runs back to back wakes it once a batch, not once a run (each wake-up and
+each transaction costs the run's thread a GIL hand-over). It keeps the newest `keep` runs
+(none older than `keep_days`), pruning every so many runs. What waits in the queue is
+bounded in runs (`max_queued`) and in characters (`max_pending_chars`, as `record`'s
+callers weigh their runs). A store it cannot write (a directory in its place, a corrupt
+file, a full disk, a newer schema) is logged once and tried again now and then; meanwhile
+runs are dropped and counted, like runs that find the queue full. Reads open their own
+connection: `mcp-code-mode runs` reads while a gateway writes.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import logging
+import math
 import queue
 import threading
 import time
@@ -67,6 +69,7 @@ class RunStore:
         self._max_pending = max_pending_chars
         self._pending = 0  # characters of the runs queued, as `record` was told
         self._quiet_s, self._linger_s, self._batch = quiet_s, linger_s, max(batch, 1)
+        self._written_at = -math.inf  # when the writer last wrote a batch (monotonic)
         self._lock = threading.Lock()
         self._closed = False
         self._dropped = 0
@@ -179,22 +182,26 @@ class RunStore:
         return runs, flushes, False
 
     def _arrivals(self, deadline: float) -> Iterator[tuple[Pending, int] | threading.Event | None]:
-        """Items as they come: the first waited for, then those that keep arriving, until
-        a `quiet_s` passes with none or `deadline` does."""
+        """Items as they come: the first waited for, then those already queued; and when
+        the last batch was written less than `linger_s` ago (runs are coming back to back),
+        those that keep arriving, until a `quiet_s` passes with none or `deadline` does. A
+        run after a pause is written at once: a reader sees it as soon as it ended."""
         yield self._queue.get()
+        busy = time.monotonic() - self._written_at < self._linger_s
         while True:
             try:
                 yield self._queue.get_nowait()
                 continue
             except queue.Empty:
                 pass
-            if time.monotonic() >= deadline:
+            if not busy or time.monotonic() >= deadline:
                 return
             time.sleep(self._quiet_s)
             if self._queue.empty():
                 return
 
     def _write(self, runs: list[tuple[Pending, int]]) -> None:
+        self._written_at = time.monotonic()
         built = [record for run, _ in runs if (record := self._built(run)) is not None]
         records = list({record.id: record for record in built}.values())  # the last of an id
         self._settle(sum(chars for _, chars in runs))
