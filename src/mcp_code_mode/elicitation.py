@@ -202,9 +202,10 @@ def progress_sink(ctx: Context | None) -> ProgressSink | None:
 
 
 def log_sink(ctx: Context | None) -> LogSink | None:
-    """Sends the run's log lines as `notifications/message` for the request `ctx` serves;
-    None when its client did not ask for log messages: before MCP 2026-07-28, with
-    `logging/setLevel` on its session; from then on, with the request's log-level `_meta`."""
+    """Sends the run's log lines as `notifications/message` (level `info`) for the request
+    `ctx` serves; None when its client did not ask for log messages at `info` or below:
+    before MCP 2026-07-28, with `logging/setLevel` on its session; from then on, with the
+    request's log-level `_meta`."""
     try:
         request = None if ctx is None else ctx.request_context
     except (RuntimeError, AttributeError, ValueError):  # no MCP request behind this call
@@ -212,35 +213,43 @@ def log_sink(ctx: Context | None) -> LogSink | None:
     if ctx is None or request is None:
         return None
     if request.protocol_version in MODERN_PROTOCOL_VERSIONS:
-        asked = LOG_LEVEL_META_KEY in (request.meta or {})
+        level = (request.meta or {}).get(LOG_LEVEL_META_KEY)
     else:
-        asked = _set_a_log_level(ctx)
-    if not asked:
+        level = _session_log_level(ctx)
+    if level not in ("debug", "info"):
         return None
+    session, request_id = request.session, request.request_id
 
-    async def send(text: str) -> None:
-        await ctx.log(text, level="info", logger_name="execute_code")
+    async def send(text: str) -> None:  # to this request, from whichever task runs the code
+        await session.send_log_message(
+            level="info",
+            data={"msg": text},
+            logger="execute_code",
+            related_request_id=request_id,
+        )
 
     return send
 
 
-# MCP 2026-07-28 deprecates log messages (SEP-2577) but keeps them: a client that asks for
-# them gets them, without the server warning on stderr each time it sends one.
-warnings.filterwarnings(
-    "ignore", "The logging capability is deprecated", MCPDeprecationWarning, "fastmcp"
-)
-
-
-def _set_a_log_level(ctx: Context) -> bool:
-    """Whether the client of `ctx` sent `logging/setLevel`: fastmcp keeps each session's
-    level, under its own session key, in a private mapping (False if that ever moves)."""
+def _session_log_level(ctx: Context) -> str | None:
+    """The level the client of `ctx` asked for with `logging/setLevel`, if it did. fastmcp
+    keeps it per session id in a private mapping; a connection without a session id
+    (stateless HTTP) shares one key with every other, so only stdio's is its own."""
     try:
         from fastmcp.server.context import _log_level_session_key
 
-        levels = ctx.fastmcp._client_log_levels
-        return _log_level_session_key(ctx.session) in levels
-    except (ImportError, AttributeError, RuntimeError):
-        return False
+        key = _log_level_session_key(ctx.session)
+        if key == "__no_session__" and ctx.transport != "stdio":
+            return None
+        level = ctx.fastmcp._client_log_levels.get(key)
+    except (ImportError, AttributeError, RuntimeError):  # if fastmcp ever moves it
+        return None
+    return None if level is None else str(level)
+
+
+# MCP 2026-07-28 deprecates log messages (SEP-2577) but keeps them: a client that asks for
+# them gets them, without the server warning on stderr each time it sends one.
+warnings.filterwarnings("ignore", "The logging capability is deprecated", MCPDeprecationWarning)
 
 
 def _era(ctx: Context | None) -> str | None:

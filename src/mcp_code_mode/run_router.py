@@ -221,7 +221,7 @@ class RunRouter:
         """Seconds the run waited for a person: not counted against its time limit."""
         return self._approvals.paused_s
 
-    def logs_to(self) -> Callable[[list[str]], Awaitable[None]] | None:
+    def logs_to(self) -> Callable[[list[str]], Awaitable[bool]] | None:
         return None if self._logs is None else self._logs.send
 
     def on_pause(self, notify: Callable[[], Awaitable[None]]) -> None:

@@ -11,6 +11,7 @@ from mcp_code_mode.sandbox.output_mirror import (
     MIRROR_BYTES,
     OutputMirror,
     create_mirror_fd,
+    read_logs,
     read_mirror,
 )
 
@@ -59,3 +60,27 @@ def test_a_full_mirror_keeps_what_fit(fd: int) -> None:
     stdout, logs = read_mirror(fd)
     assert stdout == chunk * 2 and logs == ["small enough"]
     assert len(stdout) < MIRROR_BYTES
+
+
+def test_logs_read_while_the_run_works_come_in_bounded_reads_each_line_once(fd: int) -> None:
+    mirror = OutputMirror(fd)
+    written = [f"line {i}" if i % 7 else "" for i in range(20_000)] + ["é" * 5_000]
+    offset, seen, reads = 0, [], 0
+
+    def read() -> list[str]:
+        nonlocal offset, reads
+        lines, offset = read_logs(fd, offset, 4_096)
+        reads += 1
+        # The work of one read is bounded: 4,096 bytes of records, or one longer line.
+        assert len(lines) <= 1 or sum(len(x.encode()) + 4 for x in lines) <= 4_096
+        return lines
+
+    for i, line in enumerate(written):
+        mirror.log(line)
+        if i % 3_000 == 0:  # the host looks while the worker still writes
+            seen += read()
+    while lines := read():
+        seen += lines
+    assert seen[:-1] == written[:-1] and reads > 20
+    assert seen[-1] == "é" * 2_046  # a line longer than a read comes cut, then is skipped
+    assert read_logs(fd, offset, 4_096) == ([], offset)

@@ -43,6 +43,7 @@ class CallTrace:
     approval: str | None = None
     result_text: str = ""  # kept whole while the run's total is under `_KEPT_RESULT_CHARS`
     result_bytes: int = 0  # of a result not kept (a kept one is measured when built)
+    result_chars: int = 0  # the same, in characters
 
 
 @dataclass
@@ -87,7 +88,7 @@ class RunTrace:
                 call.result_text = text
                 self._kept_chars += len(text)
             else:
-                call.result_bytes = _utf8_size(text)
+                call.result_bytes, call.result_chars = _utf8_size(text), len(text)
 
     @property
     def chars(self) -> int:
@@ -165,9 +166,9 @@ def _utf8_size(text: str) -> int:
 
 def _consumed_text(calls: list[CallTrace]) -> tuple[str, int]:
     """The upstream results' text kept (the first `_KEPT_RESULT_CHARS`) and the length of
-    all of it (bytes for results not kept)."""
+    all of it, in characters."""
     kept = "\n".join(call.result_text for call in calls if call.result_text)
-    total = len(kept) + sum(c.result_bytes for c in calls if not c.result_text and c.ok)
+    total = len(kept) + sum(c.result_chars for c in calls if not c.result_text and c.ok)
     return kept[:_KEPT_RESULT_CHARS], total
 
 

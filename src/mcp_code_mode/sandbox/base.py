@@ -155,9 +155,9 @@ class ToolRouter(Protocol):
         clock in the worker); the executor calls this once per worker."""
         ...
 
-    def logs_to(self) -> Callable[[list[str]], Awaitable[None]] | None:
-        """Where the run's log lines go while it works, new ones each time (None: nowhere,
-        and the executor does not look for them)."""
+    def logs_to(self) -> Callable[[list[str]], Awaitable[bool]] | None:
+        """Where the run's log lines go while it works, new ones each time; it answers
+        whether it wants more (None: nowhere, and the executor does not look for them)."""
         ...
 
 

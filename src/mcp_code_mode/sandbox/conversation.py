@@ -23,7 +23,10 @@ __all__ = ["LOG_POLL_S", "Conversation", "Hold"]
 
 LOG_POLL_S = 0.25  # how often a run's new log lines are looked for, when someone wants them
 _LANES = 64  # calls of one batch started at a time (the router bounds those in flight)
-_last_lines: set[asyncio.Future[None]] = set()  # of runs that ended without `done`, in flight
+_last_lines: set[asyncio.Future[bool]] = set()  # of runs that ended without `done`, in flight
+
+LogSink = Callable[[list[str]], Awaitable[bool]]
+"""Takes a run's new log lines; says whether it wants more."""
 
 
 class Hold:
@@ -115,17 +118,20 @@ class Conversation:
                     _last_lines.add(sending)
                     sending.add_done_callback(_last_lines.discard)
 
-    async def _stream_logs(self, sink: Callable[[list[str]], Awaitable[None]]) -> None:
+    async def _stream_logs(self, sink: LogSink) -> None:
         """Hand the run's new log lines to `sink` every `LOG_POLL_S`, as the worker wrote
         them to its mirror (a worker without one, under Pyodide, has none to give: its
-        lines go when it is done)."""
-        while True:
+        lines go when it is done), until `sink` wants no more."""
+        offset, wanted = 0, True
+        while wanted:
             await asyncio.sleep(LOG_POLL_S)
-            await self._forward_logs(sink, self.worker.produced()[1])
+            lines, offset = self.worker.logs_since(offset)
+            while lines and wanted:  # the worker may have written more than one read
+                self._logs_seen += len(lines)
+                wanted = await sink(lines)
+                lines, offset = self.worker.logs_since(offset)
 
-    async def _forward_logs(
-        self, sink: Callable[[list[str]], Awaitable[None]], lines: list[str]
-    ) -> None:
+    async def _forward_logs(self, sink: LogSink, lines: list[str]) -> None:
         new = self._new_logs(lines)
         if new:
             await sink(new)

@@ -15,7 +15,7 @@ import mmap
 import os
 import struct
 
-__all__ = ["MIRROR_BYTES", "OutputMirror", "create_mirror_fd", "read_mirror"]
+__all__ = ["MIRROR_BYTES", "OutputMirror", "create_mirror_fd", "read_logs", "read_mirror"]
 
 MIRROR_BYTES = 4 * 1024 * 1024  # pages are touched only as output is written
 _HEADER = struct.Struct("<QQ")  # bytes of stdout, bytes of log records
@@ -90,6 +90,27 @@ def read_mirror(fd: int) -> tuple[str, list[str]]:
         logs.append(_text(records[offset : offset + length]))
         offset += length
     return _text(stdout), logs
+
+
+def read_logs(fd: int, offset: int, max_bytes: int) -> tuple[list[str], int]:
+    """The host's side, while the run works: log lines mirrored past byte `offset` of the
+    log region (at most about `max_bytes` of them), and the offset after them."""
+    header = os.pread(fd, _HEADER.size, 0)
+    if len(header) < _HEADER.size:
+        return [], offset
+    log_bytes = min(_HEADER.unpack(header)[1], MIRROR_BYTES - _LOGS_AT)
+    records = os.pread(fd, max(0, min(log_bytes - offset, max_bytes)), _LOGS_AT + offset)
+    lines, used = [], 0
+    while used + _LOG_LENGTH.size <= len(records):
+        (length,) = _LOG_LENGTH.unpack_from(records, used)
+        end = used + _LOG_LENGTH.size + length
+        if end > len(records):
+            if used == 0 and length > max_bytes:  # one line longer than a read: skip it
+                return [_text(records[_LOG_LENGTH.size :])], offset + _LOG_LENGTH.size + length
+            break
+        lines.append(_text(records[used + _LOG_LENGTH.size : end]))
+        used = end
+    return lines, offset + used
 
 
 def _text(data: bytes) -> str:

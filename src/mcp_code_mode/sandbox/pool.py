@@ -27,7 +27,7 @@ from typing import Any, Protocol
 from ..errors import WorkerCrashed
 from .base import GuestIndex
 from .channel import LINE_LIMIT, Channel
-from .output_mirror import create_mirror_fd, read_mirror
+from .output_mirror import create_mirror_fd, read_logs, read_mirror
 from .protocol import ChildMessage, HostMessage, IndexMessage, encode
 
 __all__ = ["Launcher", "Worker", "WorkerPool", "WorkerProcess", "Zygote"]
@@ -39,6 +39,7 @@ _START_TIMEOUT_S = 60.0
 # then on its way to the client, and a fork (a process start, on a machine of two cores)
 # no longer competes with it. About 1 ms of the `1+1` round trip here (bench/speed.py).
 _AFTER_REPLY_S = 0.005
+_LOG_READ_BYTES = 64 * 1024  # of a running worker's log lines, read at a time (~16 ms worst)
 
 
 def _minimal_env(home: str) -> dict[str, str]:
@@ -85,6 +86,11 @@ class Worker(Protocol):
 
     def produced(self) -> tuple[str, list[str]]:
         """The stdout and log lines of the current run so far, even after a kill."""
+        ...
+
+    def logs_since(self, offset: int) -> tuple[list[str], int]:
+        """While the run works: the log lines written past `offset` (0: the run's first),
+        a bounded amount of them, and the offset to ask from next."""
         ...
 
     async def reset(self) -> bool:
@@ -176,6 +182,11 @@ class WorkerProcess:
         if self._mirror_fd is None:
             return "", []
         return read_mirror(self._mirror_fd)
+
+    def logs_since(self, offset: int) -> tuple[list[str], int]:
+        if self._mirror_fd is None:
+            return [], offset
+        return read_logs(self._mirror_fd, offset, _LOG_READ_BYTES)
 
     async def reset(self) -> bool:
         return False  # a forked worker serves one run: the zygote forks a fresh one

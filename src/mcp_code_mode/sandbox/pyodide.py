@@ -153,6 +153,9 @@ class PyodideRunner:
     def produced(self) -> tuple[str, list[str]]:
         return "", []  # no shared memory with a Deno process: a killed runner's output is lost
 
+    def logs_since(self, offset: int) -> tuple[list[str], int]:
+        return [], offset  # the same: its log lines come with its `done`
+
     def kill(self) -> None:
         if not self.exited():
             with contextlib.suppress(ProcessLookupError, PermissionError):
