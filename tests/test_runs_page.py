@@ -13,6 +13,7 @@ import sys
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import replace
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -323,6 +324,27 @@ async def test_filters_and_paging(tmp_path: Path) -> None:
         missing = await http.get("/runs/%3Cscript%3E")
         assert one.status_code == 200 and "<code>run-000007</code>" in one.text
         assert missing.status_code == 404 and "&lt;script&gt;" in missing.text
+
+
+async def test_paging_through_runs_that_share_a_start_time_shows_each_once(
+    tmp_path: Path,
+) -> None:
+    backend = SQLiteRunBackend(tmp_path / "runs.db")
+    backend.open()
+    same = [replace(_summary_run(n), started=1_700_000_000.0 + n // 40) for n in range(130)]
+    backend.write(same)
+    backend.close()
+    seen: list[str] = []
+    async with _page_client(backend) as http:
+        query = ""
+        for _ in range(10):
+            page = (await http.get("/runs" + query)).text
+            seen += _ids(page)
+            older = re.search(r'<a rel="next" href="/runs(\?[^"]+)"', page)
+            if older is None:
+                break
+            query = older.group(1).replace("&amp;", "&")
+    assert sorted(seen) == sorted(run.id for run in same) and len(seen) == 130
 
 
 async def test_no_store_yet_is_an_empty_list(tmp_path: Path) -> None:

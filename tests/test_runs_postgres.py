@@ -140,6 +140,10 @@ def test_list_filters_and_order_match_sqlite(pg_url: str, tmp_path: Path) -> Non
     ]:
         expected = sqlite.list_runs(last, ok=ok, client=client, before=before)
         assert postgres.list_runs(last, ok=ok, client=client, before=before) == expected
+    for run in runs:  # the page after each run: the one started at the same time included
+        expected = sqlite.list_runs(50, ok=None, client=None, before=run.started, before_id=run.id)
+        got = postgres.list_runs(50, ok=None, client=None, before=run.started, before_id=run.id)
+        assert got == expected and run.id not in [r.id for r in got]
     assert [postgres.get(r.id) for r in runs] == [sqlite.get(r.id) for r in runs]
 
 

@@ -1,11 +1,12 @@
 """Serving the runs page (contract §10): `GET /runs` and `GET /runs/<id>` over the run store.
 
 `runs_app` is the ASGI app: the list newest first (filters `outcome=ok|failed` and `client`,
-older pages by `before=<epoch s>`) and one run's page, as `runs.page` renders them, read on a
-worker thread. `http_serving` mounts it behind the MCP endpoint's token and Host/Origin checks;
-`serve_ui` serves it on 127.0.0.1 for `mcp-code-mode ui`, to requests whose `Host` names that
-port on a loopback name (DNS-rebinding protection). What this does not do: authenticate (its
-caller puts it behind a token), or write to the store.
+older pages by `before=<epoch s>&after=<the last run shown>`) and one run's page, as
+`runs.page` renders them, read on a worker thread. `http_serving` mounts it behind the MCP
+endpoint's token and Host/Origin checks; `serve_ui` serves it on 127.0.0.1 for
+`mcp-code-mode ui`, to requests whose `Host` names that port on a loopback name
+(DNS-rebinding protection). What this does not do: authenticate (its caller puts it behind a
+token), or write to the store.
 """
 
 from __future__ import annotations
@@ -45,7 +46,13 @@ class RunReader(Protocol):
     """Where the page reads runs (`SQLiteRunBackend`, `RunStore`)."""
 
     def list_runs(
-        self, last: int, *, ok: bool | None, client: str | None, before: float | None
+        self,
+        last: int,
+        *,
+        ok: bool | None,
+        client: str | None,
+        before: float | None,
+        before_id: str | None = None,
     ) -> list[RunSummary]: ...
     def get(self, run_id: str) -> RunRecord | None: ...
 
@@ -63,13 +70,14 @@ def runs_app(reader: RunReader) -> ASGIApp:
         params = request.query_params
         ok = {"ok": True, "failed": False}.get(params.get("outcome", ""))
         client = params.get("client", "")[:1_000] or None
-        before = _epoch(params.get("before", ""))
-        runs = reader.list_runs(PAGE_SIZE + 1, ok=ok, client=client, before=before)
+        before, after = _epoch(params.get("before", "")), params.get("after", "")[:200] or None
+        runs = reader.list_runs(PAGE_SIZE + 1, ok=ok, client=client, before=before, before_id=after)
         older = None
-        if len(runs) > PAGE_SIZE:
+        if len(runs) > PAGE_SIZE:  # the page after its last run (runs may share a start time)
+            last = runs[PAGE_SIZE - 1]
             query = {"outcome": params.get("outcome", ""), "client": client or ""}
             query = {k: v for k, v in query.items() if v}
-            older = urlencode({**query, "before": repr(float(runs[PAGE_SIZE - 1].started))})
+            older = urlencode({**query, "before": repr(float(last.started)), "after": last.id})
         return _html(render_list(runs, ok=ok, client=client, older=older))
 
     def run_page(request: Request) -> Response:

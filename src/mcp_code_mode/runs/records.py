@@ -27,6 +27,7 @@ __all__ = [
     "as_stored",
     "call_rows",
     "clip",
+    "list_where",
     "run_row",
 ]
 
@@ -170,3 +171,32 @@ def run_row(run: RunRecord) -> tuple[object, ...]:
 def call_rows(runs: Sequence[RunRecord]) -> list[tuple[object, ...]]:
     """Every call of `runs`: its run's id, then its columns, as every backend keeps them."""
     return [(run.id, *_CALL_VALUES(call)) for run in runs for call in run.calls]
+
+
+def list_where(
+    *,
+    ok: bool | None,
+    client: str | None,
+    before: float | None,
+    before_id: str | None,
+    mark: str,
+    seq: str,
+) -> tuple[str, list[object]]:
+    """A run list's WHERE clause and its parameters, for a backend whose placeholder is
+    `mark` and whose column `seq` orders runs started at the same time: good or failed
+    runs (`ok`), one `client`'s, those listed after the run started at `before` (epoch s)
+    whose id is `before_id` (without it: all started before then), as pages follow."""
+    clauses: list[str] = ["1 = 1"]
+    params: list[object] = []
+    for clause, value in ((f"ok = {mark}", ok), (f"client = {mark}", client)):
+        if value is not None:
+            clauses.append(clause)
+            params.append(value)
+    if before is not None and before_id is None:
+        clauses.append(f"started < {mark}")
+        params.append(before)
+    elif before is not None:
+        last = f"COALESCE((SELECT {seq} FROM runs WHERE id = {mark}), -1)"  # gone: -1
+        clauses.append(f"(started, {seq}) < ({mark}, {last})")  # a row value: the index serves
+        params += [before, before_id]
+    return " AND ".join(clauses), params

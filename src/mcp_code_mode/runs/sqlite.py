@@ -17,6 +17,7 @@ from .records import (
     RunRecord,
     RunSummary,
     call_rows,
+    list_where,
     run_row,
 )
 
@@ -109,11 +110,17 @@ class SQLiteRunBackend:
                 conn.execute("DELETE FROM runs WHERE started < ?", (started_before,))
 
     def list_runs(
-        self, last: int, *, ok: bool | None, client: str | None, before: float | None
+        self,
+        last: int,
+        *,
+        ok: bool | None,
+        client: str | None,
+        before: float | None,
+        before_id: str | None = None,
     ) -> list[RunSummary]:
-        tests = {"ok = ?": ok, "client = ?": client, "started < ?": before}
-        where = " AND ".join(["1", *(test for test, v in tests.items() if v is not None)])
-        params = [v for v in tests.values() if v is not None]
+        where, params = list_where(
+            ok=ok, client=client, before=before, before_id=before_id, mark="?", seq="rowid"
+        )
         sql = (
             "SELECT id, kind, started, max(ended - started, 0) * 1000 AS duration_ms, client,"
             " ok, error_type, calls, failed_calls, tokens_saved"

@@ -140,10 +140,14 @@ class RunStore:
         ok: bool | None = None,
         client: str | None = None,
         before: float | None = None,
+        before_id: str | None = None,
     ) -> list[RunSummary]:
         """The newest `last` runs, newest first: only good or failed ones (`ok`), one
-        client's, those started before `before` (epoch s, for the next page)."""
-        return self.backend.list_runs(last, ok=ok, client=client, before=before)
+        client's, those listed after the run `before_id` started at `before` (epoch s; for
+        the next page; without `before_id`, those started before `before`)."""
+        return self.backend.list_runs(
+            last, ok=ok, client=client, before=before, before_id=before_id
+        )
 
     def get(self, run_id: str) -> RunRecord | None:
         """The run `run_id` with its calls in order; None when it is not (or no longer) kept."""
