@@ -104,3 +104,15 @@ def test_corpus_and_query_sets_are_consistent() -> None:
     assert len(kept) >= 50
     tuning = {q.text.lower() for q in corpus_data.QUERIES}
     assert not tuning & {q.text.lower() for q in kept}
+
+
+def test_the_held_out_search_set_is_the_frozen_one_and_names_real_tools() -> None:
+    from bench.corpus import SERVERS
+    from bench.heldout_report import load
+
+    queries = load()  # refuses a file whose SHA-256 is not the frozen one
+    tools = {f"{s.name}.{t.name}" for s in SERVERS for t in s.tools}
+    assert len(queries) == 247
+    assert {q["kind"] for q in queries} == {"single", "multi", "none"}
+    assert all(set(q["expected"]) <= tools for q in queries)
+    assert all(not q["expected"] for q in queries if q["kind"] == "none")
