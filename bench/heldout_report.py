@@ -8,7 +8,10 @@ request: one need (`single`), several needs in one request (`multi`), and needs 
 
 - single: recall@1/@5/@10 (a hit: any acceptable tool) and nDCG@10, by phrasing style too;
 - multi: the share of needed tools found in the top 10;
-- none: the share answered with an empty list ("nothing fits").
+- none: the share answered with an empty list ("nothing fits");
+
+and, on a second frozen set kept for choosing a "nothing fits" threshold, how well today's
+query-level signals separate requests no tool serves from the rest.
 
     python -m bench.heldout_report
 """
@@ -29,14 +32,17 @@ from mcp_code_mode.embeddings import EmbeddingStore
 
 QUERIES = Path(__file__).parent / "heldout" / "queries-2026-11-28.json"
 SHA256 = "b5e5b68b938fbbd9615967b755bf0aedcfca061b6f846c0539315e2d5e04df75"
+# For choosing a "nothing fits" threshold (a second helper, same rules; 102 single, 60 none).
+CALIBRATION = Path(__file__).parent / "heldout" / "calibration-2026-11-28.json"
+CALIBRATION_SHA256 = "8450c109362546cba8fedcbf0d20251316dd5e549569708116430fb68eb7247f"
 
 
-def load() -> list[dict[str, Any]]:
+def load(path: Path = QUERIES, sha256: str = SHA256) -> list[dict[str, Any]]:
     """The frozen queries; a file whose digest is not the frozen one is refused."""
-    data = QUERIES.read_bytes()
+    data = path.read_bytes()
     digest = hashlib.sha256(data).hexdigest()
-    if digest != SHA256:
-        raise SystemExit(f"{QUERIES}: sha256 {digest}, not the frozen {SHA256}")
+    if digest != sha256:
+        raise SystemExit(f"{path}: sha256 {digest}, not the frozen {sha256}")
     return list(json.loads(data))
 
 
@@ -73,6 +79,30 @@ def nothing_fits(ranker: Ranker, queries: Sequence[dict[str, Any]]) -> float:
     return sum(not _found(ranker, q["query"]) for q in queries) / max(len(queries), 1)
 
 
+def threshold_curve(catalog: Catalog) -> None:
+    """On the calibration set: how many requests no tool serves a threshold on each query-level
+    signal (the best BM25 score, the best cosine) turns away, when it may cost at most 2% of
+    the answerable ones, and what turning away 80% of them would cost."""
+    queries = load(CALIBRATION, CALIBRATION_SHA256)
+    fused = catalog._built().result()._ranker  # the index's own rankers (bench-only access)
+    signals: dict[str, dict[str, list[float]]] = {"best BM25": {}, "best cosine": {}}
+    for query in queries:
+        lexical = float(fused.lexical.scores(query["query"]).max(initial=0.0))
+        cosines = fused.semantic.scores(query["query"]) if fused.semantic else None
+        cosine = 0.0 if cosines is None else float(cosines.max(initial=0.0))
+        for name, value in (("best BM25", lexical), ("best cosine", cosine)):
+            signals[name].setdefault(query["kind"], []).append(value)
+    print("| signal | turned away at ≤ 2% answerable lost | answerable lost to turn 80% away |")
+    print("| --- | ---: | ---: |")
+    for name, by_kind in signals.items():
+        served, none = sorted(by_kind["single"]), sorted(by_kind["none"])
+        cut = served[int(len(served) * 0.02)]  # below it: at most 2% of the answerable
+        turned = sum(v < cut for v in none) / len(none)
+        eighty = none[int(len(none) * 0.8)]
+        lost = sum(v < eighty for v in served) / len(served)
+        print(f"| {name} | {turned:.0%} | {lost:.0%} |")
+
+
 def main() -> None:
     queries = load()
     tools = mcp_tools(SERVERS)
@@ -103,6 +133,8 @@ def main() -> None:
     for name, ranker in rankers.items():
         found, empty = multi(ranker, of["multi"]), nothing_fits(ranker, of["none"])
         print(f"| {name} | {found:.3f} | {empty:.3f} |")
+    print()
+    threshold_curve(catalog)
 
 
 if __name__ == "__main__":

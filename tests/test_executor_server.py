@@ -174,8 +174,10 @@ async def test_discovery_tools(gateway: Gateway) -> None:
         "tool": "list_customers",
         "signature": "tools.my_data.list_customers(country: str | None = None, limit: int = 200) -> list[dict]",
         "description": "List customers (id, name, country, tier), optionally only one country.",
+        "score": hits[0]["score"],
     }
-    assert len(hits) == 2
+    assert len(hits) == 2  # contract §3: each hit's score in [0, 1], best first
+    assert 1.0 >= hits[0]["score"] >= hits[1]["score"] > 0.0
     assert doc.startswith("def add_note(text: str, tags: list[str] = []) -> dict:")
     assert "def order_stats" in all_docs and "order-stats" in all_docs
     assert [s["name"] for s in servers] == ["testsrv", "notes", "my-data", "time"]

@@ -83,6 +83,7 @@ class SearchHit:
             "tool": self.tool,
             "signature": self.signature,
             "description": self.description,
+            "score": round(min(max(self.score, 0.0), 1.0), 3),
         }
 
 
