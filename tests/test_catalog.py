@@ -474,13 +474,15 @@ def test_hits_are_ranked_and_unique(catalog: Catalog) -> None:
 
 
 def test_hit_json_shape(catalog: Catalog) -> None:
-    hit = catalog.search("list-directory")[0]
+    hit, *others = catalog.search("list-directory")
     assert hit.to_json() == {
         "server": "files",
         "tool": "list-directory",
         "signature": "tools.files.list_directory(path: str) -> Any",
         "description": "List the entries of a folder.",
+        "score": 1.0,  # contract §3: in [0, 1]; a tool named exactly like the query tops it
     }
+    assert all(0.0 <= other.to_json()["score"] <= 1.0 for other in others)
 
 
 def test_search_is_deterministic(catalog: Catalog) -> None:
