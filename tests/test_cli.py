@@ -197,7 +197,9 @@ def test_check_says_where_settings_came_from_and_what_is_down(tmp_path: Path) ->
     broken = {"command": str(tmp_path / "no-such-program")}
     servers = {"t": server_entry(TEST_SERVER), "broken": broken}
     config.write_text(json.dumps({"servers": servers}), encoding="utf-8")
-    (tmp_path / ".env").write_text("MCP_CODE_TIMEOUT_S=3\n", encoding="utf-8")
+    # As a copy of .env.example beside the config would: it cannot rename the config.
+    dotenv = "MCP_CODE_TIMEOUT_S=3\nMCP_SERVERS_CONFIG=mcp_servers.json\n"
+    (tmp_path / ".env").write_text(dotenv, encoding="utf-8")
     proc = cli("check", "--config", str(config), "--json", cwd=Path("/"))
     assert proc.returncode == 1, proc.stdout + proc.stderr
     report = json.loads(proc.stdout)

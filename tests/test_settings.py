@@ -249,6 +249,26 @@ def test_the_dotenv_beside_the_config_is_read_first(
     assert Settings.load().timeout_s == 3  # the config named by the environment: the same
 
 
+def test_the_working_directorys_dotenv_names_the_config(
+    clean_env: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """MCP_SERVERS_CONFIG in the working directory's `.env` finds the config, and the `.env`
+    beside that config (a copy of .env.example says `MCP_SERVERS_CONFIG=mcp_servers.json`)
+    cannot point it elsewhere: it was found through the config."""
+    project = tmp_path / "project"
+    project.mkdir()
+    config = project / "mcp_servers.json"
+    config.write_text('{"servers": {}}', encoding="utf-8")
+    (project / ".env").write_text(
+        "MCP_SERVERS_CONFIG=mcp_servers.json\nMCP_CODE_TIMEOUT_S=3\n", encoding="utf-8"
+    )
+    Path(".env").write_text(f"MCP_SERVERS_CONFIG={config}\n", encoding="utf-8")
+    s = Settings.load()
+    assert s.servers_config == str(config)
+    assert s.timeout_s == 3  # and the `.env` beside it is read
+    assert Settings.load(config).servers_config == str(config)  # --config: the same
+
+
 def test_env_file_none_ignores_dotenv(clean_env: pytest.MonkeyPatch) -> None:
     Path(".env").write_text("MCP_CODE_TIMEOUT_S=12\n", encoding="utf-8")
     assert Settings(_env_file=None).timeout_s == 30  # type: ignore[call-arg]

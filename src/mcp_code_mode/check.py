@@ -19,7 +19,7 @@ from pydantic import SecretStr
 from .config import load_config
 from .encodable import clean_text
 from .gateway import Gateway
-from .settings import Settings, env_files
+from .settings import CONFIG_VARIABLE, Settings, env_files
 
 __all__ = ["check", "setting_sources"]
 
@@ -28,6 +28,8 @@ def setting_sources(settings: Settings) -> list[tuple[str, str, str]]:
     """(variable, value, where it was read) of every setting: the environment, a `.env`
     file, the command line, or the default; secrets are shown as `***`."""
     files = [(path, dotenv_values(path)) for path in env_files(settings.servers_config)]
+    # The config file is never named by the `.env` beside it (see `config_from_env`).
+    cwd_env = [(p, v) for p, v in files if p == Path.cwd() / ".env"]
     defaults = Settings.model_construct()
     found = []
     for name, info in Settings.model_fields.items():
@@ -36,7 +38,13 @@ def setting_sources(settings: Settings) -> list[tuple[str, str, str]]:
         if os.environ.get(variable):
             where = "the environment"
         else:
-            named = (str(p) for p, values in files if values.get(variable))
+            sources = cwd_env if variable == CONFIG_VARIABLE else files
+            named = (
+                str(p)
+                for p, values in sources
+                if values.get(variable)
+                and (variable != CONFIG_VARIABLE or values[variable] == str(value))
+            )
             unset = "default" if value == getattr(defaults, name) else "the command line"
             where = next(named, unset)
         shown = "***" if isinstance(value, SecretStr) else str(value)

@@ -37,7 +37,9 @@ def _parser() -> argparse.ArgumentParser:
     source = run.add_mutually_exclusive_group(required=True)
     source.add_argument("--code", help="Python source")
     source.add_argument("--file", help="file holding Python source")
-    source.add_argument("stdin", nargs="?", choices=["-"], help="'-' reads the source from stdin")
+    source.add_argument(
+        "stdin", nargs="?", choices=["-"], metavar="-", help="'-' reads the source from stdin"
+    )
     run.add_argument("--input", help="JSON value passed to the code as `input`")
     run.add_argument("--timeout", type=float, help="seconds (default MCP_CODE_TIMEOUT_S)")
     _common(run)

@@ -4,14 +4,22 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
+from dotenv import dotenv_values
 from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from .errors import ConfigError
 
-__all__ = ["DEFAULT_ALLOWED_IMPORTS", "Settings", "cache_root", "env_files"]
+__all__ = [
+    "CONFIG_VARIABLE",
+    "DEFAULT_ALLOWED_IMPORTS",
+    "Settings",
+    "cache_root",
+    "config_from_env",
+    "env_files",
+]
 
 DEFAULT_ALLOWED_IMPORTS: tuple[str, ...] = (
     "json",
@@ -52,6 +60,19 @@ def env_files(config_path: str | Path) -> list[Path]:
         if path.is_file() and all(not path.samefile(other) for other in found):
             found.append(path)
     return found
+
+
+def config_from_env() -> str:
+    """The config file when none is given on the command line: MCP_SERVERS_CONFIG from the
+    environment, else from the working directory's `.env`, else `mcp_servers.json`. (The
+    `.env` beside a config cannot name the config: it is found through it.)"""
+    named = os.environ.get(CONFIG_VARIABLE) or dotenv_values(Path.cwd() / ".env").get(
+        CONFIG_VARIABLE
+    )
+    return named or "mcp_servers.json"
+
+
+CONFIG_VARIABLE = "MCP_SERVERS_CONFIG"
 
 
 def _env(name: str) -> AliasChoices:
@@ -140,9 +161,8 @@ class Settings(BaseSettings):
         value wins. A desktop client starts the server from `/` with `--config`, so the `.env`
         beside the config is where its settings are. A bad value is a ConfigError naming it."""
         try:
-            given: dict[str, Any] = {"servers_config": str(config_path)} if config_path else {}
-            files = env_files(config_path or cls().servers_config)
-            return cls(_env_file=tuple(reversed(files)), **given)
+            path = str(config_path) if config_path else config_from_env()
+            return cls(_env_file=tuple(reversed(env_files(path))), servers_config=path)
         except ValidationError as exc:
             problems = [
                 f"{'.'.join(map(str, e['loc']))}={e['input']!r}: {e['msg']}" for e in exc.errors()

@@ -120,7 +120,8 @@ class SandboxExecutor:
             result = ExecutionResult.failure(
                 ErrorType.TIMEOUT,
                 f"the run exceeded its {timeout_s:g}s time limit and was killed "
-                "(pass a larger timeout_s, up to MCP_CODE_MAX_TIMEOUT_S)",
+                "(pass a larger timeout_s, or --timeout on the command line, "
+                "up to MCP_CODE_MAX_TIMEOUT_S)",
             )
         except WorkerCrashed as exc:
             result = ExecutionResult.failure(ErrorType.EXECUTOR_ERROR, str(exc))

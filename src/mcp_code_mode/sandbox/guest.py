@@ -42,6 +42,7 @@ __all__ = [
     "Submitted",
     "ToolError",
     "freeze_index",
+    "guarded_names",
     "guest_getattr",
     "install_guards",
 ]
@@ -164,6 +165,8 @@ BLOCKED_ATTRIBUTES = frozenset(
         "ForwardRef",
         "attrgetter",  # operator's getters resolve dotted names with the real getattr
         "methodcaller",
+        "__forward_code__",  # a code object compiled from a string the policy never saw
+        "cell_contents",  # what a closure holds: a library closure holds the library
     ]
 )
 # Helpers that allowed modules import lazily; loaded ahead so the import succeeds in a worker.
@@ -365,12 +368,32 @@ def _is_identifier_of(obj: Any, name: object) -> bool:
     return isinstance(obj, _Server) and name in obj._tools
 
 
+def _library_getattr(obj: Any, name: str, *default: Any) -> Any:
+    """`getattr` for stdlib code that reads names the guest chose (`functools.wraps`):
+    the guard's, except that an object's `__dict__` (its attributes, not its module's
+    globals) may be read, as `update_wrapper` does on every wrapper."""
+    if name == "__dict__":
+        return getattr(obj, name, *default)
+    return guest_getattr(obj, name, *default)
+
+
+def guarded_names() -> dict[str, Callable[..., Any]]:
+    """The guarded builtins by name, for stdlib modules that apply the guest's names."""
+    return {
+        "getattr": _library_getattr,
+        "setattr": _safe_setattr,
+        "hasattr": _safe_hasattr,
+        "delattr": _safe_delattr,
+    }
+
+
 def _safe_hasattr(obj: Any, name: str) -> bool:
     return (not isinstance(name, str) or _refusal(obj, name) is None) and hasattr(obj, name)
 
 
 def _safe_setattr(obj: Any, name: str, value: Any) -> None:
-    if _is_blocked(name) or name in ("__module__", "__dict__", "__class__"):
+    relabel = name == "__module__" and isinstance(obj, type)
+    if _is_blocked(name) or relabel or name in ("__dict__", "__class__"):
         raise AttributeError(f"setting attribute {name!r} is not allowed")
     setattr(obj, name, value)
 
@@ -386,7 +409,8 @@ def _module_view_class(module: Any, allowed: frozenset[str], private: bool) -> t
     or attribute a guest could read (`type(view)._module` would hand out the real one)."""
 
     def getattr_(self: Any, name: str) -> Any:
-        if _is_blocked(name) or (not private and _is_private(name)):
+        hidden = _is_blocked(name) or name in GUEST_ONLY_DUNDERS
+        if hidden or (not private and _is_private(name)):
             raise AttributeError(f"access to attribute {name!r} is not allowed")
         value = getattr(module, name)
         if module.__name__ == "dataclasses" and name == "dataclass":

@@ -48,7 +48,15 @@ PYODIDE_VERSION = "0.29.4"
 _START_TIMEOUT_S = 60.0
 _RESET_TIMEOUT_S = 2.0  # a reset takes milliseconds; a caller may wait this long for one
 _MAX_RUNS = 1000  # per runner, then it is replaced: bounds whatever slowly accumulates
-_GUEST_FILES = ("__init__.py", "guest.py", "protocol.py", "worker.py", "pyodide_guest.py")
+_GUEST_FILES = (
+    "__init__.py",
+    "audit.py",
+    "guest.py",
+    "lockdown.py",
+    "protocol.py",
+    "worker.py",
+    "pyodide_guest.py",
+)
 
 
 _KEPT_SNAPSHOTS = 3  # per Pyodide version: one per recent set of allowed imports and wheels
@@ -70,8 +78,9 @@ def deno_binary() -> str | None:
 
 
 _NO_DENO = (
-    "Deno to run Pyodide: `pip install -e '.[pyodide]'` from a clone (the `deno` package), "
-    "or install Deno (https://deno.com) on the PATH"
+    "Deno to run Pyodide: the `deno` package of the [pyodide] extra (`pip install -e "
+    "'.[pyodide]'` in a clone; `pipx install '.[pyodide]'` or `uv tool install '.[pyodide]'` "
+    "for the command alone), or Deno (https://deno.com) on the PATH"
 )
 _NO_NODE = (
     "Node.js and npm to install Pyodide from the npm registry, once: e.g. "

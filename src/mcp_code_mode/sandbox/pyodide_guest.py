@@ -21,6 +21,7 @@ from typing import Any
 
 from mcp_code_mode.sandbox import worker
 from mcp_code_mode.sandbox.guest import LAZY_HELPERS, GuestRuntime
+from mcp_code_mode.sandbox.lockdown import lock_down
 
 __all__ = ["attach", "install_wheels", "preload", "run_next", "settle"]
 
@@ -78,6 +79,7 @@ def attach() -> None:
     # Run the snippet path once, so the first real run does not pay for warming it up.
     runtime = GuestRuntime(lambda message: [], _allowed)
     exec(worker.compile_guest("_ = [1 + 1]\n_"), runtime.namespace({}, None))
+    lock_down(worker.GUEST_FILENAME, _allowed)
 
 
 def settle() -> None:

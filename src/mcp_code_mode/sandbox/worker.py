@@ -22,6 +22,7 @@ from collections.abc import Callable
 from types import CodeType, FrameType
 from typing import TYPE_CHECKING, Any
 
+from mcp_code_mode.sandbox.audit import Refused
 from mcp_code_mode.sandbox.guest import (
     GUEST_MODULE,
     GUEST_ONLY_DUNDERS,
@@ -341,7 +342,8 @@ def execute(
         raise run.trip(
             "TIMEOUT",
             f"the run exceeded its {timeout_s:g}s time limit "
-            "(pass a larger timeout_s, up to MCP_CODE_MAX_TIMEOUT_S)",
+            "(pass a larger timeout_s, or --timeout on the command line, "
+            "up to MCP_CODE_MAX_TIMEOUT_S)",
         )
 
     timer = soft_timer
@@ -373,7 +375,7 @@ def execute(
         )
     except ToolError as exc:
         error = _error("TOOL_ERROR", f"ToolError: {exc}", _guest_line(exc.__traceback__))
-    except ImportRefused as exc:
+    except (ImportRefused, Refused) as exc:
         error = _error("POLICY_VIOLATION", str(exc), _guest_line(exc.__traceback__))
     except BaseException as exc:  # guest code may raise anything, SystemExit included
         error = _error(

@@ -35,6 +35,7 @@ from typing import Any
 from mcp_code_mode.sandbox import worker
 from mcp_code_mode.sandbox.guest import LAZY_HELPERS, GuestRuntime
 from mcp_code_mode.sandbox.isolation import confine, detect_layers, die_with_parent, set_cpu_limit
+from mcp_code_mode.sandbox.lockdown import lock_down
 from mcp_code_mode.sandbox.output_mirror import OutputMirror
 from mcp_code_mode.sandbox.protocol import decode, encode, write_message
 
@@ -167,6 +168,7 @@ def main() -> None:
     allowed = list(init["allowed_imports"])
     _preload([*allowed, *LAZY_HELPERS])
     layers = detect_layers()
+    lock_down(worker.GUEST_FILENAME, allowed)  # every worker forked from here inherits it
     gc.freeze()  # keep the collector from touching (and so copying) preloaded objects in workers
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # workers are reaped by the kernel
     control.sendall(encode({"op": "ready", "pid": os.getpid(), "layers": layers}))

@@ -1,0 +1,76 @@
+"""The audit hook's rules, as plain functions (the hook itself is tested through real
+workers in tests/security/test_gadgets.py: once added, a hook cannot be removed)."""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import sys
+
+import pytest
+
+from mcp_code_mode.sandbox.audit import ALL_EVENTS, granted, names_in, trusted_helpers
+from mcp_code_mode.sandbox.lockdown import GENERATED_CODE_FORBIDS
+
+DEFAULT = frozenset(["json", "asyncio", "typing", "dataclasses"])
+
+
+@pytest.mark.parametrize(
+    ("event", "args", "allowed", "guest_imports", "expected"),
+    [
+        ("open", ("/etc/passwd", "r", 0), DEFAULT, True, False),
+        ("open", ("/etc/passwd", "r", 0), DEFAULT | {"io"}, True, True),
+        ("os.system", (b"id",), DEFAULT, True, False),
+        ("os.system", (b"id",), DEFAULT | {"os"}, True, True),
+        ("os.listdir", ("/",), DEFAULT | {"pathlib"}, True, True),
+        ("socket.connect", (None, ("127.0.0.1", 1)), DEFAULT, True, False),
+        ("socket.connect", (None, ("127.0.0.1", 1)), DEFAULT | {"socket"}, True, True),
+        ("subprocess.Popen", ("id", [], None, None), DEFAULT | {"multiprocessing"}, True, True),
+        ("exec", (None,), DEFAULT | {"os", "sys", "io"}, True, False),
+        ("function.__new__", (None,), DEFAULT | {"os", "sys"}, True, False),
+        ("object.__getattr__", (None, "__code__"), DEFAULT | {"sys"}, True, False),
+        ("sys._getframe", (None,), DEFAULT | {"sys"}, True, False),
+        ("sys.settrace", (None,), DEFAULT | {"sys"}, True, False),
+        ("import", ("ctypes", None, [], [], []), DEFAULT, True, False),
+        ("import", ("ctypes", None, [], [], []), DEFAULT, False, True),
+        ("import", ("json.tool", None, [], [], []), DEFAULT, True, True),
+        ("import", ("os", None, [], [], []), DEFAULT | {"importlib"}, True, True),
+        ("ctypes.dlopen", ("libc.so.6",), DEFAULT, True, False),
+    ],
+)
+def test_what_the_allowlist_grants(
+    event: str,
+    args: tuple[object, ...],
+    allowed: frozenset[str],
+    guest_imports: bool,
+    expected: bool,
+) -> None:
+    assert granted(event, args, allowed, guest_imports=guest_imports) is expected
+
+
+def test_names_in_sees_nested_code() -> None:
+    code = compile("def f():\n    return (lambda: ().__class__.__base__)()\n", "<t>", "exec")
+    assert {"__class__", "__base__"} <= set(names_in(code))
+    assert set(names_in(code)) & GENERATED_CODE_FORBIDS == {"__base__"}
+
+
+def test_trusted_helpers_are_found_in_the_loaded_stdlib() -> None:
+    table, checked = trusted_helpers(sys.modules, [(test_names_in_sees_nested_code, ALL_EVENTS)])
+    assert table[collections.namedtuple.__code__] >= {"exec", "sys._getframe"}
+    assert collections.namedtuple.__code__ in checked
+    assert table[test_names_in_sees_nested_code.__code__] is ALL_EVENTS
+    create = getattr(dataclasses, "_create_fn", None)
+    if create is not None:  # 3.11; 3.13 compiles in _FuncBuilder.add_fns_to_class
+        assert create.__code__ in checked
+
+
+def test_generated_code_may_set_attributes_but_not_walk() -> None:
+    """Frozen dataclasses call `object.__setattr__`; the walks of the classic escape are out."""
+    assert {"__setattr__", "__delattr__"}.isdisjoint(GENERATED_CODE_FORBIDS)
+    assert {
+        "__base__",
+        "__subclasses__",
+        "__globals__",
+        "__dict__",
+        "mro",
+    } <= GENERATED_CODE_FORBIDS

@@ -1,0 +1,347 @@
+"""Stdlib gadgets: library code that applies names or code objects the guest chose (issue 30).
+
+Each snippet returns a string starting with ESCAPED only if it reached what it was after
+(a real module's globals, the real builtins, a function built from unchecked code). The
+four classes the outside attack found, the singledispatch case, and generated variants;
+then what guest code keeps doing with the same libraries, on both executors.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+
+import pytest
+import pytest_asyncio
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from mcp_code_mode.gateway import Gateway
+
+from ..conftest import require_pyodide
+from .helpers import attempt, error_type, reached, table
+
+STOPPED = {"POLICY_VIOLATION", "RUNTIME_ERROR"}
+POLICY = {"POLICY_VIOLATION"}
+
+# Walks from `()` to the real builtins with plain attribute syntax: run by code the policy
+# never checked, it would reach them.
+WALK = (
+    "[c for c in ().__class__.__base__.__subclasses__() if c.__name__ == '_wrap_close'][0]"
+    ".__init__.__globals__['__builtins__']"
+)
+
+# A base dataclass field that dataclasses name only among the locals of the function that
+# builds `__init__`: a name `a=<expression>,*,b` makes that a default, run as it compiles.
+_FIELD_A = (
+    "import dataclasses\n@dataclasses.dataclass\nclass A:\n"
+    "    a: int = dataclasses.field(init=False, repr=False, compare=False, hash=False)\n"
+    "f = dataclasses.fields(A)[0]\nout = []\n"
+)
+
+GADGETS = table(
+    # -- functools: update_wrapper / wraps read and write the names they are given ----------
+    (
+        "update_wrapper_reads_func_then_globals",
+        "import functools\nclass W:\n    pass\nw = W()\n"
+        "functools.update_wrapper(w, log, assigned=('__func__',), updated=())\n"
+        "w2 = W()\nfunctools.update_wrapper(w2, w.__dict__['__func__'], "
+        "assigned=('__globals__',), updated=())\n"
+        "'ESCAPED' + str(w2.__dict__['__globals__']['builtins'])",
+        STOPPED,
+    ),
+    (
+        "wraps_reads_globals_of_a_library_function",
+        "import functools, json\nclass W:\n    pass\n"
+        "w = functools.wraps(json.dumps, assigned=('__globals__',), updated=())(W())\n"
+        "'ESCAPED' + str(w.__dict__['__globals__']['__builtins__'])",
+        STOPPED,
+    ),
+    (
+        "update_wrapper_reads_a_tool_functions_closure",
+        "import functools\nclass W:\n    pass\nw = W()\n"
+        "functools.update_wrapper(w, tools.t.echo, assigned=('__closure__',), updated=())\n"
+        "'ESCAPED' + str(w.__dict__['__closure__'])",
+        STOPPED,
+    ),
+    (
+        "update_wrapper_copies_a_module_views_dict",
+        "import functools, json\nclass W:\n    pass\nw = W()\n"
+        "functools.update_wrapper(w, json, assigned=(), updated=('__dict__',))\n"
+        "'ESCAPED' + str(w.__dict__['__builtins__'])",
+        STOPPED,
+    ),
+    # -- typing: forward references carry code compiled from text the policy never saw ------
+    (
+        "forward_code_run_through_the_function_type",
+        f"import typing\ncode = typing.List[{WALK!r}].__args__[0].__forward_code__\n"
+        "f = type(lambda: 0)(code, {})\n'ESCAPED' + str(f())",
+        STOPPED,
+    ),
+    (
+        "forward_code_reached_by_getattr",
+        f"import typing\nref = typing.List[{WALK!r}].__args__[0]\n"
+        "code = getattr(ref, '__forward' + '_code__')\n"
+        "f = type(lambda: 0)(code, {})\n'ESCAPED' + str(f())",
+        STOPPED,
+    ),
+    (
+        "singledispatch_register_evaluates_a_string_annotation",
+        f"import functools\n@functools.singledispatch\ndef f(x):\n    return 1\n"
+        f"def g(x: {WALK + '.keys()'!r}):\n    pass\nf.register(g)\n'ESCAPED'",
+        POLICY,
+    ),
+    # -- copy: a reducer's callable and state are applied with the library's own names -------
+    (
+        "copy_sets_code_from_a_reducers_state",
+        f"import copy, typing\ncode = typing.List[{WALK!r}].__args__[0]\n"
+        "code = getattr(code, '__forward' + '_code__', None)\n"
+        "def h():\n    return 1\nclass S:\n    def __reduce_ex__(self, p):\n"
+        "        return (lambda: h, (), (None, {'__code__': code}))\n"
+        "x = copy.copy(S())\n'ESCAPED' + str(x())",
+        STOPPED,
+    ),
+    (
+        "copy_builds_a_function_from_a_code_object",
+        f"import copy, typing\nref = typing.List[{WALK!r}].__args__[0]\n"
+        "code = getattr(ref, '__forward' + '_code__', None)\nclass S:\n"
+        "    def __reduce_ex__(self, p):\n        return (type(lambda: 0), (code, {}), None)\n"
+        "'ESCAPED' + str(copy.copy(S())())",
+        STOPPED,
+    ),
+    (
+        "copy_relabels_a_library_class_as_the_guests",
+        "import copy, json\nclass S:\n    def __reduce_ex__(self, p):\n"
+        "        return (lambda: type(json), (), (None, {'__module__': '__main__'}))\n"
+        "copy.copy(S())\n'ESCAPED' + str(type(json).__dict__['__getattr__'].__closure__)",
+        STOPPED,
+    ),
+    # -- dataclasses: methods compiled from field names --------------------------------------
+    (
+        "dataclass_field_name_injects_code",
+        f"{_FIELD_A}f.name = 'a=out.append(' + {WALK!r} + '),*,b'\n"
+        "class B(A):\n    pass\ndataclasses.dataclass(B)\n'ESCAPED' + str(out)",
+        STOPPED,
+    ),
+    (
+        "make_dataclass_base_fields_inject_code",
+        f"{_FIELD_A}f.name = 'a=out.append(' + {WALK!r} + '),*,b'\n"
+        "dataclasses.make_dataclass('C', ['z'], bases=(A,))\n'ESCAPED' + str(out)",
+        STOPPED,
+    ),
+    (
+        "asdict_reads_a_module_views_dict",
+        "import dataclasses, json\n@dataclasses.dataclass\nclass A:\n    a: int = 0\n"
+        "f = dataclasses.fields(A)[0]\nf.name = '__dict__'\n"
+        "type(json).__dataclass_fields__ = {'__dict__': f}\n"
+        "d = dataclasses.asdict(json)\n'ESCAPED' + str(d['__dict__']['__builtins__'])",
+        STOPPED,
+    ),
+)
+
+
+@pytest.mark.parametrize(("code", "expected"), GADGETS)
+async def test_gadget_reaches_nothing(sec_gateway: Gateway, code: str, expected: set[str]) -> None:
+    out = await attempt(sec_gateway, code)
+    assert not reached(out), f"the gadget worked: {out['result']!r}"
+    assert error_type(out) in expected, out
+
+
+# Names a gadget may be asked to copy: the ones that lead out, and harmless ones beside them.
+_NAMES = st.sampled_from(
+    [
+        "__globals__",
+        "__func__",
+        "__self__",
+        "__closure__",
+        "__code__",
+        "__builtins__",
+        "__wrapped__",
+        "__dict__",
+        "__defaults__",
+        "cell_contents",
+        "f_globals",
+        "gi_frame",
+        "__forward_code__",
+        "__name__",
+        "__doc__",
+        "_request",
+        "_tools",
+    ]
+)
+_TARGETS = st.sampled_from(["log", "call_tool", "tools.t.echo", "json.dumps", "json", "tools"])
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+@given(chain=st.lists(_NAMES, min_size=1, max_size=3), target=_TARGETS)
+async def test_update_wrapper_walks_lead_nowhere(
+    sec_gateway: Gateway, chain: list[str], target: str
+) -> None:
+    """Any chain of names copied by `update_wrapper`, one step at a time, from any object
+    the guest starts with, reaches no module globals, frame, code object or builtins."""
+    code = (
+        "import functools, json\nclass W:\n    pass\n"
+        f"obj = {target}\n"
+        f"for name in {chain!r}:\n"
+        "    w = W()\n"
+        "    functools.update_wrapper(w, obj, assigned=(name,), updated=())\n"
+        "    obj = w.__dict__.get(name, None)\n"
+        "kind = type(obj).__name__\n"
+        "leads_out = kind in ('dict', 'module', 'frame', 'code', 'cell') and obj is not None\n"
+        "'ESCAPED ' + kind if leads_out else 'held ' + kind"
+    )
+    out = await attempt(sec_gateway, code)
+    assert not reached(out), f"{target} -> {chain} reached {out['result']!r}"
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=list(HealthCheck))
+@given(
+    attrs=st.lists(
+        st.sampled_from(["__class__", "__base__", "__subclasses__()", "__init__", "__globals__"]),
+        min_size=1,
+        max_size=5,
+    ),
+    via=st.sampled_from(["forward", "dataclass", "annotation"]),
+)
+async def test_text_compiled_by_a_library_is_checked(
+    sec_gateway: Gateway, attrs: list[str], via: str
+) -> None:
+    """Attribute walks hidden in text that typing or dataclasses compile never run unchecked."""
+    assume(not {"__base__", "__subclasses__()", "__globals__"}.isdisjoint(attrs))
+    walk = "()" + "".join("." + a for a in attrs)
+    routes = {
+        "forward": (
+            f"import typing\nref = typing.List[{walk!r}].__args__[0]\n"
+            "code = getattr(ref, '__forward' + '_code__', None)\n"
+            "obj = type(lambda: 0)(code, {})()"
+        ),
+        "dataclass": (
+            f"{_FIELD_A}f.name = 'a=out.append(' + {walk!r} + '),*,b'\n"
+            "class B(A):\n    pass\ndataclasses.dataclass(B)\nobj = out"
+        ),
+        "annotation": (
+            "import functools\n@functools.singledispatch\ndef f(x):\n    return 1\n"
+            f"def g(x: {walk!r}):\n    pass\nobj = f.register(g)"
+        ),
+    }
+    out = await attempt(sec_gateway, routes[via] + "\n'ESCAPED' + str(obj)")
+    assert not reached(out), f"{via} ran {walk}: {out['result']!r}"
+    assert error_type(out) in STOPPED, out
+
+
+IDIOMS = table(
+    (
+        "namedtuple_with_defaults",
+        "import collections\nP = collections.namedtuple('P', 'x y', defaults=[0])\n"
+        "p = P(1)\n[p.x, p.y, p._asdict(), P.__module__]",
+        [1, 0, {"x": 1, "y": 0}, "__main__"],
+    ),
+    (
+        "typed_namedtuple",
+        "import typing\nclass Q(typing.NamedTuple):\n    a: int\n    b: str = 'x'\n"
+        "R = typing.NamedTuple('R', [('c', int)])\n[Q(1).b, R(2).c]",
+        ["x", 2],
+    ),
+    (
+        "frozen_ordered_dataclass",
+        "import dataclasses\n@dataclasses.dataclass(frozen=True, order=True)\nclass D:\n"
+        "    a: int\n    b: str = 'x'\n"
+        "try:\n    D(1).a = 2\n    frozen = False\nexcept dataclasses.FrozenInstanceError:\n"
+        "    frozen = True\n"
+        "[D(1) < D(2), dataclasses.asdict(D(1)), dataclasses.replace(D(1), a=3).a, frozen]",
+        [True, {"a": 1, "b": "x"}, 3, True],
+    ),
+    (
+        "make_dataclass_and_slots",
+        "import dataclasses\nC = dataclasses.make_dataclass('C', ['x', ('y', int)])\n"
+        "@dataclasses.dataclass(slots=True, kw_only=True)\nclass S:\n    v: int = 1\n"
+        "[repr(C(1, 2)), S(v=3).v]",
+        ["C(x=1, y=2)", 3],
+    ),
+    (
+        "enum_functional_and_flags",
+        "import enum\nclass Color(enum.Enum):\n    RED = 1\nE = enum.Enum('E', 'A B')\n"
+        "F = enum.IntFlag('F', 'X Y')\n[Color(1).name, E.B.value, int(F.X | F.Y)]",
+        ["RED", 2, 3],
+    ),
+    (
+        "typing_generics_overload_and_string_hints",
+        "from __future__ import annotations\nimport typing, functools\n"
+        "T = typing.TypeVar('T')\nclass G(typing.Generic[T]):\n    pass\n"
+        "@typing.overload\ndef h(x: int) -> int: ...\n@typing.overload\ndef h(x: str) -> str: ...\n"
+        "def h(x):\n    return x\n"
+        "@functools.singledispatch\ndef f(x):\n    return 'any'\n"
+        "@f.register\ndef _(x: int):\n    return 'int'\n"
+        "[str(T), type(G[int]()).__name__, h(1), f(1), f('a')]",
+        ["~T", "G", 1, "int", "any"],
+    ),
+    (
+        "asyncio_run_tasks_and_reprs",
+        "import asyncio\nasync def m():\n    t = asyncio.create_task(asyncio.sleep(0, 5))\n"
+        "    shown = isinstance(repr(t), str)\n"
+        "    return [await t, shown, await asyncio.gather(*[asyncio.sleep(0, i) for i in range(3)])]\n"
+        "asyncio.run(m())",
+        [5, True, [0, 1, 2]],
+    ),
+    (
+        "wraps_lru_cache_and_copies",
+        "import functools, copy\ndef deco(fn):\n    @functools.wraps(fn)\n"
+        "    def inner(*a):\n        return fn(*a) + 1\n    return inner\n"
+        "@deco\ndef add(x):\n    '''Adds.'''\n    return x\n"
+        "@functools.lru_cache(maxsize=None)\ndef sq(n):\n    return n * n\n"
+        "class A:\n    def __init__(self):\n        self.x = [1]\n"
+        "a = copy.deepcopy(A())\n[add(1), add.__name__, add.__doc__, sq(4), a.x, copy.copy({'k': [2]})]",
+        [2, "add", "Adds.", 16, [1], {"k": [2]}],
+    ),
+)
+
+
+@pytest.mark.parametrize(("code", "expected"), IDIOMS)
+async def test_libraries_still_work(sec_gateway: Gateway, code: str, expected: object) -> None:
+    out = await attempt(sec_gateway, code)
+    assert out["error"] is None, out["error"]
+    assert out["result"] == expected
+
+
+@pytest_asyncio.fixture(scope="module", params=["local", "pyodide"])
+async def sys_gateway(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[Gateway]:
+    """`sys` allowed: `sys.modules` hands out the real builtins and `os`, as any gadget that
+    reached a real module would. What the guest does with them is the audit hook's to stop."""
+    from .conftest import _gateway
+
+    if request.param == "pyodide":
+        require_pyodide()
+    gw = await _gateway(tmp_path_factory, executor=request.param, extra_imports="sys")
+    try:
+        yield gw
+    finally:
+        await gw.aclose()
+
+
+AFTER_A_REACH = table(
+    ("open_a_file", "import sys\nsys.modules['builtins'].open('/etc/hostname').read()"),
+    ("eval_text", "import sys\nsys.modules['builtins'].eval('().__class__')"),
+    ("exec_text", "import sys\nsys.modules['builtins'].exec('x = 1')"),
+    ("os_system", "import sys\nsys.modules['os'].system('true')"),
+    ("os_listdir", "import sys\nsys.modules['os'].listdir('/')"),
+    ("import_a_new_module", "import sys\nsys.modules['builtins'].__import__('ctypes').CDLL(None)"),
+    ("frames", "import sys\nsys.modules['inspect'].currentframe().f_back.f_globals"),
+    ("socket", "import sys\nsys.modules['socket'].socket()"),
+    (
+        "function_from_code",
+        "import sys\ncode = sys.modules['builtins'].compile('1', 'x', 'eval')\n"
+        "type(lambda: 0)(code, {})()",
+    ),
+)
+
+
+@pytest.mark.parametrize("code", AFTER_A_REACH)
+async def test_a_reached_module_cannot_be_used(sys_gateway: Gateway, code: str) -> None:
+    """With the real builtins and `os` in hand (through `sys`, allowed here), files,
+    processes, sockets, frames, new imports and unchecked code are still refused."""
+    out = await attempt(sys_gateway, code)
+    assert error_type(out) == "POLICY_VIOLATION", out
+    assert "not allowed" in out["error"]["message"]
+    assert json.dumps(out["result"]) == "null"
