@@ -26,6 +26,20 @@ os.environ["MCP_CODE_RUNS_DB"] = os.path.join(_RUNS, "runs.db")
 atexit.register(shutil.rmtree, _RUNS, ignore_errors=True)
 
 
+# The files whose tests run longest (whole benchmark runs): first, so that with
+# pytest-xdist (`-n`, see pyproject) the other worker takes the rest meanwhile instead of
+# waiting for them at the end.
+_LONG_FIRST = ("tests/test_bench.py", "tests/test_bench_scale.py", "tests/test_cli.py")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    def rank(item: pytest.Item) -> int:
+        path = item.nodeid.split("::")[0]
+        return _LONG_FIRST.index(path) if path in _LONG_FIRST else len(_LONG_FIRST)
+
+    items.sort(key=rank)  # stable: the rest keep their order
+
+
 @pytest.fixture
 def write_config(tmp_path: Path) -> ConfigWriter:
     def write(

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from mcp_code_mode.sandbox.audit import ALL_EVENTS, granted, names_in, trusted_helpers
+from mcp_code_mode.sandbox.audit import IMPORT_EVENTS, granted, names_in, trusted_helpers
 from mcp_code_mode.sandbox.lockdown import GENERATED_CODE_FORBIDS
 
 DEFAULT = frozenset(["json", "asyncio", "typing", "dataclasses"])
@@ -55,22 +55,19 @@ def test_names_in_sees_nested_code() -> None:
 
 
 def test_trusted_helpers_are_found_in_the_loaded_stdlib() -> None:
-    table, checked = trusted_helpers(sys.modules, [(test_names_in_sees_nested_code, ALL_EVENTS)])
+    table, checked = trusted_helpers(sys.modules, [(test_names_in_sees_nested_code, IMPORT_EVENTS)])
     assert table[collections.namedtuple.__code__] >= {"exec", "sys._getframe"}
     assert collections.namedtuple.__code__ in checked
-    assert table[test_names_in_sees_nested_code.__code__] is ALL_EVENTS
+    assert table[test_names_in_sees_nested_code.__code__] is IMPORT_EVENTS
     create = getattr(dataclasses, "_create_fn", None)
     if create is not None:  # 3.11; 3.13 compiles in _FuncBuilder.add_fns_to_class
         assert create.__code__ in checked
 
 
 def test_generated_code_may_set_attributes_but_not_walk() -> None:
-    """Frozen dataclasses call `object.__setattr__`; the walks of the classic escape are out."""
+    """Frozen dataclasses call `object.__setattr__`; the walks of the classic escape are out;
+    a field may still be called `os` or `mro`."""
     assert {"__setattr__", "__delattr__"}.isdisjoint(GENERATED_CODE_FORBIDS)
-    assert {
-        "__base__",
-        "__subclasses__",
-        "__globals__",
-        "__dict__",
-        "mro",
-    } <= GENERATED_CODE_FORBIDS
+    walks = {"__base__", "__subclasses__", "__globals__", "__dict__", "f_globals", "gi_frame"}
+    assert walks <= GENERATED_CODE_FORBIDS
+    assert {"os", "sys", "builtins", "mro"}.isdisjoint(GENERATED_CODE_FORBIDS)

@@ -187,7 +187,10 @@ async def test_update_wrapper_walks_lead_nowhere(
         "    functools.update_wrapper(w, obj, assigned=(name,), updated=())\n"
         "    obj = w.__dict__.get(name, None)\n"
         "kind = type(obj).__name__\n"
-        "leads_out = kind in ('dict', 'module', 'frame', 'code', 'cell') and obj is not None\n"
+        # a module view's class is called `module` too; only a real module names its origin
+        "real_module = kind == 'module' and ('from' in repr(obj) or '(' in repr(obj))\n"
+        "globals_ = kind == 'dict' and ('__builtins__' in obj or '__loader__' in obj)\n"
+        "leads_out = kind in ('frame', 'code', 'cell') or real_module or globals_\n"
         "'ESCAPED ' + kind if leads_out else 'held ' + kind"
     )
     out = await attempt(sec_gateway, code)
@@ -345,3 +348,70 @@ async def test_a_reached_module_cannot_be_used(sys_gateway: Gateway, code: str) 
     assert error_type(out) == "POLICY_VIOLATION", out
     assert "not allowed" in out["error"]["message"]
     assert json.dumps(out["result"]) == "null"
+
+
+AFTER_THE_GUEST_RETURNS = table(
+    (
+        "event_loop_callback_builds_a_function",
+        "import asyncio, operator, typing\n"
+        "code = getattr(typing.List['1'].__args__[0], '__forward' + '_code__')\nout = []\n"
+        "loop = asyncio.get_running_loop()\n"
+        "loop.call_soon(out.extend, map(operator.call, map(type(lambda: 0), [code], [{}])))\n"
+        "await asyncio.sleep(0)\n'ESCAPED ' + str(out)",
+    ),
+    (
+        "result_repr_builds_a_function",
+        "import functools, operator, typing\n"
+        "code = getattr(typing.List['1'].__args__[0], '__forward' + '_code__')\n"
+        "m = map(operator.call, map(type(lambda: 0), [code], [{}]))\n"
+        "class X:\n    __repr__ = functools.partial(next, m)\nX()",
+    ),
+    (
+        "deepcopy_memo_keeps_a_reducers_state",
+        "import copy, typing, asyncio, operator\n"
+        "fr = typing.List['1'].__args__[0]\nmemo = {}\n"
+        "try:\n    copy.deepcopy(fr, memo)\nexcept AttributeError:\n    pass\n"
+        "code = [v['__forward_code__'] for v in memo.values() if isinstance(v, dict) "
+        "and '__forward_code__' in v][0]\nout = []\n"
+        "asyncio.get_running_loop().call_soon(out.extend, "
+        "map(operator.call, map(type(lambda: 0), [code], [{}])))\n"
+        "await asyncio.sleep(0)\n'ESCAPED ' + str(out)",
+    ),
+    (
+        "str_subclass_format_reads_globals",
+        "import dataclasses\nclass S(str):\n    pass\nfmt = getattr(S, 'format')\n"
+        "fmt('ESCAPED {0.__globals__[__builtins__][open]}', dataclasses.fields)",
+    ),
+    (
+        "asdict_reads_a_forward_code",
+        "import dataclasses, typing\n@dataclasses.dataclass\nclass D:\n    a: int\n"
+        "f = dataclasses.fields(D)[0]\nf.name = '__forward_code__'\n"
+        "fr = typing.List['1'].__args__[0]\ntype(fr).__dataclass_fields__ = {'x': f}\n"
+        "'ESCAPED ' + str(dataclasses.asdict(fr))",
+    ),
+)
+
+
+@pytest.mark.parametrize("code", AFTER_THE_GUEST_RETURNS)
+async def test_no_guest_frame_is_no_way_out(sec_gateway: Gateway, code: str) -> None:
+    """Callables the guest chose, run by the event loop or the worker after the guest's
+    code returned (no guest frame on the stack), build and run nothing either."""
+    out = await attempt(sec_gateway, code)
+    assert not reached(out) or "ESCAPED []" in json.dumps(out["result"]), out
+    assert "function" not in json.dumps(out["result"]), out
+
+
+async def test_an_exception_that_cannot_be_printed_is_still_a_result(sec_gateway: Gateway) -> None:
+    code = "class E(Exception):\n    def __str__(self):\n        raise ValueError('no')\nraise E()"
+    out = await attempt(sec_gateway, code)
+    assert error_type(out) == "RUNTIME_ERROR", out
+
+
+async def test_dataclass_fields_may_be_named_like_modules(sec_gateway: Gateway) -> None:
+    code = (
+        "import dataclasses\n@dataclasses.dataclass\nclass Platform:\n    os: str\n    sys: int = 1\n"
+        "P = dataclasses.make_dataclass('P', ['builtins', 'mro'])\n"
+        "[repr(Platform('linux')), repr(P(1, 2))]"
+    )
+    out = await attempt(sec_gateway, code)
+    assert out["result"] == ["Platform(os='linux', sys=1)", "P(builtins=1, mro=2)"], out

@@ -6,14 +6,18 @@ OS (`exec`, `function.__new__`, `object.__getattr__` of `__code__` or a frame, `
 `open`, `os.*`, `socket.*`, `subprocess.Popen`, `ctypes.*`, ...). A hook installed once per
 worker decides each such event by the nearest frame that owns it:
 
-- guest code (compiled from `<guest>`): refused with `Refused` (a `PermissionError`),
-  whatever route led there, so a gadget that reaches the real builtins still cannot call
-  `open`, `eval`, `exec`, `__import__` a new module, run a process or build a function;
-- a trusted stdlib helper for that event (`collections.namedtuple` and `dataclasses`
-  compiling their methods, `typing` evaluating a string annotation, asyncio's self-pipe,
-  the guest importer): allowed, and code such a helper executes must pass the policy's
-  name check (no attribute that reaches frames, code, globals or subclasses);
-- no guest frame at all (the worker's own code): allowed.
+- a trusted helper for that event (`collections.namedtuple` and `dataclasses` compiling
+  their methods, `typing` evaluating a string annotation, asyncio's self-pipe, the guest
+  importer, the worker formatting a traceback): allowed, and code such a helper executes
+  must pass the policy's name check (no attribute that reaches frames, code, globals or
+  subclasses);
+- guest code (compiled from `<guest>`), or nothing at all once guest code has run (the
+  hook is then armed for good: event-loop callbacks, finalizers and `repr` run callables
+  the guest chose with no guest frame on the stack): refused with `Refused`, unless the
+  allowlist grants the event (`os.*` when `os` was added), whatever route led there; so a
+  gadget that reaches the real builtins still cannot call `open`, `eval`, `exec`,
+  `__import__` a new module, run a process or build a function;
+- only the worker's own two functions may compile and run code named `<guest>`.
 
 Stdlib only; it runs inside the worker (and inside Pyodide). It is a guardrail that
 makes escapes end in a clear POLICY_VIOLATION; the OS layers remain the boundary.
@@ -26,17 +30,19 @@ import types
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-__all__ = ["ALL_EVENTS", "Refused", "granted", "install", "names_in", "trusted_helpers"]
+__all__ = ["IMPORT_EVENTS", "Refused", "granted", "install", "names_in", "trusted_helpers"]
 
-ALL_EVENTS = frozenset(["*"])
-"""A trusted code object's events: every one (the guest importer loading a module)."""
+IMPORT_EVENTS = frozenset(
+    ["import", "open", "exec", "marshal.loads", "os.listdir", "os.scandir", "os.stat"]
+)
+"""What the guest importer may cause while it loads an allowed module (`exec` of the
+module's own code only, see `_checked`)."""
 
 # Raised by guest code in ordinary use, and harmless: no guest frame decides them.
 _FINE = frozenset(
     [
         "builtins.id",
         "time.sleep",
-        "compile",  # a code object is inert: running it is `exec` or `function.__new__`
         "sys._getframemodulename",  # a module's name (3.12+: namedtuple, enum, typing)
         "sys.set_asyncgen_hook_firstiter",
         "sys.set_asyncgen_hook_finalizer",
@@ -71,38 +77,56 @@ def install(
     checked: frozenset[types.CodeType],
     forbidden_names: frozenset[str],
     allowed_imports: Iterable[str],
+    runners: Mapping[types.CodeType, str],
 ) -> None:
     """Add the hook (once per process; an audit hook cannot be removed).
 
-    `trusted` maps a code object to the events it may cause on the guest's behalf;
-    `checked` are the trusted code objects whose `exec` must pass the name check
-    (`forbidden_names`: the policy's refused and blocked attribute names). Events of the
-    modules in `allowed_imports` (`os.*` when `os` is allowed, see `granted`) are the
-    administrator's choice and left to the OS layers.
+    `trusted` maps a code object to the events it may cause (for the guest, or on its own
+    after a run); `checked` are those whose `exec` must pass the name check
+    (`forbidden_names`). `runners` are the worker's own functions that compile guest code
+    ("compile") and run it ("exec"): only they may make or run code named `guest_filename`,
+    and the first run of such code arms the hook for good. Armed, every event that no
+    trusted frame owns is refused unless the allowlist grants it (see `granted`), whether
+    or not guest code is on the stack: callbacks, finalizers and `repr` run guest-chosen
+    callables with no guest frame.
     """
     inside: list[bool] = []
+    armed: list[bool] = []
     allowed = frozenset(allowed_imports)
 
     def decide(event: str, args: tuple[Any, ...]) -> str | None:
         try:
             frame: types.FrameType | None = sys._getframe(2)
         except ValueError:
+            frame = None
+        if event in ("compile", "exec") and _names_guest_code(event, args, guest_filename):
+            role = _runner_role(frame, runners)
+            if not role.startswith(event):
+                return "making or running code as guest code is not allowed"
+            if role == "exec":  # not "exec before": a worker's warm-up run arms nothing
+                armed.append(True)
             return None
-        nearest = True  # the first frame that is not the import machinery's
+        if event == "compile":
+            return None  # a code object is inert: running it is `exec` or `function.__new__`
+        innermost, nearest, guest = frame, True, False
         while frame is not None:
             code = frame.f_code
             if code.co_filename == guest_filename:
-                if granted(event, args, allowed, guest_imports=nearest):
-                    return None
-                return _refusal(event, args)
+                guest = True
+                break
             events = trusted.get(code)
-            if events is not None and (events is ALL_EVENTS or event in events):
-                if event == "exec" and code in checked:
-                    return _name_check(args[0], forbidden_names)
-                return None
+            if events is not None:
+                if event in events:
+                    return _checked(event, args, code in checked, innermost, forbidden_names)
+                break
+            # the first frame that is not the import machinery's
             nearest = nearest and code.co_filename.startswith("<frozen importlib")
             frame = frame.f_back
-        return None
+        if not armed and not guest:
+            return None  # the worker's own code, before any guest code ran
+        if granted(event, args, allowed, guest_imports=nearest):
+            return None
+        return _refusal(event, args)
 
     def hook(event: str, args: tuple[Any, ...]) -> None:
         if event in _FINE or inside:
@@ -120,6 +144,43 @@ def install(
             raise Refused(reason)
 
     sys.addaudithook(hook)
+
+
+def _runner_role(frame: types.FrameType | None, runners: Mapping[types.CodeType, str]) -> str:
+    """The role of the worker function making or running guest code: the innermost frame's,
+    or its caller's when the innermost is `ast.parse` (which compiles to parse)."""
+    if frame is None:
+        return ""
+    if frame.f_code.co_name == "parse" and frame.f_back is not None:
+        return runners.get(frame.f_back.f_code, "")
+    return runners.get(frame.f_code, "")
+
+
+def _names_guest_code(event: str, args: tuple[Any, ...], guest_filename: str) -> bool:
+    """`compile(..., "<guest>", ...)` or `exec` of a code object so named."""
+    if event == "compile":
+        return len(args) > 1 and args[1] == guest_filename
+    code = args[0] if args else None
+    return isinstance(code, types.CodeType) and code.co_filename == guest_filename
+
+
+def _checked(
+    event: str,
+    args: tuple[Any, ...],
+    check: bool,
+    innermost: types.FrameType | None,
+    forbidden: frozenset[str],
+) -> str | None:
+    """A trusted frame's event: allowed, except `exec` of code that fails the name check
+    (`check`) or, under the importer, code not run by the import machinery itself."""
+    if event != "exec":
+        return None
+    if check:
+        return _name_check(args[0] if args else None, forbidden)
+    runner = innermost.f_code if innermost is not None else None
+    if runner is not None and runner.co_name == "_call_with_frames_removed":
+        return None  # a module's own code, loaded by importlib
+    return "running code the policy did not check (exec/eval) is not allowed in guest code"
 
 
 # Events a module grants besides its own family (`os.*` for `os`): what using it does.
@@ -228,7 +289,7 @@ def trusted_helpers(
     add("collections", "namedtuple", ["exec", "object.__setattr__", "sys._getframe"], check=True)
     add("dataclasses", "_create_fn", ["exec"], check=True)  # 3.11
     add("dataclasses", "_FuncBuilder.add_fns_to_class", ["exec"], check=True)  # 3.13
-    add("dataclasses", "_process_class", ["object.__getattr__", "object.__setattr__"])
+    add("dataclasses", "_process_class", ["object.__getattr__"])
     add("dataclasses", "make_dataclass", ["object.__setattr__"])
     add("dataclasses", "_add_slots", ["object.__setattr__"])
     add("typing", "ForwardRef._evaluate", ["exec"], check=True)
@@ -237,6 +298,10 @@ def trusted_helpers(
     add("typing", "NamedTupleMeta.__new__", ["object.__setattr__"])
     add("enum", "EnumType._create_", ["sys._getframe"])
     add("asyncio.coroutines", "_format_coroutine", ["object.__getattr__"])
+    # asyncio's debug mode keeps where handles and futures were made, as text
+    add("asyncio.format_helpers", "extract_stack", ["object.__getattr__", "sys._getframe"])
+    add("asyncio.events", "Handle.__init__", ["sys._getframe"])
+    add("asyncio.futures", "Future.__init__", ["sys._getframe"])
     add("asyncio.selector_events", "BaseSelectorEventLoop._make_self_pipe", ["socket.__new__"])
     for function, events in extra:
         code = getattr(function, "__code__", None)

@@ -281,13 +281,18 @@ def guest_getattr(obj: Any, name: str, *default: Any) -> Any:
             return default[0]
         raise AttributeError(reason)
     value = getattr(obj, name, *default)
-    if name in ("format", "format_map") and (obj is str or isinstance(obj, str)):
+    if name in ("format", "format_map") and _is_str_or_kind(obj):
         return _guarded_format(obj, name)
     return value
 
 
+def _is_str_or_kind(obj: Any) -> bool:
+    """A str, or str or a subclass of it (whose `format` is str's own)."""
+    return isinstance(obj, str) or (isinstance(obj, type) and issubclass(obj, str))
+
+
 def _guarded_format(obj: Any, name: str) -> Callable[..., str]:
-    unbound = obj is str
+    unbound = isinstance(obj, type)
 
     def call(*args: Any, **kwargs: Any) -> str:
         template, rest = (args[0], args[1:]) if unbound else (obj, args)
@@ -371,9 +376,12 @@ def _is_identifier_of(obj: Any, name: object) -> bool:
 def _library_getattr(obj: Any, name: str, *default: Any) -> Any:
     """`getattr` for stdlib code that reads names the guest chose (`functools.wraps`):
     the guard's, except that an object's `__dict__` (its attributes, not its module's
-    globals) may be read, as `update_wrapper` does on every wrapper."""
+    globals) may be read, as `update_wrapper` does on every wrapper, and the guest's own
+    objects may have attributes named like modules (a dataclass field `os`)."""
     if name == "__dict__":
         return getattr(obj, name, *default)
+    if isinstance(name, str) and name not in REFUSED_DUNDERS and _is_guest_object(obj):
+        return getattr(obj, name, *default)  # a field may be called `os` on the guest's class
     return guest_getattr(obj, name, *default)
 
 

@@ -16,10 +16,10 @@ Stdlib only; runs in local workers (the zygote, before it forks) and in Pyodide 
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
-from mcp_code_mode.sandbox import audit
+from mcp_code_mode.sandbox import audit, worker
 from mcp_code_mode.sandbox.guest import (
     BLOCKED_ATTRIBUTES,
     GUEST_ONLY_DUNDERS,
@@ -30,25 +30,36 @@ from mcp_code_mode.sandbox.guest import (
 
 __all__ = ["GENERATED_CODE_FORBIDS", "lock_down"]
 
+_INTERNALS = ("gi_", "cr_", "ag_", "tb_", "f_b", "f_c", "f_g", "f_l", "co_", "cel")
+
 GENERATED_CODE_FORBIDS = (
-    (REFUSED_DUNDERS - {"__setattr__", "__delattr__"}) | BLOCKED_ATTRIBUTES | GUEST_ONLY_DUNDERS
+    (REFUSED_DUNDERS - {"__setattr__", "__delattr__"})
+    | GUEST_ONLY_DUNDERS
+    | {name for name in BLOCKED_ATTRIBUTES if name[:3] in _INTERNALS or name.startswith("__")}
 )
-"""Names that code a trusted helper compiles from the guest's names may not mention
-(frozen dataclasses call `object.__setattr__`, so those two are allowed)."""
+"""Names that code a trusted helper compiles from the guest's names may not mention: the
+dunders and the frame, code and generator internals (frozen dataclasses call
+`object.__setattr__`, so those two are allowed; a field may be called `os`)."""
 
 # Module -> the builtins it resolves to the guest's guarded versions.
 _NAME_TAKERS: dict[str, tuple[str, ...]] = {
     "functools": ("getattr", "setattr"),
     "copy": ("setattr",),
+    "dataclasses": ("getattr",),  # asdict/astuple/replace read `Field.name`, which can change
 }
 
 _DONE: list[bool] = []
 
 
 def lock_down(
-    guest_filename: str, allowed_imports: Iterable[str], modules: dict[str, Any] | None = None
+    allowed_imports: Iterable[str],
+    *,
+    warm_up: Callable[..., Any] | None = None,
+    modules: dict[str, Any] | None = None,
 ) -> None:
-    """Shadow the name-taking builtins of `_NAME_TAKERS`, then install the audit hook."""
+    """Shadow the name-taking builtins of `_NAME_TAKERS`, then install the audit hook.
+
+    `warm_up`: the backend's function that runs a trivial snippet before any real run."""
     if _DONE:
         return
     _DONE.append(True)
@@ -58,11 +69,20 @@ def lock_down(
         module = loaded.get(name)
         if module is not None:
             module.__dict__.update({b: guarded[b] for b in builtins})
-    trusted, checked = audit.trusted_helpers(loaded, [(GuestRuntime._import, audit.ALL_EVENTS)])
+    own: list[tuple[Callable[..., Any], frozenset[str]]] = [
+        (GuestRuntime._import, audit.IMPORT_EVENTS),
+        (worker._guest_line, frozenset(["object.__getattr__"])),
+        (worker._format_traceback, frozenset(["object.__getattr__", "open"])),
+    ]
+    trusted, checked = audit.trusted_helpers(loaded, own)
+    runners = {worker.compile_guest.__code__: "compile", worker.execute.__code__: "exec"}
+    if warm_up is not None:
+        runners[warm_up.__code__] = "exec before"
     audit.install(
-        guest_filename=guest_filename,
+        guest_filename=worker.GUEST_FILENAME,
         trusted=trusted,
         checked=checked,
         forbidden_names=GENERATED_CODE_FORBIDS,
         allowed_imports=allowed_imports,
+        runners=runners,
     )

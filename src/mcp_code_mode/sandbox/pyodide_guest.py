@@ -79,7 +79,7 @@ def attach() -> None:
     # Run the snippet path once, so the first real run does not pay for warming it up.
     runtime = GuestRuntime(lambda message: [], _allowed)
     exec(worker.compile_guest("_ = [1 + 1]\n_"), runtime.namespace({}, None))
-    lock_down(worker.GUEST_FILENAME, _allowed)
+    lock_down(_allowed)
 
 
 def settle() -> None:

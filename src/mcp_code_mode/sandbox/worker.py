@@ -269,6 +269,8 @@ def _guest_traceback(exc: BaseException, source: str) -> str:
         return _format_traceback(exc, source)
     except MemoryError:
         return f"{type(exc).__name__}: (the message was too large to format)"
+    except BaseException:  # guest classes can make formatting fail in many ways
+        return "the run raised an exception that could not be formatted"
 
 
 def _format_traceback(exc: BaseException, source: str) -> str:
@@ -278,7 +280,10 @@ def _format_traceback(exc: BaseException, source: str) -> str:
         if frame.filename == GUEST_FILENAME and frame.lineno is not None:
             text = lines[frame.lineno - 1].strip() if 0 < frame.lineno <= len(lines) else ""
             out.append(f"  line {frame.lineno}, in {frame.name}: {text}")
-    text = str(exc)
+    try:
+        text = str(exc)
+    except BaseException:  # a guest exception's __str__ may raise anything
+        text = "(the exception's message could not be shown)"
     if len(text) > _ERROR_CHARS:
         text = text[:_ERROR_CHARS]
     out.append(f"{type(exc).__name__}: {text}")

@@ -168,7 +168,7 @@ def main() -> None:
     allowed = list(init["allowed_imports"])
     _preload([*allowed, *LAZY_HELPERS])
     layers = detect_layers()
-    lock_down(worker.GUEST_FILENAME, allowed)  # every worker forked from here inherits it
+    lock_down(allowed, warm_up=_warm_up)  # every worker forked from here inherits it
     gc.freeze()  # keep the collector from touching (and so copying) preloaded objects in workers
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # workers are reaped by the kernel
     control.sendall(encode({"op": "ready", "pid": os.getpid(), "layers": layers}))
