@@ -21,7 +21,10 @@ import sys
 import time
 import types
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from mcp_code_mode.sandbox.protocol import ErrorCode
 
 __all__ = [
     "ALWAYS_IMPORTABLE",
@@ -211,9 +214,9 @@ class _UnknownName(ToolError, AttributeError):
 class Fatal(BaseException):
     """Ends the run with a given error type; the worker reports it even if guest code catches it."""
 
-    def __init__(self, error_type: str, message: str) -> None:
+    def __init__(self, error_type: ErrorCode, message: str) -> None:
         super().__init__(message)
-        self.error_type = error_type
+        self.error_type: ErrorCode = error_type
         self.message = message
 
 

@@ -21,6 +21,7 @@ __all__ = [
     "CallRequest",
     "ChildMessage",
     "DoneMessage",
+    "ErrorCode",
     "ErrorInfo",
     "HostMessage",
     "IndexMessage",
@@ -126,8 +127,23 @@ class ReplyMessage(TypedDict):
     results: list[Outcome]
 
 
+ErrorCode = Literal[
+    "POLICY_VIOLATION",
+    "SYNTAX_ERROR",
+    "RUNTIME_ERROR",
+    "TIMEOUT",
+    "MEMORY_LIMIT",
+    "OUTPUT_LIMIT",
+    "TOOL_CALL_LIMIT",
+    "TOOL_ERROR",
+    "EXECUTOR_ERROR",
+]
+"""`error.type` as the worker spells it: the values of `errors.ErrorType`, which the host
+side owns (a test keeps the two equal; the worker cannot import the host's modules)."""
+
+
 class ErrorInfo(TypedDict):
-    type: str
+    type: ErrorCode
     message: str
     line: int | None
 

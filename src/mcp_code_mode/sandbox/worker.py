@@ -37,7 +37,7 @@ from mcp_code_mode.sandbox.guest import (
     freeze_index,
     install_guards,
 )
-from mcp_code_mode.sandbox.protocol import DoneMessage, ErrorInfo
+from mcp_code_mode.sandbox.protocol import DoneMessage, ErrorCode, ErrorInfo
 
 if TYPE_CHECKING:  # not loaded under Pyodide, which has no mirror
     from mcp_code_mode.sandbox.output_mirror import OutputMirror
@@ -102,7 +102,7 @@ class Run:
         self._next_id = 0
         self.deadline: float | None = None  # monotonic, while the soft timer is armed
 
-    def trip(self, error_type: str, message: str) -> Fatal:
+    def trip(self, error_type: ErrorCode, message: str) -> Fatal:
         fatal = Fatal(error_type, message)
         if self.tripped is None:
             self.tripped = fatal
@@ -293,7 +293,7 @@ def _format_traceback(exc: BaseException, source: str) -> str:
 _ERROR_CHARS = 4000  # error messages are cut here: a guest can raise a 100 MB message
 
 
-def _error(kind: str, message: str, line: int | None) -> ErrorInfo:
+def _error(kind: ErrorCode, message: str, line: int | None) -> ErrorInfo:
     if len(message) > _ERROR_CHARS:
         message = message[:_ERROR_CHARS] + f"… [{len(message) - _ERROR_CHARS} more characters cut]"
     return {"type": kind, "message": message, "line": line}
