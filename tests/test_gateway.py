@@ -159,6 +159,33 @@ async def test_discovery_from_guest_code(any_gateway: Gateway) -> None:
     assert out["result"] == ["time", True, ["testsrv", "notes", "my-data", "time"]]
 
 
+async def test_declared_queries_bind_arguments_as_python_does(any_gateway: Gateway) -> None:
+    """search_tools & co. are built from their declaration (sandbox/guest_api.py): keywords,
+    positions and defaults bind as for a def, and a wrong call is a TypeError naming it."""
+    out = await run(
+        any_gateway,
+        "a = search_tools(limit=1, query='current time')\n"
+        "b = get_tool_docs(server='testsrv', tool='structured', page=1)\n"
+        "errors = []\n"
+        "for bad in (lambda: search_tools(), lambda: list_servers(1), "
+        "lambda: get_tool_docs('testsrv', server='x'), lambda: search_tools('q', colour=1)):\n"
+        "    try:\n"
+        "        bad()\n"
+        "    except TypeError as exc:\n"
+        "        errors.append(str(exc))\n"
+        "[len(a), 'def structured' in b, errors, search_tools.__name__]",
+    )
+    assert out["ok"], out["error"]
+    count, docs, errors, name = out["result"]
+    assert count == 1 and docs and name == "search_tools"
+    assert errors == [
+        "search_tools() missing required argument 'query'",
+        "list_servers() takes at most 0 arguments (1 given)",
+        "get_tool_docs() got multiple values for argument 'server'",
+        "search_tools() got an unexpected keyword argument 'colour'",
+    ]
+
+
 async def test_non_json_result_comes_back_as_repr(any_gateway: Gateway) -> None:
     out = await run(any_gateway, "{1, 2}")
     assert out["ok"] and out["result"] == "{1, 2}"

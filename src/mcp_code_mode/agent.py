@@ -24,6 +24,7 @@ from .agent_steps import TRAJECTORY_CHARS, Step, clip, trajectory
 from .approval import Approver
 from .encodable import clean_text
 from .gateway import Gateway
+from .sandbox import guest_api
 from .sandbox.base import ExecutionResult
 
 __all__ = [
@@ -48,18 +49,20 @@ _REFUSALS = {"UNUSABLE_REPLY", "LM_ERROR", "NO_CODE", "REPEATED_CODE"}
 _UNUSABLE = "the reply had no ```python block and no [[ ## code ## ]] section; it began: "
 
 
-class WriteCode(dspy.Signature):
-    """Write the next Python snippet that makes progress on the task.
+_WRITE_CODE = f"""Write the next Python snippet that makes progress on the task.
 
-    The code runs in a sandbox. `tools.<server>.<tool>(**kwargs)` calls an MCP tool and returns
-    its parsed result; `call_tools([(server, tool, args), ...])` runs calls concurrently;
-    `search_tools(query)` and `get_tool_docs(server, tool)` find more tools; `log(...)` records
-    notes. The value of the last expression is returned to you. Filter, join and aggregate in
-    code and return only what the answer needs. Variables you define stay defined for your
-    next snippets of this task. If a step failed, read its error and fix the code; never send
-    the same code twice. Set `finished` to true, with empty code, once the trajectory holds
-    everything the answer needs.
-    """
+The code runs in a sandbox. `tools.<server>.<tool>(**kwargs)` calls an MCP tool and returns
+its parsed result. Also defined, no import needed: {guest_api.prompt_lines()}
+The value of the last expression is returned to you. Filter, join and aggregate in code and
+return only what the answer needs. Variables you define stay defined for your next snippets
+of this task. If a step failed, read its error and fix the code; never send the same code
+twice. Set `finished` to true, with empty code, once the trajectory holds everything the
+answer needs.
+"""
+
+
+class WriteCode(dspy.Signature):
+    __doc__ = _WRITE_CODE  # the guest API's lines come from its one declaration
 
     task: str = dspy.InputField()
     tool_context: str = dspy.InputField(desc="Python stubs of the available tools")

@@ -29,6 +29,7 @@ from .encodable import make_encodable
 from .errors import CodeModeError, ErrorType
 from .gateway import Gateway
 from .runs.telemetry import configure_from_env
+from .sandbox import guest_api
 from .sandbox.base import ExecutionResult
 from .tool_formatter import load_tokenizer, one_line
 
@@ -39,11 +40,10 @@ __all__ = ["build_server", "instructions"]
 
 _MAX_LISTED_SERVERS = 12
 _SERVERS_LINE_CHARS = 200  # tools/list tokens are paid on every turn: keep this line bounded
-_EXECUTE_CODE_DOC = """\
-Run Python against upstream MCP tools; filter in code, return what matters (last \
-expression = result). Has tools.<server>.<tool>(**kw), call_tool(server, tool, args), \
-call_tools([(server, tool, args)]) (parallel), search_tools(q), get_tool_docs(server, tool), \
-log(), progress(), input, ToolError."""
+_EXECUTE_CODE_DOC = (
+    "Run Python against upstream MCP tools; filter in code, return what matters (last "
+    f"expression = result). Has {guest_api.execute_code_summary()}, input, ToolError."
+)
 
 
 class _LeanTool(FunctionTool):

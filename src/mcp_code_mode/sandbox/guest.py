@@ -23,6 +23,8 @@ import types
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from mcp_code_mode.sandbox.guest_api import GUEST_API, HOST_CALLS, REQUIRED, GuestFunction
+
 if TYPE_CHECKING:
     from mcp_code_mode.sandbox.protocol import ErrorCode
 
@@ -50,17 +52,9 @@ __all__ = [
     "install_guards",
 ]
 
-HOST_CALLS = (
-    "call_tool",
-    "call_tools",
-    "search_tools",
-    "get_tool_docs",
-    "list_servers",
-    "progress",
-)
-"""The guest functions that ask the host (contract §4); `await f(...)` on them is a call."""
-GUEST_FUNCTIONS = (*HOST_CALLS, "log")
-"""Every function of the guest API, each a method of `GuestRuntime` of the same name."""
+GUEST_FUNCTIONS = tuple(f.name for f in GUEST_API)
+"""Every function of the guest API: a method of `GuestRuntime` of the same name, or, for a
+plain query, one `GuestRuntime.namespace` builds from its declaration."""
 
 GUEST_MODULE = "__main__"
 """The guest's module name: `if __name__ == "__main__":` runs, classes say `__main__`."""
@@ -633,7 +627,7 @@ class GuestRuntime:
             "__builtins__": safe,
             "__name__": GUEST_MODULE,
             "tools": _Tools(self.tool_function, index),
-            **{name: getattr(self, name) for name in GUEST_FUNCTIONS},
+            **{f.name: self._function(f) for f in GUEST_API},
             "input": input_value,
             "ToolError": ToolError,
         }
@@ -678,14 +672,19 @@ class GuestRuntime:
             for s, o in zip(specs, outcomes, strict=True)
         ]
 
-    def search_tools(self, query: str, limit: int = 5) -> Any:
-        return self._query("search_tools", {"query": query, "limit": limit})
+    def _function(self, spec: GuestFunction) -> Callable[..., Any]:
+        """The runtime's method of that name, else a query built from the declaration."""
+        method = getattr(type(self), spec.name, None)
+        if method is not None:
+            return getattr(self, spec.name)  # type: ignore[no-any-return]
+        assert spec.query is not None, f"{spec.name}: neither a method nor a query"
+        kind, params = spec.query, spec.params
 
-    def get_tool_docs(self, server: str, tool: str | None = None, page: int = 1) -> Any:
-        return self._query("get_tool_docs", {"server": server, "tool": tool, "page": page})
+        def query(*args: Any, **kwargs: Any) -> Any:
+            return self._query(kind, _bind(spec.name, params, args, kwargs))
 
-    def list_servers(self) -> Any:
-        return self._query("list_servers", {})
+        query.__name__ = query.__qualname__ = spec.name
+        return query
 
     def log(self, *values: Any) -> None:
         """Append one line to `logs`, values joined with spaces as `print` does."""
@@ -779,6 +778,28 @@ def _is_number(value: Any) -> bool:
         return math.isfinite(value)
     except OverflowError:  # an int too large for a float
         return False
+
+
+def _bind(
+    name: str, params: tuple[tuple[str, object], ...], args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> dict[str, Any]:
+    """Arguments by parameter name, as Python would bind them (defaults filled in)."""
+    names = [n for n, _ in params]
+    if len(args) > len(names):
+        raise TypeError(f"{name}() takes at most {len(names)} arguments ({len(args)} given)")
+    bound = dict(zip(names, args, strict=False))
+    for key, value in kwargs.items():
+        if key not in names:
+            raise TypeError(f"{name}() got an unexpected keyword argument {key!r}")
+        if key in bound:
+            raise TypeError(f"{name}() got multiple values for argument {key!r}")
+        bound[key] = value
+    for key, default in params:
+        if key not in bound:
+            if default is REQUIRED:
+                raise TypeError(f"{name}() missing required argument {key!r}")
+            bound[key] = default
+    return bound
 
 
 def _unpack(call: Any) -> tuple[str, str, dict[str, Any] | None]:

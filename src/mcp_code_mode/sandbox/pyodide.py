@@ -52,6 +52,7 @@ _GUEST_FILES = (
     "__init__.py",
     "audit.py",
     "guest.py",
+    "guest_api.py",
     "lockdown.py",
     "protocol.py",
     "worker.py",
