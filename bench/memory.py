@@ -55,7 +55,7 @@ def _tree(pid: int) -> dict[int, str]:
     kinds = {}
     for child in children(pid):
         line = cmdline(child)
-        if "sandbox.zygote" in line:
+        if "sandbox.child.zygote" in line:
             kinds[child] = "zygote"
             kinds.update({worker: "worker" for worker in children(child)})
         elif "deno" in line:

@@ -15,7 +15,7 @@ def test_package_all_is_pinned() -> None:
 
 def test_worker_modules_import_no_heavy_dependencies() -> None:
     probe = (
-        "import sys, mcp_code_mode.sandbox.worker, mcp_code_mode.sandbox.policy\n"
+        "import sys, mcp_code_mode.sandbox.child.worker, mcp_code_mode.sandbox.policy\n"
         "print(sorted(m for m in ('pydantic', 'fastmcp', 'mcp', 'dspy', 'numpy') if m in sys.modules))"
     )
     out = subprocess.run(

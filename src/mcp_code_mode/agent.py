@@ -24,8 +24,8 @@ from .agent_steps import TRAJECTORY_CHARS, Step, clip, trajectory
 from .approval import Approver
 from .encodable import clean_text
 from .gateway import Gateway
-from .sandbox import guest_api
 from .sandbox.base import ExecutionResult
+from .sandbox.child import guest_api
 
 __all__ = [
     "Answer",

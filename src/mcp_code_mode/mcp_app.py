@@ -29,8 +29,8 @@ from .encodable import make_encodable
 from .errors import CodeModeError, ErrorType
 from .gateway import Gateway
 from .runs.telemetry import configure_from_env
-from .sandbox import guest_api
 from .sandbox.base import ExecutionResult
+from .sandbox.child import guest_api
 from .tool_formatter import load_tokenizer, one_line
 
 if TYPE_CHECKING:

@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
-from mcp_code_mode.sandbox.audit import IMPORT_EVENTS, granted, names_in, trusted_helpers
-from mcp_code_mode.sandbox.lockdown import GENERATED_CODE_FORBIDS
+from mcp_code_mode.sandbox.child.audit import IMPORT_EVENTS, granted, names_in, trusted_helpers
+from mcp_code_mode.sandbox.child.lockdown import GENERATED_CODE_FORBIDS
 
 DEFAULT = frozenset(["json", "asyncio", "typing", "dataclasses"])
 

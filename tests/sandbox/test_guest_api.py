@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from mcp_code_mode.agent import WriteCode
-from mcp_code_mode.sandbox.guest import GUEST_FUNCTIONS, GuestRuntime
-from mcp_code_mode.sandbox.guest_api import (
+from mcp_code_mode.sandbox.child.guest import GUEST_FUNCTIONS, GuestRuntime
+from mcp_code_mode.sandbox.child.guest_api import (
     GUEST_API,
     HOST_CALLS,
     execute_code_summary,

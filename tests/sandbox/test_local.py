@@ -27,7 +27,7 @@ def worker_pids(zygote: int | None = None) -> set[int]:
         else {
             pid
             for pid, (ppid, _, cmd) in table.items()
-            if ppid == os.getpid() and b"mcp_code_mode.sandbox.zygote" in cmd
+            if ppid == os.getpid() and b"mcp_code_mode.sandbox.child.zygote" in cmd
         }
     )
     return {pid for pid, (ppid, _, _) in table.items() if ppid in zygotes}

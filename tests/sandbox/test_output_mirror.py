@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from mcp_code_mode.sandbox.output_mirror import (
+from mcp_code_mode.sandbox.child.output_mirror import (
     MIRROR_BYTES,
     OutputMirror,
     create_mirror_fd,

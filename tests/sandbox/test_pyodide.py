@@ -306,3 +306,42 @@ async def test_a_runner_keeps_the_last_index_it_was_sent() -> None:
     finally:
         await runner.dispose()
         await launcher.aclose()
+
+
+def test_snapshots_in_use_are_not_pruned(tmp_path: Path) -> None:
+    """Many configurations at once (several gateways, a test run beside a server): a
+    snapshot used within the hour stays, however many there are; older ones beyond the
+    three most recent go."""
+    from mcp_code_mode.sandbox.pyodide import _prune_snapshots
+
+    paths = [tmp_path / f"snapshot-{i}.bin" for i in range(6)]
+    for i, path in enumerate(paths):
+        path.write_bytes(b"x")
+        os.utime(path, (time.time() - i, time.time() - i))
+    _prune_snapshots(paths[0])
+    assert all(p.exists() for p in paths)
+    for i, path in enumerate(paths[3:], start=3):
+        os.utime(path, (time.time() - 7200 - i, time.time() - 7200 - i))
+    _prune_snapshots(paths[0])
+    assert [p.exists() for p in paths] == [True, True, True, False, False, False]
+
+
+async def test_a_runner_starts_after_its_snapshot_was_removed(write_config: ConfigWriter) -> None:
+    """Another gateway may remove a snapshot this one uses: the next runner makes it again."""
+    require_pyodide()
+    gw = await start_gateway(
+        write_config({"t": server_entry(TEST_SERVER)}),
+        executor="pyodide",
+        extra_imports="html",  # a configuration of its own: its snapshot is this test's
+        pool_size=1,
+    )
+    try:
+        snapshot = gw.executor.launcher._snapshot  # type: ignore[attr-defined]
+        assert snapshot is not None and snapshot.is_file()
+        snapshot.unlink()
+        out = (await gw.execute("while True:\n    pass", timeout_s=1.0)).to_json()
+        assert out["error"]["type"] == "TIMEOUT"  # its runner is gone; the next one starts
+        assert (await gw.execute("import html\nhtml.escape('<')", timeout_s=60)).result == "&lt;"
+        assert snapshot.is_file()
+    finally:
+        await gw.aclose()

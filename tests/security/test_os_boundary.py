@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from mcp_code_mode.gateway import Gateway
-from mcp_code_mode.sandbox import seccomp
+from mcp_code_mode.sandbox.child import seccomp
 
 from .conftest import Listeners
 from .helpers import attempt, error_type, reached, table, worker_pids, zygote_pids

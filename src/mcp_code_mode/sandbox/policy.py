@@ -20,7 +20,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from .guest import ALWAYS_IMPORTABLE, BLOCKED_ATTRIBUTES, REFUSED_DUNDERS
+from .child.guest import ALWAYS_IMPORTABLE, BLOCKED_ATTRIBUTES, REFUSED_DUNDERS
 
 __all__ = ["BLOCKED_NAMES", "PolicyViolation", "check_policy"]
 

@@ -27,7 +27,7 @@ from typing import Any, Protocol
 from ..errors import WorkerCrashed
 from .base import GuestIndex
 from .channel import LINE_LIMIT, Channel
-from .output_mirror import create_mirror_fd, read_logs, read_mirror
+from .child.output_mirror import create_mirror_fd, read_logs, read_mirror
 from .protocol import ChildMessage, HostMessage, IndexMessage, encode
 
 __all__ = ["Launcher", "Worker", "WorkerPool", "WorkerProcess", "Zygote"]
@@ -225,7 +225,7 @@ class _ZygoteExited(WorkerCrashed):
 
 
 class Zygote:
-    """The preloaded process that forks workers (see `mcp_code_mode.sandbox.zygote`)."""
+    """The preloaded process that forks workers (see `mcp_code_mode.sandbox.child.zygote`)."""
 
     name = "local"
     sessions = True
@@ -252,7 +252,7 @@ class Zygote:
                 sys.executable,
                 "-I",
                 "-m",
-                "mcp_code_mode.sandbox.zygote",
+                "mcp_code_mode.sandbox.child.zygote",
                 str(child.fileno()),
                 pass_fds=(child.fileno(),),
                 stdin=asyncio.subprocess.DEVNULL,

@@ -31,6 +31,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 from importlib import resources
 from pathlib import Path
 
@@ -48,19 +49,26 @@ PYODIDE_VERSION = "0.29.4"
 _START_TIMEOUT_S = 60.0
 _RESET_TIMEOUT_S = 2.0  # a reset takes milliseconds; a caller may wait this long for one
 _MAX_RUNS = 1000  # per runner, then it is replaced: bounds whatever slowly accumulates
-_GUEST_FILES = (
-    "__init__.py",
-    "audit.py",
-    "guest.py",
-    "guest_api.py",
-    "lockdown.py",
-    "protocol.py",
-    "worker.py",
-    "pyodide_guest.py",
-)
+_SHARED_FILES = ("__init__.py", "protocol.py")  # of `sandbox/`; `sandbox/child/` goes whole
 
 
 _KEPT_SNAPSHOTS = 3  # per Pyodide version: one per recent set of allowed imports and wheels
+_SNAPSHOT_IN_USE_S = 3600.0  # younger snapshots are never pruned (their gateway may run)
+
+
+def _guest_sources() -> dict[str, str]:
+    """What a runner imports, by path: `sandbox/child/` whole and the two files it shares."""
+    package = resources.files("mcp_code_mode.sandbox")
+    files = {f"mcp_code_mode/sandbox/{n}": package.joinpath(n).read_text() for n in _SHARED_FILES}
+    child = package.joinpath("child")
+    files.update(
+        {
+            f"mcp_code_mode/sandbox/child/{item.name}": item.read_text()
+            for item in child.iterdir()
+            if item.name.endswith(".py")
+        }
+    )
+    return files
 
 
 def pyodide_dir(cache_dir: str | None = None) -> Path:
@@ -214,11 +222,9 @@ class PyodideLauncher:
             raise CodeModeError(
                 "MCP_EXECUTOR=pyodide needs Pyodide: run `mcp-code-mode setup pyodide` first"
             )
-        package = resources.files("mcp_code_mode.sandbox")
         root = "/home/pyodide/mcp"
-        sources = {n: package.joinpath(n).read_text() for n in _GUEST_FILES}
         self._files = {f"{root}/mcp_code_mode/__init__.py": ""}
-        self._files.update({f"{root}/mcp_code_mode/sandbox/{n}": s for n, s in sources.items()})
+        self._files.update({f"{root}/{path}": text for path, text in _guest_sources().items()})
         self._root = root
         self._wheels = self._read_wheels()
         self._snapshot = await self._ensure_snapshot()
@@ -325,6 +331,9 @@ class PyodideLauncher:
         }
 
     async def fork(self, *, memory_mb: int) -> PyodideRunner:
+        if self._snapshot is not None and not self._snapshot.is_file():
+            # Another gateway pruned it (many configurations at once): make it again.
+            self._snapshot = await self._ensure_snapshot()
         args = [str(self._snapshot)] if self._snapshot else []
         runner = await self._spawn(memory_mb=memory_mb, args=args)
         try:
@@ -381,13 +390,16 @@ def _cap_process_memory(pid: int, memory_mb: int) -> None:
 
 
 def _prune_snapshots(keep: Path) -> None:
-    """Remove all but the most recently used snapshots (20 MB each) beside `keep`."""
+    """Remove all but the most recently used snapshots (20 MB each) beside `keep`, and none
+    used within the last hour: a gateway of another configuration may be running on it."""
     snapshots = sorted(
         keep.parent.glob("snapshot-*.bin"), key=lambda p: p.stat().st_mtime, reverse=True
     )
+    stale = time.time() - _SNAPSHOT_IN_USE_S
     for old in snapshots[_KEPT_SNAPSHOTS:]:
-        if old != keep:
-            old.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            if old != keep and old.stat().st_mtime < stale:
+                old.unlink()
 
 
 def _main() -> None:  # pragma: no cover - a manual check: python -m ...pyodide

@@ -155,7 +155,7 @@ if (!snapshotPath || making) {
   pyodide.runPython(`
 import sys
 sys.path.insert(0, _init["root"])
-import mcp_code_mode.sandbox.pyodide_guest as _guest
+import mcp_code_mode.sandbox.child.pyodide_guest as _guest
 _guest.install_wheels(_init.get("wheels") or {})
 _guest.preload(_init["allowed_imports"])
 del _init, _guest
@@ -235,7 +235,7 @@ FS.mkdev("/dev/mcp_host", 0o600, FS.makedev(64, 0));
 FS.mkdev("/dev/mcp_timer", 0o200, FS.makedev(64, 1));
 
 const guest = pyodide.runPython(`
-import mcp_code_mode.sandbox.pyodide_guest as _guest
+import mcp_code_mode.sandbox.child.pyodide_guest as _guest
 _guest.attach()
 _guest
 `);

@@ -23,7 +23,7 @@ import types
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from mcp_code_mode.sandbox.guest_api import GUEST_API, HOST_CALLS, REQUIRED, GuestFunction
+from mcp_code_mode.sandbox.child.guest_api import GUEST_API, HOST_CALLS, REQUIRED, GuestFunction
 
 if TYPE_CHECKING:
     from mcp_code_mode.sandbox.protocol import ErrorCode

@@ -19,8 +19,8 @@ import sys
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from mcp_code_mode.sandbox import audit, worker
-from mcp_code_mode.sandbox.guest import (
+from mcp_code_mode.sandbox.child import audit, worker
+from mcp_code_mode.sandbox.child.guest import (
     BLOCKED_ATTRIBUTES,
     GUEST_ONLY_DUNDERS,
     REFUSED_DUNDERS,

@@ -35,7 +35,7 @@ import signal
 import socket
 from typing import Any
 
-from mcp_code_mode.sandbox import landlock, seccomp
+from mcp_code_mode.sandbox.child import landlock, seccomp
 
 __all__ = [
     "NOBODY",

@@ -22,8 +22,8 @@ from collections.abc import Callable
 from types import CodeType, FrameType
 from typing import TYPE_CHECKING, Any
 
-from mcp_code_mode.sandbox.audit import Refused
-from mcp_code_mode.sandbox.guest import (
+from mcp_code_mode.sandbox.child.audit import Refused
+from mcp_code_mode.sandbox.child.guest import (
     GUEST_MODULE,
     GUEST_ONLY_DUNDERS,
     HOST_CALLS,
@@ -40,7 +40,7 @@ from mcp_code_mode.sandbox.guest import (
 from mcp_code_mode.sandbox.protocol import DoneMessage, ErrorCode, ErrorInfo
 
 if TYPE_CHECKING:  # not loaded under Pyodide, which has no mirror
-    from mcp_code_mode.sandbox.output_mirror import OutputMirror
+    from mcp_code_mode.sandbox.child.output_mirror import OutputMirror
 
 __all__ = ["GUEST_FILENAME", "Exchange", "KnownIndex", "Run", "compile_guest", "execute"]
 

@@ -19,9 +19,9 @@ import sys
 from json import dumps, loads  # bound now: guest code may replace `json.dumps`
 from typing import Any
 
-from mcp_code_mode.sandbox import worker
-from mcp_code_mode.sandbox.guest import LAZY_HELPERS, GuestRuntime
-from mcp_code_mode.sandbox.lockdown import lock_down
+from mcp_code_mode.sandbox.child import worker
+from mcp_code_mode.sandbox.child.guest import LAZY_HELPERS, GuestRuntime
+from mcp_code_mode.sandbox.child.lockdown import lock_down
 
 __all__ = ["attach", "install_wheels", "preload", "run_next", "settle"]
 

@@ -1,6 +1,6 @@
 """The zygote: a preloaded, never-used process that forks one fresh worker per request.
 
-Started by the host as `python -I -m mcp_code_mode.sandbox.zygote FD`, where FD is a Unix
+Started by the host as `python -I -m mcp_code_mode.sandbox.child.zygote FD`, where FD is a Unix
 socket to the host. It preloads the guest runtime and the allowed modules once, finds
 which isolation layers work here, then serves `fork` requests: each carries a socket for
 the new worker (SCM_RIGHTS). Forking this small process takes about a millisecond and
@@ -32,11 +32,16 @@ import tempfile
 import time
 from typing import Any
 
-from mcp_code_mode.sandbox import worker
-from mcp_code_mode.sandbox.guest import LAZY_HELPERS, GuestRuntime
-from mcp_code_mode.sandbox.isolation import confine, detect_layers, die_with_parent, set_cpu_limit
-from mcp_code_mode.sandbox.lockdown import lock_down
-from mcp_code_mode.sandbox.output_mirror import OutputMirror
+from mcp_code_mode.sandbox.child import worker
+from mcp_code_mode.sandbox.child.guest import LAZY_HELPERS, GuestRuntime
+from mcp_code_mode.sandbox.child.isolation import (
+    confine,
+    detect_layers,
+    die_with_parent,
+    set_cpu_limit,
+)
+from mcp_code_mode.sandbox.child.lockdown import lock_down
+from mcp_code_mode.sandbox.child.output_mirror import OutputMirror
 from mcp_code_mode.sandbox.protocol import decode, encode, write_message
 
 __all__ = ["main", "serve"]
