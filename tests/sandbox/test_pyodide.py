@@ -137,7 +137,7 @@ def _runners() -> set[int]:
 async def _serving(gateway: Gateway) -> int:
     """The pid of the runner that will serve the next run, once the pool of one has settled."""
     pool = gateway.executor.pool  # type: ignore[attr-defined]
-    for _ in range(500):  # no reset or start under way that could still swap the idle one
+    for _ in range(3000):  # no reset or start under way that could still swap the idle one
         if pool.idle_count == pool.size and not pool._resetting and not pool._starting:
             break
         await asyncio.sleep(0.01)
