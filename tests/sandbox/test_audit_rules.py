@@ -36,6 +36,8 @@ DEFAULT = frozenset(["json", "asyncio", "typing", "dataclasses"])
         ("import", ("json.tool", None, [], [], []), DEFAULT, True, True),
         ("import", ("os", None, [], [], []), DEFAULT | {"importlib"}, True, True),
         ("ctypes.dlopen", ("libc.so.6",), DEFAULT, True, False),
+        ("code.__new__", (None,), DEFAULT | {"code"}, True, False),  # the stdlib's `code`
+        ("object.__setattr__", (None, "__code__"), DEFAULT | {"object"}, True, False),
     ],
 )
 def test_what_the_allowlist_grants(

@@ -202,9 +202,14 @@ _ALSO_GRANTS: dict[str, tuple[str, ...]] = {
 }
 
 
-# Frames and tracing are the Python layer's own: allowing `sys` does not hand them out.
+# Frames, tracing and code are the Python layer's own: allowing `sys` (or the stdlib's
+# `code` module) does not hand them out.
 _NEVER_GRANTED = frozenset(
     [
+        "code.__new__",
+        "function.__new__",
+        "object.__getattr__",
+        "object.__setattr__",
         "sys._getframe",
         "sys._current_frames",
         "sys._current_exceptions",
