@@ -27,7 +27,12 @@ def test_a_wheel_of_the_checkout_runs_the_command_from_anywhere(tmp_path: Path) 
     assert built.returncode == 0, built.stderr[-2000:]
     (wheel,) = tmp_path.glob("mcp_code_mode-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
-    for needed in ("sandbox/zygote.py", "sandbox/pyodide_runner.mjs", "sandbox/pyodide_guest.py"):
+    needed_files = (
+        "sandbox/child/zygote.py",
+        "sandbox/pyodide_runner.mjs",
+        "sandbox/child/pyodide_guest.py",
+    )
+    for needed in needed_files:
         assert f"mcp_code_mode/{needed}" in names  # files the sandbox starts from, not imports
     site = tmp_path / "site"
     installed = subprocess.run(

@@ -415,3 +415,76 @@ async def test_dataclass_fields_may_be_named_like_modules(sec_gateway: Gateway) 
     )
     out = await attempt(sec_gateway, code)
     assert out["result"] == ["Platform(os='linux', sys=1)", "P(builtins=1, mro=2)"], out
+
+
+async def test_cached_property_reads_only_the_guests_own_dicts(sec_gateway: Gateway) -> None:
+    """`cached_property.__get__` reads `instance.__dict__[attrname]`: pointed at `object`
+    with attrname `__getattribute__` it handed out a getattr without a guard."""
+    code = (
+        "import functools\ndef ident(x):\n    return x\n"
+        "cp = functools.cached_property(ident)\ncp.__set_name__(None, '__getattribute__')\n"
+        "ga = cp.__get__(object)\n"
+        "'ESCAPED ' + str(ga(functools.wraps, '__globals__')['__builtins__'])"
+    )
+    out = await attempt(sec_gateway, code)
+    assert not reached(out) and error_type(out) == "RUNTIME_ERROR", out
+    assert "your own classes" in out["error"]["message"]
+    ok = await attempt(
+        sec_gateway,
+        "import functools\nclass C:\n    @functools.cached_property\n"
+        "    def v(self):\n        return 7\nC().v",
+    )
+    assert ok["result"] == 7, ok
+
+
+async def test_the_hook_runs_no_guest_code(sys_gateway: Gateway) -> None:
+    """A str subclass as an event's argument is never compared inside the hook (its
+    `__eq__` ran there, where it could switch the hook off)."""
+    code = (
+        "import sys\nseen = []\nclass Key(str):\n    def __eq__(self, other):\n"
+        "        seen.append(other)\n        return False\n    __hash__ = str.__hash__\n"
+        "try:\n    sys.modules['builtins'].compile('1', Key('<x>'), 'eval')\n"
+        "except PermissionError as exc:\n    seen.append('refused')\nseen"
+    )
+    out = await attempt(sys_gateway, code)
+    assert out["result"] == ["refused"], out
+
+
+CRASHES = table(
+    (
+        "tool_error_with_a_raising_str",
+        "class E(ToolError):\n    def __str__(self):\n        raise ValueError('no')\n"
+        "raise E('s', 't', 'm')",
+        "TOOL_ERROR",
+    ),
+    (
+        "import_refusal_with_a_raising_str",
+        "try:\n    import os\nexcept ImportError as e:\n    R = type(e)\n"
+        "class E(R):\n    def __str__(self):\n        raise ValueError('no')\nraise E('x')",
+        "POLICY_VIOLATION",
+    ),
+    (
+        "syntax_error_with_odd_fields",
+        "class M:\n    def __format__(self, spec):\n        raise ValueError('no')\n"
+        "e = SyntaxError('x')\ne.msg = M()\ne.lineno = {1, 2}\nraise e",
+        "SYNTAX_ERROR",
+    ),
+)
+
+
+@pytest.mark.parametrize(("code", "expected"), CRASHES)
+async def test_odd_exceptions_are_still_reported(
+    sec_gateway: Gateway, code: str, expected: str
+) -> None:
+    """Exceptions the guest shaped to make formatting fail end as a result, not a crash."""
+    out = await attempt(sec_gateway, code)
+    assert error_type(out) == expected, out
+
+
+async def test_asyncio_debug_mode_runs(sec_gateway: Gateway) -> None:
+    code = (
+        "import asyncio\nasync def main():\n    await asyncio.sleep(0)\n    return 3\n"
+        "[asyncio.run(main(), debug=True), asyncio.iscoroutinefunction(main)]"
+    )
+    out = await attempt(sec_gateway, code)
+    assert out["result"] == [3, True], out

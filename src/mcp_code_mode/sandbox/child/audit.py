@@ -111,7 +111,8 @@ def install(
         innermost, nearest, guest = frame, True, False
         while frame is not None:
             code = frame.f_code
-            if code.co_filename == guest_filename:
+            filename = code.co_filename if type(code.co_filename) is str else ""
+            if filename == guest_filename:
                 guest = True
                 break
             events = trusted.get(code)
@@ -120,7 +121,7 @@ def install(
                     return _checked(event, args, code in checked, innermost, forbidden_names)
                 break
             # the first frame that is not the import machinery's
-            nearest = nearest and code.co_filename.startswith("<frozen importlib")
+            nearest = nearest and filename.startswith("<frozen importlib")
             frame = frame.f_back
         if not armed and not guest:
             return None  # the worker's own code, before any guest code ran
@@ -133,7 +134,7 @@ def install(
             return
         if event == "sys.addaudithook":
             raise _HookRefused("audit hooks cannot be added in a sandbox worker")
-        if event == "object.__setattr__" and len(args) > 1 and args[1] in _FINE_TO_SET:
+        if event == "object.__setattr__" and _text(args, 1) in _FINE_TO_SET:
             return
         inside.append(True)
         try:
@@ -144,6 +145,14 @@ def install(
             raise Refused(reason)
 
     sys.addaudithook(hook)
+
+
+def _text(args: tuple[Any, ...], index: int) -> str:
+    """An event's argument when it is exactly a str, else "": the hook never compares,
+    hashes or formats an object the guest made (a str subclass's `__eq__` would run guest
+    code inside the hook)."""
+    value = args[index] if len(args) > index else None
+    return value if type(value) is str else ""
 
 
 def _runner_role(frame: types.FrameType | None, runners: Mapping[types.CodeType, str]) -> str:
@@ -159,9 +168,13 @@ def _runner_role(frame: types.FrameType | None, runners: Mapping[types.CodeType,
 def _names_guest_code(event: str, args: tuple[Any, ...], guest_filename: str) -> bool:
     """`compile(..., "<guest>", ...)` or `exec` of a code object so named."""
     if event == "compile":
-        return len(args) > 1 and args[1] == guest_filename
+        # a str subclass would run guest code here, inside the hook: only exact str counts,
+        # and a filename of any other type is no guest code's (refused below all the same)
+        return _text(args, 1) == guest_filename or (len(args) > 1 and type(args[1]) is not str)
     code = args[0] if args else None
-    return isinstance(code, types.CodeType) and code.co_filename == guest_filename
+    if not isinstance(code, types.CodeType):
+        return False
+    return type(code.co_filename) is not str or code.co_filename == guest_filename
 
 
 def _checked(
@@ -229,7 +242,7 @@ def granted(
     if event in _NEVER_GRANTED:
         return False
     if event == "import":
-        name = args[0] if args and isinstance(args[0], str) else ""
+        name = _text(args, 0)
         return not guest_imports or name.partition(".")[0] in allowed or "importlib" in allowed
     family = event.partition(".")[0]
     if "." in event and family in allowed:
@@ -267,8 +280,8 @@ def _refusal(event: str, args: tuple[Any, ...]) -> str:
     if what is None:
         family = event.partition(".")[0]
         what = f"this operation ({event})" if family not in ("os", "socket") else event
-    if event in ("object.__getattr__", "object.__setattr__") and len(args) > 1:
-        what = f"{what}: {args[1]!r}"
+    if event in ("object.__getattr__", "object.__setattr__") and _text(args, 1):
+        what = f"{what}: {_text(args, 1)!r}"
     return f"{what} is not allowed in guest code"
 
 
@@ -306,6 +319,10 @@ def trusted_helpers(
     # asyncio's debug mode keeps where handles and futures were made, as text
     add("asyncio.format_helpers", "extract_stack", ["object.__getattr__", "sys._getframe"])
     add("asyncio.events", "Handle.__init__", ["sys._getframe"])
+    add("traceback", "extract_stack", ["sys._getframe", "object.__getattr__", "open"])
+    # a function's flags (asyncio.iscoroutinefunction); where a log line was made (text)
+    add("inspect", "_has_code_flag", ["object.__getattr__"])
+    add("logging", "Logger.findCaller", ["sys._getframe", "object.__getattr__"])
     add("asyncio.futures", "Future.__init__", ["sys._getframe"])
     add("asyncio.selector_events", "BaseSelectorEventLoop._make_self_pipe", ["socket.__new__"])
     for function, events in extra:

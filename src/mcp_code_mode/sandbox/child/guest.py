@@ -47,6 +47,7 @@ __all__ = [
     "Submitted",
     "ToolError",
     "freeze_index",
+    "guarded_cached_property",
     "guarded_names",
     "guest_getattr",
     "install_guards",
@@ -333,6 +334,22 @@ def _guarded_dataclass(dataclass: Callable[..., Any]) -> Callable[..., Any]:
     guarded.__name__ = guarded.__qualname__ = "dataclass"
     guarded.__doc__ = dataclass.__doc__
     return guarded
+
+
+def guarded_cached_property(base: type) -> type:
+    """`functools.cached_property` for the guest's own objects only: its `__get__` reads
+    `instance.__dict__[attrname]`, so on a builtin type (`object`) with an attrname the
+    guest chose it would hand out `object.__getattribute__`, a getattr with no guard."""
+
+    class cached_property(base):  # type: ignore[misc]
+        def __get__(self, instance: Any, owner: Any = None) -> Any:
+            if instance is not None and not _is_guest_object(instance):
+                raise TypeError("cached_property works on instances of your own classes only")
+            return super().__get__(instance, owner)
+
+    cached_property.__module__ = base.__module__
+    cached_property.__doc__ = base.__doc__
+    return cached_property
 
 
 def _outside_brackets(field: str) -> str:

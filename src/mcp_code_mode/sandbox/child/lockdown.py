@@ -25,6 +25,7 @@ from mcp_code_mode.sandbox.child.guest import (
     GUEST_ONLY_DUNDERS,
     REFUSED_DUNDERS,
     GuestRuntime,
+    guarded_cached_property,
     guarded_names,
 )
 
@@ -69,6 +70,9 @@ def lock_down(
         module = loaded.get(name)
         if module is not None:
             module.__dict__.update({b: guarded[b] for b in builtins})
+    functools: Any = loaded.get("functools")
+    if functools is not None:
+        functools.cached_property = guarded_cached_property(functools.cached_property)
     own: list[tuple[Callable[..., Any], frozenset[str]]] = [
         (GuestRuntime._import, audit.IMPORT_EVENTS),
         (worker._guest_line, frozenset(["object.__getattr__"])),

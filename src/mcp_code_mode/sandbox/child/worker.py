@@ -12,6 +12,7 @@ processes comes from the OS layers the host applies (see the local executor).
 from __future__ import annotations
 
 import ast
+import contextlib
 import io
 import json
 import signal
@@ -19,8 +20,8 @@ import sys
 import time
 import traceback
 from collections.abc import Callable
-from types import CodeType, FrameType
-from typing import TYPE_CHECKING, Any
+from types import CodeType, FrameType, TracebackType
+from typing import TYPE_CHECKING, Any, get_args
 
 from mcp_code_mode.sandbox.child.audit import Refused
 from mcp_code_mode.sandbox.child.guest import (
@@ -256,12 +257,30 @@ class _GuestModule:
 
 
 def _guest_line(tb: Any) -> int | None:
+    """The last guest line in a traceback (a guest exception may put anything there)."""
     line = None
-    while tb is not None:
+    while type(tb) is TracebackType:
         if tb.tb_frame.f_code.co_filename == GUEST_FILENAME:
             line = tb.tb_lineno
         tb = tb.tb_next
     return line
+
+
+def _line_of(exc: BaseException) -> int | None:
+    try:
+        return _guest_line(exc.__traceback__)
+    except BaseException:  # a guest exception class may make `__traceback__` anything
+        return None
+
+
+def _syntax_error(exc: SyntaxError) -> ErrorInfo:
+    """A SyntaxError's message and line; one the guest raised may hold any objects there."""
+    msg: Any = None
+    line: Any = None
+    with contextlib.suppress(BaseException):  # a subclass may make them properties that raise
+        msg, line = exc.msg, exc.lineno
+    text = msg if type(msg) is str else "invalid syntax"
+    return _error("SYNTAX_ERROR", f"SyntaxError: {text}", line)
 
 
 def _guest_traceback(exc: BaseException, source: str) -> str:
@@ -293,7 +312,27 @@ def _format_traceback(exc: BaseException, source: str) -> str:
 _ERROR_CHARS = 4000  # error messages are cut here: a guest can raise a 100 MB message
 
 
+_ERROR_CODES = frozenset(get_args(ErrorCode))
+
+
+def _safe_str(exc: BaseException) -> str:
+    """`str(exc)` of an exception the guest may have made: its `__str__` can raise."""
+    try:
+        text = str(exc)
+    except BaseException:
+        return "(the exception's message could not be shown)"
+    return text if type(text) is str else "(the exception's message is not text)"
+
+
 def _error(kind: ErrorCode, message: str, line: int | None) -> ErrorInfo:
+    """The `error` of a done message, whatever the guest put in the exception: the type
+    one of the codes, the message text (cut), the line an int or None."""
+    if kind not in _ERROR_CODES:
+        kind = "RUNTIME_ERROR"
+    if type(message) is not str:
+        message = "(the error's message is not text)"
+    if type(line) is not int:
+        line = None
     if len(message) > _ERROR_CHARS:
         message = message[:_ERROR_CHARS] + f"… [{len(message) - _ERROR_CHARS} more characters cut]"
     return {"type": kind, "message": message, "line": line}
@@ -369,23 +408,21 @@ def execute(
     except Submitted as exc:
         submitted = exc.fields
     except SyntaxError as exc:
-        error = _error("SYNTAX_ERROR", f"SyntaxError: {exc.msg}", exc.lineno)
+        error = _syntax_error(exc)
     except Fatal as exc:
-        error = _error(exc.error_type, exc.message, _guest_line(exc.__traceback__))
+        error = _error(exc.error_type, exc.message, _line_of(exc))
     except MemoryError as exc:
         error = _error(
             "MEMORY_LIMIT",
             "MemoryError: the run exceeded its memory limit (raise MCP_CODE_MEMORY_MB)",
-            _guest_line(exc.__traceback__),
+            _line_of(exc),
         )
     except ToolError as exc:
-        error = _error("TOOL_ERROR", f"ToolError: {exc}", _guest_line(exc.__traceback__))
+        error = _error("TOOL_ERROR", f"ToolError: {_safe_str(exc)}", _line_of(exc))
     except (ImportRefused, Refused) as exc:
-        error = _error("POLICY_VIOLATION", str(exc), _guest_line(exc.__traceback__))
+        error = _error("POLICY_VIOLATION", _safe_str(exc), _line_of(exc))
     except BaseException as exc:  # guest code may raise anything, SystemExit included
-        error = _error(
-            "RUNTIME_ERROR", _guest_traceback(exc, source), _guest_line(exc.__traceback__)
-        )
+        error = _error("RUNTIME_ERROR", _guest_traceback(exc, source), _line_of(exc))
     finally:
         if timer is not None:
             timer[1](0)
