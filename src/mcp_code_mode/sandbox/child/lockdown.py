@@ -4,9 +4,10 @@ Two parts, one idea: what guest code cannot name it cannot reach, and what it re
 cannot use.
 
 - Stdlib functions that apply attribute names the guest chose (`functools.update_wrapper`
-  and `wraps` read and write `assigned`/`updated`; `copy` applies a reducer's state) get
-  the guest's guarded `getattr`/`setattr` in their module's globals, which shadow the
-  builtins for exactly those modules.
+  and `wraps` read and write `assigned`/`updated`; `copy` applies a reducer's state;
+  `dataclasses` reads `Field.name`) get the guest's guarded `getattr`/`setattr` in their
+  module's globals, which shadow the builtins for exactly those modules; and
+  `functools.cached_property` reads only the guest's own objects' `__dict__`.
 - The audit hook (`audit`) decides every event that runs code, reaches frames or code
   objects, imports, or touches the OS, by the nearest frame that owns it.
 
