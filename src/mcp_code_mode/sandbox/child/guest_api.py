@@ -71,7 +71,7 @@ GUEST_API: tuple[GuestFunction, ...] = (
     GuestFunction(
         "list_servers",
         (),
-        "`[{name, status, tools, ...}]`: every upstream and how it is doing",
+        "`[{name, description, status, tool_count, error}]`: every upstream and how it is doing",
         query="list_servers",
     ),
     GuestFunction(
