@@ -17,7 +17,7 @@ from typing import Any
 from mcp import types as mcp_types
 
 from bench.specs import ToolSpec
-from mcp_code_mode.sandbox.pyodide import deno_binary, pyodide_dir
+from mcp_code_mode.sandbox.pyodide_setup import deno_binary, pyodide_dir
 from mcp_code_mode.settings import Settings
 from mcp_code_mode.tool_formatter import count_tokens
 

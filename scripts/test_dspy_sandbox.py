@@ -77,9 +77,8 @@ def checks(interp: Any) -> bool:
 
 async def main(config: str) -> int:
     settings = Settings()
-    # Interpreter sessions keep one worker alive between snippets; only the local executor
-    # has such workers so far, so sessions run there whatever MCP_EXECUTOR says.
-    print(f"executor: {settings.executor} (interpreter sessions run on the local executor)")
+    # The session holds one worker of the executor MCP_EXECUTOR names between snippets.
+    print(f"executor: {settings.executor}")
     async with Gateway.from_settings(settings, config) as gateway:
         interp = gateway.interpreter()
         try:

@@ -53,7 +53,7 @@ def write_config(tmp_path: Path) -> ConfigWriter:
 
 
 def pyodide_ready() -> bool:
-    from mcp_code_mode.sandbox.pyodide import deno_binary, pyodide_dir
+    from mcp_code_mode.sandbox.pyodide_setup import deno_binary, pyodide_dir
 
     return deno_binary() is not None and (pyodide_dir() / "pyodide.mjs").is_file()
 

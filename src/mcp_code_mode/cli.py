@@ -127,7 +127,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             from .check import check
 
             return asyncio.run(check(settings, as_json=args.json))
-        from .sandbox.pyodide import setup_pyodide
+        from .sandbox.pyodide_setup import setup_pyodide
 
         print(f"Pyodide is ready in {setup_pyodide(settings.cache_dir)}")
         return 0

@@ -15,11 +15,15 @@ from .errors import ConfigError
 __all__ = [
     "CONFIG_VARIABLE",
     "DEFAULT_ALLOWED_IMPORTS",
+    "ExecutorName",
     "Settings",
     "cache_root",
     "config_from_env",
     "env_files",
 ]
+
+ExecutorName = Literal["local", "pyodide"]
+"""MCP_EXECUTOR's values: the keys of `sandbox.launchers.LAUNCHERS`."""
 
 DEFAULT_ALLOWED_IMPORTS: tuple[str, ...] = (
     "json",
@@ -92,7 +96,7 @@ class Settings(BaseSettings):
         env_ignore_empty=True,
     )
 
-    executor: Literal["local", "pyodide"] = Field("local", validation_alias=_env("MCP_EXECUTOR"))
+    executor: ExecutorName = Field("local", validation_alias=_env("MCP_EXECUTOR"))
     timeout_s: float = Field(30.0, gt=0, validation_alias=_env("MCP_CODE_TIMEOUT_S"))
     max_timeout_s: float = Field(300.0, gt=0, validation_alias=_env("MCP_CODE_MAX_TIMEOUT_S"))
     memory_mb: int = Field(256, gt=0, validation_alias=_env("MCP_CODE_MEMORY_MB"))

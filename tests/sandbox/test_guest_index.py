@@ -17,11 +17,12 @@ import pytest
 import pytest_asyncio
 from dspy.primitives.code_interpreter import CodeExecutionError
 
+from mcp_code_mode.sandbox.backend import Worker
 from mcp_code_mode.sandbox.base import GuestIndex, Limits, ToolCallRecord
 from mcp_code_mode.sandbox.conversation import Conversation
 from mcp_code_mode.sandbox.executor import SandboxExecutor
 from mcp_code_mode.sandbox.interpreter import MCPCodeInterpreter
-from mcp_code_mode.sandbox.pool import Worker, Zygote
+from mcp_code_mode.sandbox.local import Zygote
 from mcp_code_mode.sandbox.protocol import RunMessage
 from mcp_code_mode.settings import DEFAULT_ALLOWED_IMPORTS
 

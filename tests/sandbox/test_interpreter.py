@@ -66,10 +66,15 @@ def test_a_killed_worker_ends_the_session() -> None:
             session.execute("x")
 
 
-async def test_gateway_interpreter_calls_upstream_tools(gateway: Gateway) -> None:
-    session = gateway.interpreter()
+async def test_gateway_interpreter_calls_upstream_tools(any_gateway: Gateway) -> None:
+    """The session's worker is of the executor MCP_EXECUTOR names (a Pyodide runner there)."""
+    session = any_gateway.interpreter()
     try:
         await asyncio.to_thread(session.start)
+        assert session.executor == any_gateway.executor.name
+        assert session._worker is not None
+        worker = type(session._worker).__name__
+        assert worker == ("PyodideRunner" if session.executor == "pyodide" else "WorkerProcess")
         out = await asyncio.to_thread(session.execute, "r = tools.testsrv.echo(text='via dspy')\nr")
         assert out == "'via dspy'"
         final = await asyncio.to_thread(session.execute, "SUBMIT(echoed=r)")

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from mcp_code_mode.gateway import Gateway
-from mcp_code_mode.sandbox.pool import Zygote
+from mcp_code_mode.sandbox.local import Zygote
 from mcp_code_mode.settings import DEFAULT_ALLOWED_IMPORTS
 
 from ..support import SECRET, TEST_SERVER, ConfigWriter, live_processes, server_entry, start_gateway

@@ -17,7 +17,8 @@ from fastmcp import Client
 from fastmcp.client.transports import StdioTransport
 
 from mcp_code_mode.gateway import Gateway
-from mcp_code_mode.sandbox.pool import WorkerPool, Zygote
+from mcp_code_mode.sandbox.local import Zygote
+from mcp_code_mode.sandbox.pool import WorkerPool
 from mcp_code_mode.sandbox.protocol import RunMessage
 from mcp_code_mode.sandbox.pyodide import PyodideLauncher
 from mcp_code_mode.settings import DEFAULT_ALLOWED_IMPORTS

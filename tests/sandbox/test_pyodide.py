@@ -312,17 +312,17 @@ def test_snapshots_in_use_are_not_pruned(tmp_path: Path) -> None:
     """Many configurations at once (several gateways, a test run beside a server): a
     snapshot used within the hour stays, however many there are; older ones beyond the
     three most recent go."""
-    from mcp_code_mode.sandbox.pyodide import _prune_snapshots
+    from mcp_code_mode.sandbox.pyodide_setup import prune_snapshots
 
     paths = [tmp_path / f"snapshot-{i}.bin" for i in range(6)]
     for i, path in enumerate(paths):
         path.write_bytes(b"x")
         os.utime(path, (time.time() - i, time.time() - i))
-    _prune_snapshots(paths[0])
+    prune_snapshots(paths[0])
     assert all(p.exists() for p in paths)
     for i, path in enumerate(paths[3:], start=3):
         os.utime(path, (time.time() - 7200 - i, time.time() - 7200 - i))
-    _prune_snapshots(paths[0])
+    prune_snapshots(paths[0])
     assert [p.exists() for p in paths] == [True, True, True, False, False, False]
 
 

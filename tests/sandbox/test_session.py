@@ -1,4 +1,5 @@
-"""`CodeSession`: snippets sharing one worker's namespace, a bounded number at once."""
+"""`CodeSession`: snippets sharing one worker's namespace, a bounded number at once (both
+executors: a local forked worker, a Pyodide runner held and never reset)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ import pytest
 from mcp_code_mode.gateway import Gateway
 
 
-async def test_sessions_keep_variables_and_wait_for_a_slot(gateway: Gateway) -> None:
+async def test_sessions_keep_variables_and_wait_for_a_slot(any_gateway: Gateway) -> None:
+    gateway = any_gateway
     executor = gateway.executor
     saved = executor.session_slots  # type: ignore[attr-defined]
     executor.session_slots = asyncio.Semaphore(1)  # type: ignore[attr-defined]
@@ -32,8 +34,9 @@ async def test_sessions_keep_variables_and_wait_for_a_slot(gateway: Gateway) -> 
 
 
 async def test_a_session_step_that_times_out_loses_the_variables_and_says_so(
-    gateway: Gateway,
+    any_gateway: Gateway,
 ) -> None:
+    gateway = any_gateway
     session = gateway.executor.open_session()
     assert session is not None
     try:
@@ -49,7 +52,10 @@ async def test_a_session_step_that_times_out_loses_the_variables_and_says_so(
 
 
 @pytest.mark.parametrize("code", ["import os", "x ="])
-async def test_a_refused_snippet_leaves_the_session_as_it_was(gateway: Gateway, code: str) -> None:
+async def test_a_refused_snippet_leaves_the_session_as_it_was(
+    any_gateway: Gateway, code: str
+) -> None:
+    gateway = any_gateway
     session = gateway.executor.open_session()
     assert session is not None
     try:

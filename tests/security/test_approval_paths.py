@@ -27,7 +27,7 @@ from mcp_code_mode import agent
 from mcp_code_mode.approval import ApprovalRequest
 from mcp_code_mode.config import load_config
 from mcp_code_mode.gateway import Gateway
-from mcp_code_mode.sandbox.pyodide import PYODIDE_VERSION
+from mcp_code_mode.sandbox.pyodide_setup import PYODIDE_VERSION
 from mcp_code_mode.settings import cache_root
 from mcp_code_mode.upstreams import Connect
 

@@ -15,8 +15,8 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from ..errors import CodeModeError, ErrorType, WorkerCrashed
+from .backend import Worker
 from .base import ToolRouter
-from .pool import Worker
 from .protocol import CallRequest, DoneMessage, Outcome, QueryRequest, ReplyMessage, RunMessage
 
 __all__ = ["LOG_POLL_S", "Conversation", "Hold"]

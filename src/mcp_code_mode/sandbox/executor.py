@@ -19,12 +19,13 @@ from typing import Any
 
 from ..errors import ErrorType, WorkerCrashed
 from ..settings import Settings
+from .backend import Launcher
 from .base import ErrorDetail, ExecutionResult, GuestIndex, Limits, Session, ToolRouter
 from .conversation import Conversation, Hold
+from .launchers import launcher_for
 from .policy import check_policy
-from .pool import Launcher, WorkerPool, Zygote
+from .pool import WorkerPool
 from .protocol import DoneMessage, RunMessage
-from .pyodide import PyodideLauncher
 
 __all__ = ["KILL_GRACE_S", "SandboxExecutor", "check_code", "from_done"]
 
@@ -51,13 +52,7 @@ class SandboxExecutor:
     @classmethod
     def from_settings(cls, settings: Settings) -> SandboxExecutor:
         """The executor MCP_EXECUTOR names, with the settings' imports, limits and pool."""
-        launcher: Launcher = Zygote(allowed_imports=settings.allowed_imports)
-        if settings.executor == "pyodide":
-            launcher = PyodideLauncher(
-                allowed_imports=settings.allowed_imports,
-                wheelhouse=settings.wheelhouse,
-                cache_dir=settings.cache_dir,
-            )
+        launcher = launcher_for(settings)
         return cls(
             launcher,
             allowed_imports=settings.allowed_imports,

@@ -1,11 +1,13 @@
 """`MCPCodeInterpreter`: dspy's `CodeInterpreter` protocol over our sandbox (sync, a session).
 
-One worker is held from `start()` to `shutdown()`, so variables persist between `execute()`
-calls, as dspy's protocol requires. Every snippet still passes the AST policy and runs under
-the worker's limits. `SUBMIT(**fields)` returns `FinalOutput(fields)`; a guest error raises
-`CodeExecutionError` (`SyntaxError` for syntax); a dead worker raises `CodeInterpreterError`,
-and the session is over. Guest tool calls go to `router` (e.g. a gateway's, see
-`Gateway.interpreter()`), run on `router_loop` when the router lives on another event loop.
+One worker of a `Launcher` (by default a local zygote's; `over()` takes the executor
+MCP_EXECUTOR names, so a Pyodide runner there) is held from `start()` to `shutdown()`, so
+variables persist between `execute()` calls, as dspy's protocol requires. Every snippet
+still passes the AST policy and runs under the worker's limits. `SUBMIT(**fields)` returns
+`FinalOutput(fields)`; a guest error raises `CodeExecutionError` (`SyntaxError` for
+syntax); a dead worker raises `CodeInterpreterError`, and the session is over. Guest tool
+calls go to `router` (e.g. a gateway's, see `Gateway.interpreter()`), run on `router_loop`
+when the router lives on another event loop.
 """
 
 from __future__ import annotations
@@ -22,12 +24,13 @@ from dspy.primitives.code_interpreter import (
     FinalOutput,
 )
 
-from ..errors import ToolCallFailed, WorkerCrashed
+from ..errors import CodeModeError, ToolCallFailed, WorkerCrashed
+from .backend import Launcher, Worker
 from .base import GuestIndex, Limits, ToolCallRecord, ToolRouter
 from .conversation import Conversation
 from .executor import KILL_GRACE_S
+from .local import Zygote
 from .policy import check_policy
-from .pool import Worker, Zygote
 from .protocol import DoneMessage, RunMessage
 
 if TYPE_CHECKING:
@@ -105,7 +108,10 @@ class MCPCodeInterpreter:
         allowed_imports: Sequence[str] = (),
         limits: Limits | None = None,
         timeout_s: float = 30.0,
+        launcher: Launcher | None = None,
     ) -> None:
+        """`launcher`: what starts the session's worker (default: a local zygote); it must
+        have `sessions`, and is started and closed by this interpreter."""
         from ..settings import DEFAULT_ALLOWED_IMPORTS
 
         self._router: ToolRouter = router or _NoTools()
@@ -118,7 +124,10 @@ class MCPCodeInterpreter:
         self.timeout_s = timeout_s
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
-        self._zygote: Zygote | None = None
+        self._launcher = launcher or Zygote(allowed_imports=self.allowed_imports)
+        if not self._launcher.sessions:
+            raise ValueError(f"the {self._launcher.name} executor keeps no state between runs")
+        self._started = False
         self._worker: Worker | None = None
         self._dead: str | None = None
 
@@ -127,9 +136,10 @@ class MCPCodeInterpreter:
         """A session whose tool calls go to `router` (a gateway's, on the running loop).
 
         Use it (it is synchronous) from another thread, e.g. through `asyncio.to_thread`.
-        Sessions run on the local executor's workers whatever MCP_EXECUTOR says (a session
-        keeps its state between snippets, which a reset Pyodide runner would not).
+        Its worker comes from the executor MCP_EXECUTOR names.
         """
+        from .launchers import launcher_for
+
         return cls(
             router=router,
             router_loop=asyncio.get_running_loop(),
@@ -137,7 +147,13 @@ class MCPCodeInterpreter:
             allowed_imports=settings.allowed_imports,
             limits=Limits.from_settings(settings),
             timeout_s=settings.timeout_s,
+            launcher=launcher_for(settings),
         )
+
+    @property
+    def executor(self) -> str:
+        """`local` or `pyodide`: the kind of worker the session runs in."""
+        return self._launcher.name
 
     @property
     def tools(self) -> dict[str, Callable[..., Any]]:
@@ -145,7 +161,7 @@ class MCPCodeInterpreter:
         return {}
 
     def start(self) -> None:
-        """Start the interpreter's loop thread, the zygote and the session's worker."""
+        """Start the interpreter's loop thread, the launcher and the session's worker."""
         if self._worker is not None:
             return
         if self._dead is not None:
@@ -156,11 +172,11 @@ class MCPCodeInterpreter:
         )
         self._thread.start()
         self._loop = loop
-        self._zygote = Zygote(allowed_imports=self.allowed_imports)
         try:
-            self._call(self._zygote.start())
-            self._worker = self._call(self._zygote.fork(memory_mb=self.limits.memory_mb))
-        except WorkerCrashed as exc:
+            self._started = True
+            self._call(self._launcher.start())
+            self._worker = self._call(self._launcher.fork(memory_mb=self.limits.memory_mb))
+        except CodeModeError as exc:  # e.g. WorkerCrashed, or no Deno for Pyodide
             self.shutdown()
             raise CodeInterpreterError(str(exc)) from None
 
@@ -203,18 +219,19 @@ class MCPCodeInterpreter:
         return output or None
 
     def shutdown(self) -> None:
-        """Kill the worker, stop the zygote and the loop thread; idempotent."""
+        """Kill the worker, stop the launcher and the loop thread; idempotent."""
         loop, self._loop = self._loop, None
         if loop is None:
             return
         worker, self._worker = self._worker, None
-        zygote, self._zygote = self._zygote, None
+        started, self._started = self._started, False
+        launcher = self._launcher
 
         async def close() -> None:
             if worker is not None:
                 await worker.dispose()
-            if zygote is not None:
-                await zygote.aclose()
+            if started:
+                await launcher.aclose()
 
         asyncio.run_coroutine_threadsafe(close(), loop).result(timeout=30)
         loop.call_soon_threadsafe(loop.stop)

@@ -11,8 +11,7 @@ network, file writes or subprocesses. Wasm memory is capped with V8's
 local executor's: the runner loads our guest runtime (`guest.py`, `worker.py`) into Pyodide
 and bridges tool calls to the host over stdin/stdout.
 
-`setup_pyodide()` installs the npm `pyodide` package into a cache with npm; the Deno binary
-comes from the `deno` PyPI package (the `[pyodide]` extra).
+What a runner needs on disk (Pyodide, Deno, snapshots) comes from `pyodide_setup`.
 """
 
 from __future__ import annotations
@@ -26,34 +25,32 @@ import logging
 import os
 import resource
 import secrets
-import shutil
 import signal
-import subprocess
-import sys
 import tempfile
-import time
 from importlib import resources
 from pathlib import Path
 
 from ..errors import CodeModeError, WorkerCrashed
-from ..settings import cache_root
+from ..settings import Settings, cache_root
 from .base import GuestIndex
 from .channel import LINE_LIMIT, Channel
 from .protocol import ChildMessage, HostMessage, RunnerInitMessage
+from .pyodide_setup import (
+    NO_DENO,
+    PYODIDE_VERSION,
+    deno_binary,
+    prune_snapshots,
+    pyodide_dir,
+)
 
-__all__ = ["PYODIDE_VERSION", "PyodideLauncher", "pyodide_dir", "setup_pyodide"]
+__all__ = ["PyodideLauncher", "PyodideRunner"]
 
 logger = logging.getLogger(__name__)
 
-PYODIDE_VERSION = "0.29.4"
 _START_TIMEOUT_S = 60.0
 _RESET_TIMEOUT_S = 2.0  # a reset takes milliseconds; a caller may wait this long for one
 _MAX_RUNS = 1000  # per runner, then it is replaced: bounds whatever slowly accumulates
 _SHARED_FILES = ("__init__.py", "protocol.py")  # of `sandbox/`; `sandbox/child/` goes whole
-
-
-_KEPT_SNAPSHOTS = 3  # per Pyodide version: one per recent set of allowed imports and wheels
-_SNAPSHOT_IN_USE_S = 3600.0  # younger snapshots are never pruned (their gateway may run)
 
 
 def _guest_sources() -> dict[str, str]:
@@ -69,56 +66,6 @@ def _guest_sources() -> dict[str, str]:
         }
     )
     return files
-
-
-def pyodide_dir(cache_dir: str | None = None) -> Path:
-    """Where `setup_pyodide()` puts the npm package."""
-    return cache_root(cache_dir) / f"pyodide-{PYODIDE_VERSION}" / "node_modules" / "pyodide"
-
-
-def deno_binary() -> str | None:
-    try:
-        import deno  # the PyPI package that ships the binary ([pyodide] extra)
-
-        path: str = deno.find_deno_bin()
-        return path
-    except (ImportError, FileNotFoundError, AttributeError):
-        return shutil.which("deno")
-
-
-_NO_DENO = (
-    "Deno to run Pyodide: the `deno` package of the [pyodide] extra (`pip install -e "
-    "'.[pyodide]'` in a clone; `pipx install '.[pyodide]'` or `uv tool install '.[pyodide]'` "
-    "for the command alone), or Deno (https://deno.com) on the PATH"
-)
-_NO_NODE = (
-    "Node.js and npm to install Pyodide from the npm registry, once: e.g. "
-    "`apt-get install nodejs npm` or https://nodejs.org"
-)
-
-
-def setup_pyodide(cache_dir: str | None = None) -> Path:
-    """Install npm `pyodide` into the cache (from the npm registry only); returns its folder.
-    What is missing (Deno to run it, Node.js and npm to install it) is said first, all of it."""
-    target = pyodide_dir(cache_dir)
-    missing = [] if deno_binary() is not None else [_NO_DENO]
-    installed = (target / "pyodide.mjs").is_file()
-    npm = shutil.which("npm")
-    if not installed and (npm is None or shutil.which("node") is None):
-        missing.append(_NO_NODE)
-    if missing:
-        raise CodeModeError("the Pyodide executor needs " + "; and ".join(missing))
-    if installed or npm is None:
-        return target
-    prefix = target.parent.parent
-    prefix.mkdir(parents=True, exist_ok=True)
-    command = [npm, "install", "--no-audit", "--no-fund", "--prefix", str(prefix)]
-    proc = subprocess.run(
-        [*command, f"pyodide@{PYODIDE_VERSION}"], capture_output=True, text=True, check=False
-    )
-    if proc.returncode != 0 or not (target / "pyodide.mjs").is_file():
-        raise CodeModeError(f"npm install pyodide@{PYODIDE_VERSION} failed:\n{proc.stderr[-2000:]}")
-    return target
 
 
 class PyodideRunner:
@@ -194,7 +141,7 @@ class PyodideLauncher:
     """Starts warm Pyodide runners; plays the zygote's part for the worker pool."""
 
     name = "pyodide"
-    sessions = False  # a runner is reset after each run
+    sessions = True  # a session holds a runner, never reset, until it ends; other runs reset it
 
     def __init__(
         self,
@@ -213,11 +160,19 @@ class PyodideLauncher:
         self._snapshot: Path | None = None
         self._wheels: dict[str, str] = {}
 
+    @classmethod
+    def from_settings(cls, settings: Settings) -> PyodideLauncher:
+        return cls(
+            allowed_imports=settings.allowed_imports,
+            wheelhouse=settings.wheelhouse,
+            cache_dir=settings.cache_dir,
+        )
+
     async def start(self) -> None:
         self._deno = deno_binary()
         self._dir = pyodide_dir(self._cache_dir)
         if self._deno is None:
-            raise CodeModeError(f"MCP_EXECUTOR=pyodide needs {_NO_DENO}")
+            raise CodeModeError(f"MCP_EXECUTOR=pyodide needs {NO_DENO}")
         if not (self._dir / "pyodide.mjs").is_file():
             raise CodeModeError(
                 "MCP_EXECUTOR=pyodide needs Pyodide: run `mcp-code-mode setup pyodide` first"
@@ -280,7 +235,7 @@ class PyodideLauncher:
         path = cache_root(self._cache_dir) / f"pyodide-{PYODIDE_VERSION}" / f"snapshot-{digest}.bin"
         if path.is_file():
             with contextlib.suppress(OSError):
-                os.utime(path)  # recently used: kept by `_prune_snapshots`
+                os.utime(path)  # recently used: kept by `prune_snapshots`
             return path
         self._snapshot = None
         logger.warning(
@@ -301,7 +256,7 @@ class PyodideLauncher:
             partial.unlink(missing_ok=True)
             return None  # runners then load Pyodide from scratch: slower, same behaviour
         partial.replace(path)
-        _prune_snapshots(path)
+        prune_snapshots(path)
         return path
 
     def _read_wheels(self) -> dict[str, str]:
@@ -387,24 +342,3 @@ def _cap_process_memory(pid: int, memory_mb: int) -> None:
     limit = (used_kb // 1024 + memory_mb + _MEMORY_SLACK_MB) * 1024 * 1024
     with contextlib.suppress(OSError, ValueError):
         resource.prlimit(pid, resource.RLIMIT_DATA, (limit, limit))
-
-
-def _prune_snapshots(keep: Path) -> None:
-    """Remove all but the most recently used snapshots (20 MB each) beside `keep`, and none
-    used within the last hour: a gateway of another configuration may be running on it."""
-    snapshots = sorted(
-        keep.parent.glob("snapshot-*.bin"), key=lambda p: p.stat().st_mtime, reverse=True
-    )
-    stale = time.time() - _SNAPSHOT_IN_USE_S
-    for old in snapshots[_KEPT_SNAPSHOTS:]:
-        with contextlib.suppress(OSError):
-            if old != keep and old.stat().st_mtime < stale:
-                old.unlink()
-
-
-def _main() -> None:  # pragma: no cover - a manual check: python -m ...pyodide
-    print(setup_pyodide(), file=sys.stderr)
-
-
-if __name__ == "__main__":
-    _main()

@@ -6,7 +6,9 @@
 // Speaks the worker protocol on stdin/stdout (JSON lines): `init` (the guest runtime's
 // Python sources, the allowed imports, a token) -> `ready`; then, over and over, one `run`
 // -> `call`/`query` requests answered by `reply` lines -> `done`, and `reset` -> `ready`
-// again (or `retired`, and the process exits). Nothing is fetched from the network: Pyodide
+// again (or `retired`, and the process exits). A first `run` with `"session": true` starts a
+// session instead: later session runs continue from its state, and the runner is never
+// reset (the host disposes of it when the session ends). Nothing is fetched from the network: Pyodide
 // loads from the local npm directory, and Deno grants read access to it only (no env, net,
 // write or run). Python's stdout/stderr never reach the protocol.
 //
@@ -353,15 +355,17 @@ function withIndex(line, message) {
 writeLine(JSON.stringify({ op: "ready", pid: Deno.pid, token }));
 let runs = 0;
 let dirty = false;
+let session = false; // the runs since the last reset are one session's (never reset after)
 for (;;) {
   const line = readLine();
   const message = JSON.parse(line);
-  if (message.op === "run" && !dirty) {
+  if (message.op === "run" && (!dirty || (session && message.session === true))) {
+    if (!dirty) session = message.session === true;
     dirty = true;
     runs += 1;
     inbox = encoder.encode(withIndex(line, message) + "\n");
     await runOne(); // Python reads the run from /dev/mcp_host and writes `done` there
-  } else if (message.op === "reset" && dirty) {
+  } else if (message.op === "reset" && dirty && !session) {
     const reason = reset(runs);
     if (reason) {
       writeLine(JSON.stringify({ op: "retired", reason }));

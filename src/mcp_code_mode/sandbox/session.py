@@ -6,7 +6,7 @@ run limits (its own time limit; the worker's memory limit holds for the session)
 `SandboxExecutor.session_slots` sessions hold a worker at once, the rest wait. A step
 that times out or crashes loses the worker, and with it the variables: the result says so,
 and the next step gets a fresh worker. Only launchers whose workers keep a namespace
-(`Launcher.sessions`: the local executor) have sessions.
+(`Launcher.sessions`: both executors) have sessions.
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ import time
 from typing import Any
 
 from ..errors import ErrorType, WorkerCrashed
+from .backend import Worker
 from .base import ExecutionResult, GuestIndex, ToolRouter
 from .conversation import Conversation, Hold
 from .executor import KILL_GRACE_S, SandboxExecutor, check_code, from_done
-from .pool import Worker
 
 __all__ = ["LOST", "CodeSession"]
 

@@ -32,6 +32,7 @@ _READ_BYTES = 1 << 20
 _allowed: list[str] = []
 _fds: dict[str, int] = {}
 _index = worker.KnownIndex()  # the runner's JS adds the last index to a `run` without one
+_session: dict[str, dict[str, Any]] = {}  # a session's namespace, made by its first run
 
 
 def install_wheels(wheels: dict[str, str]) -> None:
@@ -88,11 +89,20 @@ def settle() -> None:
 
 
 def run_next() -> None:
-    """Read one `run` message from the host, run it, and write the `done` message back."""
+    """Read one `run` message from the host, run it, and write the `done` message back.
+
+    A session's runs share one namespace (the runner serves only that session and is
+    never reset: the host disposes of it when the session ends).
+    """
     message = loads(_read_line())
     run = worker.Run(_exchange, int(message["max_output_chars"]))
+    namespace = _session.setdefault("namespace", {}) if message.get("session") else None
     done = worker.execute(
-        message, run, GuestRuntime(run.request, _allowed), index=_index.for_run(message)
+        message,
+        run,
+        GuestRuntime(run.request, _allowed),
+        namespace,
+        index=_index.for_run(message),
     )
     _write_line(_encode(done))
 
