@@ -20,7 +20,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from .child.guest import ALWAYS_IMPORTABLE, BLOCKED_ATTRIBUTES, REFUSED_DUNDERS
+from .child.rules import ALWAYS_IMPORTABLE, BLOCKED_ATTRIBUTES, REFUSED_DUNDERS
 
 __all__ = ["BLOCKED_NAMES", "PolicyViolation", "check_policy"]
 
@@ -213,7 +213,7 @@ def _dunder_message(attr: str) -> str | None:
 
 def _check_attribute(node: ast.Attribute) -> str | None:
     if node.attr in ("__module__", "__class__") and not isinstance(node.ctx, ast.Load):
-        # Whose object it is decides what it may read (see guest._is_guest_object).
+        # Whose object it is decides what it may read (see guards.is_guest_object).
         return f"assigning {node.attr!r} is not allowed"
     if _is_dunder(node.attr):
         return _dunder_message(node.attr)

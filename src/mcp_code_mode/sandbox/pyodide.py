@@ -8,7 +8,7 @@ cover; see `pyodide_runner.mjs`). A run that timed out, crashed or was killed ta
 process with it. Deno grants read access to the Pyodide files only: no environment,
 network, file writes or subprocesses. Wasm memory is capped with V8's
 `--wasm-max-mem-pages`; a timeout kills the process group. The guest API is the same as the
-local executor's: the runner loads our guest runtime (`guest.py`, `worker.py`) into Pyodide
+local executor's: the runner loads our guest runtime (`sandbox/child/`) into Pyodide
 and bridges tool calls to the host over stdin/stdout.
 
 What a runner needs on disk (Pyodide, Deno, snapshots) comes from `pyodide_setup`.

@@ -21,13 +21,12 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from mcp_code_mode.sandbox.child import audit, worker
-from mcp_code_mode.sandbox.child.guest import (
+from mcp_code_mode.sandbox.child.guards import guarded_cached_property, guarded_names
+from mcp_code_mode.sandbox.child.guest import GuestRuntime
+from mcp_code_mode.sandbox.child.rules import (
     BLOCKED_ATTRIBUTES,
     GUEST_ONLY_DUNDERS,
     REFUSED_DUNDERS,
-    GuestRuntime,
-    guarded_cached_property,
-    guarded_names,
 )
 
 __all__ = ["GENERATED_CODE_FORBIDS", "lock_down"]

@@ -1,7 +1,7 @@
 """The Python side of the Pyodide runner: prepare the interpreter, then run one `run` at a time.
 
-Loaded into Pyodide's in-memory file system by `pyodide_runner.mjs` together with
-`guest.py`, `protocol.py` and `worker.py`; never imported by the host. Stdlib only.
+Loaded into Pyodide's in-memory file system by `pyodide_runner.mjs` together with the rest
+of `sandbox/child/` and `protocol.py`; never imported by the host. Stdlib only.
 
 The host is reached through two character devices the runner registers, never through
 Pyodide's JavaScript FFI (see the runner): `/dev/mcp_host` carries protocol lines both
@@ -20,8 +20,9 @@ from json import dumps, loads  # bound now: guest code may replace `json.dumps`
 from typing import Any
 
 from mcp_code_mode.sandbox.child import worker
-from mcp_code_mode.sandbox.child.guest import LAZY_HELPERS, GuestRuntime
+from mcp_code_mode.sandbox.child.guest import GuestRuntime
 from mcp_code_mode.sandbox.child.lockdown import lock_down
+from mcp_code_mode.sandbox.child.rules import LAZY_HELPERS
 
 __all__ = ["attach", "install_wheels", "preload", "run_next", "settle"]
 

@@ -24,20 +24,11 @@ from types import CodeType, FrameType, TracebackType
 from typing import TYPE_CHECKING, Any, get_args
 
 from mcp_code_mode.sandbox.child.audit import Refused
-from mcp_code_mode.sandbox.child.guest import (
-    GUEST_MODULE,
-    GUEST_ONLY_DUNDERS,
-    HOST_CALLS,
-    PRIVATE_OK,
-    Fatal,
-    GuestIndex,
-    GuestRuntime,
-    ImportRefused,
-    Submitted,
-    ToolError,
-    freeze_index,
-    install_guards,
-)
+from mcp_code_mode.sandbox.child.guards import install_guards
+from mcp_code_mode.sandbox.child.guest import Fatal, GuestRuntime, ImportRefused, Submitted
+from mcp_code_mode.sandbox.child.guest_api import HOST_CALLS
+from mcp_code_mode.sandbox.child.rules import GUEST_MODULE, GUEST_ONLY_DUNDERS, PRIVATE_OK
+from mcp_code_mode.sandbox.child.tools_view import GuestIndex, ToolError, freeze_index
 from mcp_code_mode.sandbox.protocol import DoneMessage, ErrorCode, ErrorInfo
 
 if TYPE_CHECKING:  # not loaded under Pyodide, which has no mirror
@@ -172,7 +163,7 @@ class _Capture(io.TextIOBase):
 class _Rewrite(ast.NodeTransformer):
     """`await tools.x.y(...)` → `tools.x.y(...)` (guest calls are synchronous), and
     `obj._x` (a read) → `_mcp_getattr_(obj, "_x")`, which allows the private attributes
-    of the guest's own objects only (see `guest.guest_getattr`)."""
+    of the guest's own objects only (see `guards.guest_getattr`)."""
 
     def visit_Await(self, node: ast.Await) -> ast.AST:
         self.generic_visit(node)

@@ -33,7 +33,7 @@ import time
 from typing import Any
 
 from mcp_code_mode.sandbox.child import worker
-from mcp_code_mode.sandbox.child.guest import LAZY_HELPERS, GuestRuntime
+from mcp_code_mode.sandbox.child.guest import GuestRuntime
 from mcp_code_mode.sandbox.child.isolation import (
     confine,
     detect_layers,
@@ -42,6 +42,7 @@ from mcp_code_mode.sandbox.child.isolation import (
 )
 from mcp_code_mode.sandbox.child.lockdown import lock_down
 from mcp_code_mode.sandbox.child.output_mirror import OutputMirror
+from mcp_code_mode.sandbox.child.rules import LAZY_HELPERS
 from mcp_code_mode.sandbox.protocol import decode, encode, write_message
 
 __all__ = ["main", "serve"]

@@ -1,0 +1,256 @@
+"""The run-time guards: attribute access, formatting and stdlib entry points for guest code.
+
+They close the routes by which code the policy never saw reaches the real builtins:
+`getattr(str, 'format')` (fields that walk attributes), string annotations evaluated by
+`typing` with a globals dict that lacks `__builtins__`, private attributes of objects that
+are not the guest's own, and stdlib helpers that apply names the guest chose (through
+`guarded_names`, see `lockdown`). They are a language-level layer that gives clear errors,
+not the boundary: the OS layers of the worker are.
+"""
+
+from __future__ import annotations
+
+import sys
+import types
+from collections.abc import Callable
+from typing import Any
+
+from mcp_code_mode.sandbox.child.rules import (
+    BLOCKED_ATTRIBUTES,
+    GUEST_MODULE,
+    GUEST_ONLY_DUNDERS,
+    PRIVATE_OK,
+    REFUSED_DUNDERS,
+)
+from mcp_code_mode.sandbox.child.tools_view import Frozen, is_identifier_of
+
+__all__ = [
+    "guarded_cached_property",
+    "guarded_dataclass",
+    "guarded_names",
+    "guest_getattr",
+    "install_guards",
+    "is_blocked",
+    "is_guest_object",
+    "is_private",
+    "safe_delattr",
+    "safe_hasattr",
+    "safe_setattr",
+]
+
+
+def is_blocked(name: object) -> bool:
+    """Refused on any object: the reaching dunders and the blocked attributes."""
+    return isinstance(name, str) and (name in REFUSED_DUNDERS or name in BLOCKED_ATTRIBUTES)
+
+
+def is_private(name: str) -> bool:
+    return name.startswith("_") and not _is_dunder(name) and name not in PRIVATE_OK
+
+
+def _is_dunder(name: str) -> bool:
+    return name.startswith("__") and name.endswith("__") and len(name) > 4
+
+
+def is_guest_object(obj: Any) -> bool:
+    """The guest's own: a function it defined (its globals are the guest's namespace), a
+    method of one, an instance of a class it defined, or such a class."""
+    if isinstance(obj, types.MethodType):
+        obj = obj.__func__
+    if isinstance(obj, types.FunctionType):
+        main = sys.modules.get(GUEST_MODULE)
+        return main is not None and obj.__globals__ is getattr(main, "__dict__", None)
+    cls = obj if isinstance(obj, type) else type(obj)
+    # `__module__` of a class cannot be set by the guest (`safe_setattr`, the policy).
+    return getattr(cls, "__module__", None) == GUEST_MODULE and not issubclass(cls, Frozen)
+
+
+def _refusal(obj: Any, name: str) -> str | None:
+    """Why guest code may not read `obj.<name>`, or None when it may."""
+    if is_identifier_of(obj, name):
+        return None
+    if is_blocked(name):
+        return f"access to attribute {name!r} is not allowed"
+    if (is_private(name) or name in GUEST_ONLY_DUNDERS) and not is_guest_object(obj):
+        return (
+            f"access to private attribute {name!r} of a {type(obj).__name__} object is not "
+            "allowed (private attributes of your own classes are fine)"
+        )
+    return None
+
+
+def guest_getattr(obj: Any, name: str, *default: Any) -> Any:
+    """`getattr` for guest code, and what `obj._x` in guest source compiles to.
+
+    `str.format` / `format_map` come back guarded: their fields may not walk attributes
+    or items, which would reach anything through the real `getattr`.
+    """
+    reason = _refusal(obj, name) if isinstance(name, str) else None
+    if reason is not None:
+        if default:
+            return default[0]
+        raise AttributeError(reason)
+    value = getattr(obj, name, *default)
+    if name in ("format", "format_map") and _is_str_or_kind(obj):
+        return _guarded_format(obj, name)
+    return value
+
+
+def _is_str_or_kind(obj: Any) -> bool:
+    """A str, or str or a subclass of it (whose `format` is str's own)."""
+    return isinstance(obj, str) or (isinstance(obj, type) and issubclass(obj, str))
+
+
+def _guarded_format(obj: Any, name: str) -> Callable[..., str]:
+    unbound = isinstance(obj, type)
+
+    def call(*args: Any, **kwargs: Any) -> str:
+        template, rest = (args[0], args[1:]) if unbound else (obj, args)
+        if not isinstance(template, str):
+            raise TypeError(f"str.{name}() needs a str")
+        _check_format(template)
+        method = getattr(template, name)
+        return str(method(*rest, **kwargs))
+
+    return call
+
+
+def guarded_dataclass(dataclass: Callable[..., Any]) -> Callable[..., Any]:
+    """`dataclasses.dataclass` for guest classes: it compiles source text from the field
+    names, with the globals of `sys.modules[cls.__module__]` (the real builtins when that
+    module does not exist), so the names must be identifiers and the class the guest's."""
+
+    def check(cls: Any) -> None:
+        if not isinstance(cls, type):
+            return
+        if getattr(cls, "__module__", None) != GUEST_MODULE:
+            raise TypeError("dataclass() takes classes defined by this code only")
+        import inspect  # the guest never gets this module; the guard only reads annotations
+
+        names = inspect.get_annotations(cls)
+        bad = [n for n in names if not (isinstance(n, str) and n.isidentifier())]
+        if bad:
+            raise TypeError(f"dataclass field names must be identifiers, not {bad[0]!r}")
+
+    def guarded(cls: Any = None, /, **options: Any) -> Any:
+        if cls is None:
+
+            def wrap(inner: Any) -> Any:
+                check(inner)
+                return dataclass(inner, **options)
+
+            return wrap
+        check(cls)
+        return dataclass(cls, **options)
+
+    guarded.__name__ = guarded.__qualname__ = "dataclass"
+    guarded.__doc__ = dataclass.__doc__
+    return guarded
+
+
+def guarded_cached_property(base: type) -> type:
+    """`functools.cached_property` for the guest's own objects only: its `__get__` reads
+    `instance.__dict__[attrname]`, so on a builtin type (`object`) with an attrname the
+    guest chose it would hand out `object.__getattribute__`, a getattr with no guard."""
+
+    class cached_property(base):  # type: ignore[misc]
+        def __get__(self, instance: Any, owner: Any = None) -> Any:
+            if instance is not None and not is_guest_object(instance):
+                raise TypeError("cached_property works on instances of your own classes only")
+            return super().__get__(instance, owner)
+
+    cached_property.__module__ = base.__module__
+    cached_property.__doc__ = base.__doc__
+    return cached_property
+
+
+def _outside_brackets(field: str) -> str:
+    """The parts of a field name outside `[...]`: `0[a.b].c` -> `0.c` (items may hold dots)."""
+    out, depth = [], 0
+    for char in field:
+        if char == "[":
+            depth += 1
+        elif char == "]":
+            depth = max(0, depth - 1)
+        elif depth == 0:
+            out.append(char)
+    return "".join(out)
+
+
+def _check_format(template: str, depth: int = 0) -> None:
+    import string
+
+    for _, field, spec, _ in string.Formatter().parse(template):
+        if field is not None and "." in _outside_brackets(field):
+            raise ValueError(
+                f"format field {{{field}}} looks up an attribute, which is not allowed "
+                "here; compute the value first, or use an f-string"
+            )
+        if spec and depth < 2:
+            _check_format(spec, depth + 1)
+
+
+def _library_getattr(obj: Any, name: str, *default: Any) -> Any:
+    """`getattr` for stdlib code that reads names the guest chose (`functools.wraps`):
+    the guard's, except that an object's `__dict__` (its attributes, not its module's
+    globals) may be read, as `update_wrapper` does on every wrapper, and the guest's own
+    objects may have attributes named like modules (a dataclass field `os`)."""
+    if name == "__dict__":
+        return getattr(obj, name, *default)
+    if isinstance(name, str) and name not in REFUSED_DUNDERS and is_guest_object(obj):
+        return getattr(obj, name, *default)  # a field may be called `os` on the guest's class
+    return guest_getattr(obj, name, *default)
+
+
+def guarded_names() -> dict[str, Callable[..., Any]]:
+    """The guarded builtins by name, for stdlib modules that apply the guest's names."""
+    return {
+        "getattr": _library_getattr,
+        "setattr": safe_setattr,
+        "hasattr": safe_hasattr,
+        "delattr": safe_delattr,
+    }
+
+
+def safe_hasattr(obj: Any, name: str) -> bool:
+    return (not isinstance(name, str) or _refusal(obj, name) is None) and hasattr(obj, name)
+
+
+def safe_setattr(obj: Any, name: str, value: Any) -> None:
+    relabel = name == "__module__" and isinstance(obj, type)
+    if is_blocked(name) or relabel or name in ("__dict__", "__class__"):
+        raise AttributeError(f"setting attribute {name!r} is not allowed")
+    setattr(obj, name, value)
+
+
+def safe_delattr(obj: Any, name: str) -> None:
+    if is_blocked(name):
+        raise AttributeError(f"deleting attribute {name!r} is not allowed")
+    delattr(obj, name)
+
+
+_GUARDS: list[bool] = []
+
+
+def install_guards(safe_builtins: dict[str, Any]) -> None:
+    """Make `typing` evaluate string annotations with the guest's builtins (once per process).
+
+    `typing.get_type_hints` (called by `functools.singledispatch().register`, for one)
+    evaluates annotation text with a globals dict that may lack `__builtins__` (an object
+    without `__globals__` gets `{}`); `eval` then inserts the *real* builtins, so
+    `x: "__import__('os')"` would reach `os`. Every evaluation goes through
+    `ForwardRef._evaluate`, so its globals get the guest's builtins.
+    """
+    import typing
+
+    if _GUARDS:
+        return
+    _GUARDS.append(True)
+    evaluate = typing.ForwardRef._evaluate
+
+    def guarded(self: Any, globalns: Any, localns: Any, *args: Any, **kwargs: Any) -> Any:
+        scope = dict(globalns) if isinstance(globalns, dict) else {}
+        scope["__builtins__"] = safe_builtins
+        return evaluate(self, scope, localns, *args, **kwargs)
+
+    typing.ForwardRef._evaluate = guarded  # type: ignore[method-assign]

@@ -1,0 +1,79 @@
+"""What `import x` gives guest code: a view of the module, never another module outside
+the allowlist, never the module's `__dict__`."""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Iterable
+from typing import Any
+
+from mcp_code_mode.sandbox.child.guards import guarded_dataclass, is_blocked, is_private
+from mcp_code_mode.sandbox.child.rules import GUEST_ONLY_DUNDERS, LAZY_HELPERS
+
+__all__ = ["ModuleView"]
+
+
+def _module_view_class(module: Any, allowed: frozenset[str], private: bool) -> type:
+    """A view class of its own per module: the module is held in closures, not in a slot
+    or attribute a guest could read (`type(view)._module` would hand out the real one)."""
+
+    def getattr_(self: Any, name: str) -> Any:
+        hidden = is_blocked(name) or name in GUEST_ONLY_DUNDERS
+        if hidden or (not private and is_private(name)):
+            raise AttributeError(f"access to attribute {name!r} is not allowed")
+        value = getattr(module, name)
+        if module.__name__ == "dataclasses" and name == "dataclass":
+            return guarded_dataclass(value)
+        if isinstance(value, type(builtins)):
+            root = value.__name__.partition(".")[0]
+            if root not in allowed and value.__name__ not in LAZY_HELPERS:
+                raise AttributeError(
+                    f"{module.__name__}.{name} is the module {value.__name__!r}, "
+                    "which is not allowed"
+                )
+            return ModuleView(value, allowed)
+        return value
+
+    def setattr_(self: Any, name: str, value: Any) -> None:
+        if is_blocked(name) or is_private(name):
+            raise AttributeError(f"setting attribute {name!r} is not allowed")
+        setattr(module, name, value)
+
+    def dir_(self: Any) -> Iterable[str]:
+        return [n for n in dir(module) if not is_blocked(n) and not is_private(n)]
+
+    def repr_(self: Any) -> str:
+        return f"<module {module.__name__!r}>"
+
+    namespace = {
+        "__slots__": (),
+        "__getattr__": getattr_,
+        "__setattr__": setattr_,
+        "__dir__": dir_,
+        "__repr__": repr_,
+    }
+    return type("module", (ModuleView,), namespace)
+
+
+_VIEW_CLASSES: dict[tuple[str, bool], type] = {}
+
+
+class ModuleView:
+    """What `import x` gives guest code: a module's attributes, but never another module
+    outside the allowlist (`enum.bltns` is builtins, `dataclasses.inspect` reaches frames).
+
+    Allowed submodules come back as views too; blocked names are refused as anywhere else.
+    `ModuleView(module, allowed)` builds an instance of a per-module subclass.
+    """
+
+    __slots__ = ()
+
+    def __new__(cls, module: Any, allowed: frozenset[str], *, private: bool = False) -> Any:
+        key = (module.__name__, private)
+        view_class = _VIEW_CLASSES.get(key)
+        if view_class is None:
+            view_class = _VIEW_CLASSES[key] = _module_view_class(module, allowed, private)
+        return object.__new__(view_class)
+
+    def __init__(self, module: Any, allowed: frozenset[str], *, private: bool = False) -> None:
+        pass

@@ -1,0 +1,139 @@
+"""What guest code may not name: the rules the policy (in the server) and the run-time
+guards (in the worker) share. Stdlib only; data, no behaviour."""
+
+from __future__ import annotations
+
+__all__ = [
+    "ALWAYS_IMPORTABLE",
+    "BLOCKED_ATTRIBUTES",
+    "GUEST_MODULE",
+    "GUEST_ONLY_DUNDERS",
+    "LAZY_HELPERS",
+    "PRIVATE_OK",
+    "REFUSED_DUNDERS",
+    "REMOVED_BUILTINS",
+]
+
+GUEST_MODULE = "__main__"
+"""The guest's module name: `if __name__ == "__main__":` runs, classes say `__main__`."""
+
+# Dunders that reach frames, code, globals, builtins, subclasses, raw attribute access or
+# pickling hooks. Every other dunder (`__name__`, `__class__`, `__init__`, `__cause__`,
+# `__doc__`, ...) is an ordinary read that reaches nothing new.
+REFUSED_DUNDERS = frozenset(
+    [
+        "__globals__",
+        "__code__",
+        "__builtins__",
+        "__subclasses__",
+        "__getattribute__",
+        "__setattr__",
+        "__delattr__",
+        "__reduce__",
+        "__reduce_ex__",
+        "__self__",
+        "__func__",
+        "__loader__",
+        "__spec__",
+        "__import__",
+        "__defaults__",
+        "__kwdefaults__",
+        "__objclass__",
+        "__getstate__",
+        "__setstate__",
+        "__class_getitem__",
+        "__path__",
+        "__file__",
+        "__cached__",
+        "__traceback__",
+        "__weakref__",
+    ]
+)
+# Read like private attributes: fine on the guest's own objects, classes and functions
+# (`self.__dict__`, `inc.__closure__`, `Item.__mro__`), refused on everything else (a
+# builtin class's `__dict__` holds its descriptors; a library closure holds the library's
+# internals; `().__class__.__base__` is the first step of the classic escape).
+GUEST_ONLY_DUNDERS = frozenset(["__dict__", "__closure__", "__mro__", "__bases__", "__base__"])
+# Private names any object may show: namedtuple's public API starts with `_`.
+PRIVATE_OK = frozenset(["_asdict", "_replace", "_fields", "_make", "_field_defaults"])
+# Imported whatever MCP_CODE_ALLOWED_IMPORTS says: a compiler directive, and two modules
+# ordinary code expects that reach nothing the OS layers do not hold (`operator`'s
+# attribute getters are blocked by name like everywhere else).
+ALWAYS_IMPORTABLE = frozenset(["__future__", "copy", "operator"])
+
+# Attributes that lead from harmless objects to frames, code, modules or processes.
+# The policy rejects them as literals; `getattr` & co. reject them as strings.
+BLOCKED_ATTRIBUTES = frozenset(
+    [
+        "gi_frame",
+        "gi_code",
+        "gi_yieldfrom",
+        "cr_frame",
+        "cr_code",
+        "cr_await",
+        "ag_frame",
+        "ag_code",
+        "tb_frame",
+        "tb_next",
+        "f_back",
+        "f_globals",
+        "f_locals",
+        "f_builtins",
+        "f_code",
+        "co_code",
+        "mro",
+        "os",
+        "sys",
+        "builtins",
+        "subprocess",
+        "create_subprocess_exec",
+        "create_subprocess_shell",
+        "open_connection",
+        "open_unix_connection",
+        "start_server",
+        "start_unix_server",
+        "subprocess_exec",
+        "subprocess_shell",
+        "create_connection",
+        "create_server",
+        "create_unix_connection",
+        "create_unix_server",
+        "create_datagram_endpoint",
+        "connect_read_pipe",
+        "connect_write_pipe",
+        "run_in_executor",
+        "to_thread",
+        "add_reader",
+        "add_writer",
+        "sock_connect",
+        "Formatter",  # string.Formatter().get_field resolves "0.os" with the real getattr
+        "get_field",
+        "get_value",
+        "vformat",
+        "format_field",
+        "get_type_hints",  # evaluates string annotations with the real builtins
+        "ForwardRef",
+        "attrgetter",  # operator's getters resolve dotted names with the real getattr
+        "methodcaller",
+        "__forward_code__",  # a code object compiled from a string the policy never saw
+        "cell_contents",  # what a closure holds: a library closure holds the library
+    ]
+)
+# Helpers that allowed modules import lazily; loaded ahead so the import succeeds in a worker.
+LAZY_HELPERS = ("_strptime", "calendar", "locale", "encodings.idna", "unicodedata", "time")
+REMOVED_BUILTINS = (
+    "open",
+    "exec",
+    "eval",
+    "compile",
+    "__import__",
+    "breakpoint",
+    "input",
+    "help",
+    "exit",
+    "quit",
+    "globals",
+    "locals",
+    "vars",
+    "memoryview",
+)

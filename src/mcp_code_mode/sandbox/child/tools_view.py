@@ -1,0 +1,175 @@
+"""`tools` and `tools.<server>`: read-only views of the guest index, made lazily.
+
+Nothing is made for the servers and tools a run does not use, so `tools` costs next to
+nothing whatever the size of the catalog. Guest code cannot change them (`Frozen`): the
+policy trusts what their names hold.
+"""
+
+from __future__ import annotations
+
+import difflib
+import types
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from mcp_code_mode.sandbox.child.rules import GUEST_ONLY_DUNDERS
+
+__all__ = [
+    "Frozen",
+    "GuestIndex",
+    "ToolError",
+    "Tools",
+    "UnknownName",
+    "freeze_index",
+    "is_identifier_of",
+]
+
+
+class ToolError(Exception):
+    """A failed tool call; catchable. Has `.server`, `.tool` and `.message`."""
+
+    def __init__(self, server: str, tool: str, message: str) -> None:
+        super().__init__(f"{server}.{tool}: {message}" if tool else f"{server}: {message}")
+        self.server = server
+        self.tool = tool
+        self.message = message
+
+
+class UnknownName(ToolError, AttributeError):
+    """An unknown server or tool: a ToolError for callers, an AttributeError for hasattr()."""
+
+
+class Frozen:
+    """Guest code cannot change `tools` or a server: the policy trusts what their names hold."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"{self!r} cannot be changed")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"{self!r} cannot be changed")
+
+
+_Bind = Callable[[str, str], Callable[..., Any]]
+"""Makes the callable of one tool from its server's and its own original names."""
+
+GuestIndex = Mapping[str, Mapping[str, Any]]
+"""A guest index as workers keep it: read-only all the way down (see `freeze_index`)."""
+
+# Where `tools` and its servers keep what they make their attributes from: keys no attribute
+# name can spell, and private to guest code (these objects are not the guest's own).
+_BIND = "_ bind"
+_INDEX = "_ index"
+
+
+def freeze_index(servers: Mapping[str, Any]) -> GuestIndex:
+    """`servers` (server identifier -> {"name", "tools": {tool id: name}, "error"?}) as
+    read-only mappings: a worker keeps its index from run to run, so no run may change it."""
+    return types.MappingProxyType(
+        {
+            ident: types.MappingProxyType(
+                {**spec, "tools": types.MappingProxyType(dict(spec.get("tools", {})))}
+            )
+            for ident, spec in servers.items()
+        }
+    )
+
+
+def _refuse_reinit(obj: Frozen) -> None:
+    """`tools.__class__.__init__(tools, ...)` would change what the policy trusts."""
+    if _BIND in obj.__dict__:
+        raise AttributeError(f"{type(obj).__name__} objects cannot be changed")
+
+
+class _Server(Frozen):
+    """`tools.<server>`: one attribute per tool, each made when it is first read."""
+
+    _name: str
+    _error: str | None
+    _tools: Mapping[str, str]
+
+    def __init__(self, bind: _Bind, spec: Mapping[str, Any]) -> None:
+        _refuse_reinit(self)
+        name: str = spec["name"]
+        tools: Mapping[str, str] = types.MappingProxyType(spec.get("tools", {}))
+        self.__dict__[_BIND] = bind
+        # A tool named like an attribute of this class would be hidden by it: made now.
+        for tool_id in _SERVER_ATTRIBUTES:
+            if tool_id in tools:
+                self.__dict__[tool_id] = bind(name, tools[tool_id])
+        # Set last: a tool whose identifier is one of these stays reachable by call_tool().
+        self.__dict__.update(_name=name, _error=spec.get("error"), _tools=tools)
+
+    def __getattr__(self, name: str) -> Any:
+        state = self.__dict__
+        tools = state.get("_tools")
+        if tools is not None and name in tools:
+            tool = state[name] = state[_BIND](state["_name"], tools[name])
+            return tool
+        if name.startswith("_"):
+            raise AttributeError(name)
+        if self._error:
+            raise UnknownName(self._name, name, self._error)
+        raise UnknownName(self._name, name, f"no tool {name!r}{_closest(name, self._tools)}")
+
+    def __dir__(self) -> Iterable[str]:
+        return list(self._tools)
+
+    def __repr__(self) -> str:
+        return f"<tools.{self._name}: {', '.join(self._tools) or 'no tools'}>"
+
+
+class Tools(Frozen):
+    """`tools`: one attribute per server, each made when it is first read.
+
+    Nothing is made for the servers and tools a run does not use, so `tools` costs next to
+    nothing whatever the size of the catalog.
+    """
+
+    _names: list[str]
+
+    def __init__(self, bind: _Bind, index: GuestIndex) -> None:
+        _refuse_reinit(self)
+        self.__dict__[_BIND] = bind
+        self.__dict__[_INDEX] = index
+        # A server named like an attribute of this class would be hidden by it: made now.
+        for ident in _TOOLS_ATTRIBUTES:
+            if ident in index:
+                self.__dict__[ident] = _Server(bind, index[ident])
+        self.__dict__["_names"] = list(index)
+
+    def __getattr__(self, name: str) -> Any:
+        state = self.__dict__
+        index = state.get(_INDEX)
+        if index is not None and name in index:
+            server = state[name] = _Server(state[_BIND], index[name])
+            return server
+        if name.startswith("_"):
+            raise AttributeError(name)
+        raise UnknownName(name, "", f"unknown server{_closest(name, self._names)}")
+
+    def __dir__(self) -> Iterable[str]:
+        return list(self._names)
+
+    def __repr__(self) -> str:
+        return f"<tools: {', '.join(self._names)}>"
+
+
+# What ordinary lookup finds on the class before `__getattr__` is asked.
+_SERVER_ATTRIBUTES = tuple(dir(_Server))
+_TOOLS_ATTRIBUTES = tuple(dir(Tools))
+
+
+def _closest(name: str, candidates: Iterable[str]) -> str:
+    options = list(candidates)
+    close = difflib.get_close_matches(name, options, n=3, cutoff=0.5)
+    hint = f"; did you mean {', '.join(close)}?" if close else ""
+    return f"{hint} (available: {', '.join(options) or 'none'})"
+
+
+def is_identifier_of(obj: Any, name: object) -> bool:
+    """A server of `tools` or a tool of `tools.<server>`: `_2fa` and `format` are fine there."""
+    if not isinstance(name, str) or name in GUEST_ONLY_DUNDERS:
+        return False  # `__dict__` & co. find the object's own, not a server or tool so named
+    if isinstance(obj, Tools):
+        return name in obj.__dict__.get(_INDEX, ())
+    return isinstance(obj, _Server) and name in obj._tools
