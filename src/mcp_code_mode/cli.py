@@ -8,7 +8,7 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -95,42 +95,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=level, stream=sys.stderr, format="%(message)s")
     try:
         settings = Settings.load(getattr(args, "config", None))
-        if args.command == "serve":
-            from .executor_server import serve  # the MCP server's stack: only to serve
-
-            asyncio.run(
-                serve(
-                    settings,
-                    config_path=args.config,
-                    transport=args.transport,
-                    host=args.host,
-                    port=args.port,
-                )
-            )
-            return 0
-        if args.command == "exec":
-            return asyncio.run(_exec(settings, args))
-        if args.command == "tools":
-            return asyncio.run(_tools(settings, args))
-        if args.command == "run":
-            return asyncio.run(_run(settings, args))
-        if args.command == "runs":
-            from .runs_cli import show_runs
-
-            return show_runs(settings, last=args.last, run_id=args.id, as_json=args.json)
-        if args.command == "ui":
-            from .runs_page import runs_reader, serve_ui
-
-            asyncio.run(serve_ui(runs_reader(settings), port=args.port))
-            return 0
-        if args.command == "check":
-            from .check import check
-
-            return asyncio.run(check(settings, as_json=args.json))
-        from .sandbox.pyodide_setup import setup_pyodide
-
-        print(f"Pyodide is ready in {setup_pyodide(settings.cache_dir)}")
-        return 0
+        return _COMMANDS[args.command](settings, args)
     except CodeModeError as exc:
         print(f"mcp-code-mode: {exc}", file=sys.stderr)
         return 1 if args.command == "check" else 2  # check: 1 on any problem (contract §1)
@@ -139,6 +104,59 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # `mcp-code-mode runs | head`: the reader has had enough
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no error at exit
         return 0
+
+
+def _serve(settings: Settings, args: argparse.Namespace) -> int:
+    from .executor_server import serve  # the MCP server's stack: only to serve
+
+    asyncio.run(
+        serve(
+            settings,
+            config_path=args.config,
+            transport=args.transport,
+            host=args.host,
+            port=args.port,
+        )
+    )
+    return 0
+
+
+def _runs(settings: Settings, args: argparse.Namespace) -> int:
+    from .runs_cli import show_runs
+
+    return show_runs(settings, last=args.last, run_id=args.id, as_json=args.json)
+
+
+def _ui(settings: Settings, args: argparse.Namespace) -> int:
+    from .runs_page import runs_reader, serve_ui
+
+    asyncio.run(serve_ui(runs_reader(settings), port=args.port))
+    return 0
+
+
+def _check(settings: Settings, args: argparse.Namespace) -> int:
+    from .check import check
+
+    return asyncio.run(check(settings, as_json=args.json))
+
+
+def _setup(settings: Settings, args: argparse.Namespace) -> int:
+    from .sandbox.pyodide_setup import setup_pyodide
+
+    print(f"Pyodide is ready in {setup_pyodide(settings.cache_dir)}")
+    return 0
+
+
+_COMMANDS: dict[str, Callable[[Settings, argparse.Namespace], int]] = {
+    "serve": _serve,
+    "exec": lambda settings, args: asyncio.run(_exec(settings, args)),
+    "tools": lambda settings, args: asyncio.run(_tools(settings, args)),
+    "run": lambda settings, args: asyncio.run(_run(settings, args)),
+    "runs": _runs,
+    "ui": _ui,
+    "check": _check,
+    "setup": _setup,
+}
 
 
 def _read_source(args: argparse.Namespace) -> str:

@@ -17,7 +17,15 @@ from typing import Any
 from ..errors import CodeModeError, ErrorType, WorkerCrashed
 from .backend import Worker
 from .base import ToolRouter
-from .protocol import CallRequest, DoneMessage, Outcome, QueryRequest, ReplyMessage, RunMessage
+from .protocol import (
+    CallRequest,
+    ChildMessage,
+    DoneMessage,
+    Outcome,
+    QueryRequest,
+    ReplyMessage,
+    RunMessage,
+)
 
 __all__ = ["LOG_POLL_S", "Conversation", "Hold"]
 
@@ -92,31 +100,36 @@ class Conversation:
                         streaming.cancel()
                         await self._forward_logs(sink, request["logs"])  # ahead of the result
                     return request
-                if request["op"] in ("call", "query"):
-                    if any(not task.done() for task in self._tasks):
-                        # Guest calls are synchronous: a worker waits for each reply. One
-                        # that sends more has escaped its guest code; it may not make the
-                        # server do unbounded work.
-                        raise WorkerCrashed(
-                            "the worker sent a request before its previous one was answered"
-                        )
-                    self.requests += 1
-                    task = asyncio.create_task(self._answer(request))
-                    self._tasks.add(task)
-                    task.add_done_callback(self._tasks.discard)
-                else:
-                    raise WorkerCrashed(f"worker sent {request['op']!r} in the middle of a run")
+                self._answer_soon(request)
         finally:
             for task in list(self._tasks):
                 task.cancel()
             if streaming is not None and not streaming.done():  # no `done`: a crash, a kill
                 streaming.cancel()
                 assert sink is not None
-                lines = self._new_logs(self.worker.produced()[1])
-                if lines:  # not awaited: the run is ending, perhaps cancelled
-                    sending = asyncio.ensure_future(sink(lines))
-                    _last_lines.add(sending)
-                    sending.add_done_callback(_last_lines.discard)
+                self._send_last_logs(sink)
+
+    def _answer_soon(self, request: ChildMessage) -> None:
+        """Start answering a `call` or `query`; anything else mid-run ends the run."""
+        if request["op"] not in ("call", "query"):
+            raise WorkerCrashed(f"worker sent {request['op']!r} in the middle of a run")
+        if any(not task.done() for task in self._tasks):
+            # Guest calls are synchronous: a worker waits for each reply. One that sends
+            # more has escaped its guest code; it may not make the server do unbounded work.
+            raise WorkerCrashed("the worker sent a request before its previous one was answered")
+        self.requests += 1
+        task = asyncio.create_task(self._answer(request))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def _send_last_logs(self, sink: LogSink) -> None:
+        """The lines a worker that ended without `done` wrote since the last poll; not
+        awaited: the run is ending, perhaps cancelled."""
+        lines = self._new_logs(self.worker.produced()[1])
+        if lines:
+            sending = asyncio.ensure_future(sink(lines))
+            _last_lines.add(sending)
+            sending.add_done_callback(_last_lines.discard)
 
     async def _stream_logs(self, sink: LogSink) -> None:
         """Hand the run's new log lines to `sink` every `LOG_POLL_S`, as the worker wrote

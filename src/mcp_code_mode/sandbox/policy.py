@@ -170,37 +170,55 @@ def _check_node(
     node: ast.AST, allowed: frozenset[str], tool_names: set[ast.Attribute]
 ) -> str | None:
     if isinstance(node, ast.Import):
-        for alias in node.names:
-            if alias.name.partition(".")[0] not in allowed:
-                return _import_message(alias.name, allowed)
-    elif isinstance(node, ast.ImportFrom):
-        if node.level:
-            return "relative imports are not allowed"
-        if (node.module or "").partition(".")[0] not in allowed:
-            return _import_message(node.module or "", allowed)
-        for alias in node.names:
-            if alias.name == "*" or alias.name.startswith("_") or alias.name in BLOCKED_ATTRIBUTES:
-                return f"'from {node.module} import {alias.name}' is not allowed"
-    elif isinstance(node, ast.Name):
-        if node.id in BLOCKED_NAMES:
-            return f"use of {node.id!r} is not allowed"
-        if node.id in REFUSED_DUNDERS:
-            return f"dunder name {node.id!r} is not allowed"
-        if node.id in _UNASSIGNABLE and not isinstance(node.ctx, ast.Load):
-            # In a class body these decide whose class it is and what dataclasses compiles.
-            return f"assigning {node.id!r} is not allowed"
-    elif isinstance(node, ast.MatchClass):
-        # `case C(attr=x)` reads `attr` with the real getattr: no run-time check sees it.
-        for attr in node.kwd_attrs:
-            if attr.startswith("_") or attr in BLOCKED_ATTRIBUTES:
-                return (
-                    f"a class pattern may not read {attr!r}; match public attributes, "
-                    "or read it with getattr() in the case body"
-                )
-    elif isinstance(node, ast.Attribute):
-        if node in tool_names:
-            return _dunder_message(node.attr)
-        return _check_attribute(node)
+        return _check_import(node, allowed)
+    if isinstance(node, ast.ImportFrom):
+        return _check_import_from(node, allowed)
+    if isinstance(node, ast.Name):
+        return _check_name(node)
+    if isinstance(node, ast.MatchClass):
+        return _check_class_pattern(node)
+    if isinstance(node, ast.Attribute):
+        return _dunder_message(node.attr) if node in tool_names else _check_attribute(node)
+    return None
+
+
+def _check_import(node: ast.Import, allowed: frozenset[str]) -> str | None:
+    for alias in node.names:
+        if alias.name.partition(".")[0] not in allowed:
+            return _import_message(alias.name, allowed)
+    return None
+
+
+def _check_import_from(node: ast.ImportFrom, allowed: frozenset[str]) -> str | None:
+    if node.level:
+        return "relative imports are not allowed"
+    if (node.module or "").partition(".")[0] not in allowed:
+        return _import_message(node.module or "", allowed)
+    for alias in node.names:
+        if alias.name == "*" or alias.name.startswith("_") or alias.name in BLOCKED_ATTRIBUTES:
+            return f"'from {node.module} import {alias.name}' is not allowed"
+    return None
+
+
+def _check_name(node: ast.Name) -> str | None:
+    if node.id in BLOCKED_NAMES:
+        return f"use of {node.id!r} is not allowed"
+    if node.id in REFUSED_DUNDERS:
+        return f"dunder name {node.id!r} is not allowed"
+    if node.id in _UNASSIGNABLE and not isinstance(node.ctx, ast.Load):
+        # In a class body these decide whose class it is and what dataclasses compiles.
+        return f"assigning {node.id!r} is not allowed"
+    return None
+
+
+def _check_class_pattern(node: ast.MatchClass) -> str | None:
+    # `case C(attr=x)` reads `attr` with the real getattr: no run-time check sees it.
+    for attr in node.kwd_attrs:
+        if attr.startswith("_") or attr in BLOCKED_ATTRIBUTES:
+            return (
+                f"a class pattern may not read {attr!r}; match public attributes, "
+                "or read it with getattr() in the case body"
+            )
     return None
 
 

@@ -90,44 +90,15 @@ def install(
     or not guest code is on the stack: callbacks, finalizers and `repr` run guest-chosen
     callables with no guest frame.
     """
+    judge = _Judge(
+        guest_filename=guest_filename,
+        trusted=trusted,
+        checked=checked,
+        forbidden_names=forbidden_names,
+        allowed=frozenset(allowed_imports),
+        runners=runners,
+    )
     inside: list[bool] = []
-    armed: list[bool] = []
-    allowed = frozenset(allowed_imports)
-
-    def decide(event: str, args: tuple[Any, ...]) -> str | None:
-        try:
-            frame: types.FrameType | None = sys._getframe(2)
-        except ValueError:
-            frame = None
-        if event in ("compile", "exec") and _names_guest_code(event, args, guest_filename):
-            role = _runner_role(frame, runners)
-            if not role.startswith(event):
-                return "making or running code as guest code is not allowed"
-            if role == "exec":  # not "exec before": a worker's warm-up run arms nothing
-                armed.append(True)
-            return None
-        if event == "compile":
-            return None  # a code object is inert: running it is `exec` or `function.__new__`
-        innermost, nearest, guest = frame, True, False
-        while frame is not None:
-            code = frame.f_code
-            filename = code.co_filename if type(code.co_filename) is str else ""
-            if filename == guest_filename:
-                guest = True
-                break
-            events = trusted.get(code)
-            if events is not None:
-                if event in events:
-                    return _checked(event, args, code in checked, innermost, forbidden_names)
-                break
-            # the first frame that is not the import machinery's
-            nearest = nearest and filename.startswith("<frozen importlib")
-            frame = frame.f_back
-        if not armed and not guest:
-            return None  # the worker's own code, before any guest code ran
-        if granted(event, args, allowed, guest_imports=nearest):
-            return None
-        return _refusal(event, args)
 
     def hook(event: str, args: tuple[Any, ...]) -> None:
         if event in _FINE or inside:
@@ -138,13 +109,84 @@ def install(
             return
         inside.append(True)
         try:
-            reason = decide(event, args)
+            reason = judge.decide(event, args)
         finally:
             inside.pop()
         if reason is not None:
             raise Refused(reason)
 
     sys.addaudithook(hook)
+
+
+class _Judge:
+    """The hook's decisions (see `install`); `armed` once guest code has first run."""
+
+    def __init__(
+        self,
+        *,
+        guest_filename: str,
+        trusted: Mapping[types.CodeType, frozenset[str]],
+        checked: frozenset[types.CodeType],
+        forbidden_names: frozenset[str],
+        allowed: frozenset[str],
+        runners: Mapping[types.CodeType, str],
+    ) -> None:
+        self.guest_filename = guest_filename
+        self.trusted = trusted
+        self.checked = checked
+        self.forbidden_names = forbidden_names
+        self.allowed = allowed
+        self.runners = runners
+        self.armed = False
+
+    def decide(self, event: str, args: tuple[Any, ...]) -> str | None:
+        """Why `event` is refused, or None; judged by the frame that caused it."""
+        try:
+            frame: types.FrameType | None = sys._getframe(2)  # 0: here, 1: the hook
+        except ValueError:
+            frame = None
+        if event in ("compile", "exec") and _names_guest_code(event, args, self.guest_filename):
+            return self._guest_code(event, frame)
+        if event == "compile":
+            return None  # a code object is inert: running it is `exec` or `function.__new__`
+        innermost = frame
+        owner, guest, nearest = self._owner(event, frame)
+        if owner is not None:
+            return _checked(event, args, owner in self.checked, innermost, self.forbidden_names)
+        if not self.armed and not guest:
+            return None  # the worker's own code, before any guest code ran
+        if granted(event, args, self.allowed, guest_imports=nearest):
+            return None
+        return _refusal(event, args)
+
+    def _guest_code(self, event: str, frame: types.FrameType | None) -> str | None:
+        """Making or running `<guest>` code: only the worker's runner of that kind may."""
+        role = _runner_role(frame, self.runners)
+        if not role.startswith(event):
+            return "making or running code as guest code is not allowed"
+        if role == "exec":  # not "exec before": a worker's warm-up run arms nothing
+            self.armed = True
+        return None
+
+    def _owner(
+        self, event: str, frame: types.FrameType | None
+    ) -> tuple[types.CodeType | None, bool, bool]:
+        """Walking out from `frame`: the trusted helper's code that may cause `event` (or
+        None), whether guest code came first, and whether only import machinery stood
+        between (a lazy stdlib import, not the guest's own)."""
+        nearest = True
+        while frame is not None:
+            code = frame.f_code
+            filename = code.co_filename if type(code.co_filename) is str else ""
+            if filename == self.guest_filename:
+                return None, True, nearest
+            events = self.trusted.get(code)
+            if events is not None:
+                return (code if event in events else None), False, nearest
+            # the first frame that is not the import machinery's
+            nearest = nearest and filename.startswith("<frozen importlib")
+            frame = frame.f_back
+        return None, False, nearest
 
 
 def _text(args: tuple[Any, ...], index: int) -> str:

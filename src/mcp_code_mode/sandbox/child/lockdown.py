@@ -20,7 +20,7 @@ import sys
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from mcp_code_mode.sandbox.child import audit, worker
+from mcp_code_mode.sandbox.child import audit, outcome, rewrite, worker
 from mcp_code_mode.sandbox.child.guards import guarded_cached_property, guarded_names
 from mcp_code_mode.sandbox.child.guest import GuestRuntime
 from mcp_code_mode.sandbox.child.rules import (
@@ -75,15 +75,15 @@ def lock_down(
         functools.cached_property = guarded_cached_property(functools.cached_property)
     own: list[tuple[Callable[..., Any], frozenset[str]]] = [
         (GuestRuntime._import, audit.IMPORT_EVENTS),
-        (worker._guest_line, frozenset(["object.__getattr__"])),
-        (worker._format_traceback, frozenset(["object.__getattr__", "open"])),
+        (outcome.guest_line, frozenset(["object.__getattr__"])),
+        (outcome.format_traceback, frozenset(["object.__getattr__", "open"])),
     ]
     trusted, checked = audit.trusted_helpers(loaded, own)
-    runners = {worker.compile_guest.__code__: "compile", worker.execute.__code__: "exec"}
+    runners = {rewrite.compile_guest.__code__: "compile", worker.run_guest_code.__code__: "exec"}
     if warm_up is not None:
         runners[warm_up.__code__] = "exec before"
     audit.install(
-        guest_filename=worker.GUEST_FILENAME,
+        guest_filename=rewrite.GUEST_FILENAME,
         trusted=trusted,
         checked=checked,
         forbidden_names=GENERATED_CODE_FORBIDS,

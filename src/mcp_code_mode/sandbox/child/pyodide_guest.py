@@ -19,7 +19,7 @@ import sys
 from json import dumps, loads  # bound now: guest code may replace `json.dumps`
 from typing import Any
 
-from mcp_code_mode.sandbox.child import worker
+from mcp_code_mode.sandbox.child import rewrite, worker
 from mcp_code_mode.sandbox.child.guest import GuestRuntime
 from mcp_code_mode.sandbox.child.lockdown import lock_down
 from mcp_code_mode.sandbox.child.rules import LAZY_HELPERS
@@ -80,7 +80,7 @@ def attach() -> None:
         sys.modules.pop(name, None)
     # Run the snippet path once, so the first real run does not pay for warming it up.
     runtime = GuestRuntime(lambda message: [], _allowed)
-    exec(worker.compile_guest("_ = [1 + 1]\n_"), runtime.namespace({}, None))
+    exec(rewrite.compile_guest("_ = [1 + 1]\n_"), runtime.namespace({}, None))
     lock_down(_allowed)
 
 

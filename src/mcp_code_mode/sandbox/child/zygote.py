@@ -32,7 +32,7 @@ import tempfile
 import time
 from typing import Any
 
-from mcp_code_mode.sandbox.child import worker
+from mcp_code_mode.sandbox.child import rewrite, worker
 from mcp_code_mode.sandbox.child.guest import GuestRuntime
 from mcp_code_mode.sandbox.child.isolation import (
     confine,
@@ -157,6 +157,26 @@ class _Forked:
 def main() -> None:
     control = socket.socket(fileno=int(sys.argv[1]))
     forked = _Forked()
+    _exit_with_the_host(forked)
+    requests = _Control(control)
+    allowed, layers = _prepare(requests, control)
+    index = worker.KnownIndex()
+    while (request := requests.next()) is not None:
+        if request.get("op") == "index":
+            index = worker.KnownIndex(int(request["version"]), request["index"])
+            gc.freeze()  # as in `_prepare`: workers share the index without copying it
+            continue
+        options = {"allowed_imports": allowed, "layers": layers, "index": index}
+        if not _fork_one(request, requests.take_fds(), control, forked, options):
+            break  # the host closed the pool mid-fork
+    # The host closed the channel: what it did not dispose of is ours to clean up.
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    forked.remove_all()
+    os._exit(0)
+
+
+def _exit_with_the_host(forked: _Forked) -> None:
+    """When the host dies the kernel sends SIGTERM (and the channel ends): clean up, exit."""
     zygote = os.getpid()
 
     def host_gone(signum: int, frame: object) -> None:
@@ -164,10 +184,12 @@ def main() -> None:
             forked.remove_all()
         os._exit(0)
 
-    # When the host dies the kernel sends SIGTERM (and the channel ends): clean up, exit.
     signal.signal(signal.SIGTERM, host_gone)
     die_with_parent(signal.SIGTERM)
-    requests = _Control(control)
+
+
+def _prepare(requests: _Control, control: socket.socket) -> tuple[list[str], dict[str, bool]]:
+    """Read `init`, preload, probe the layers, lock the guest's view down, say `ready`."""
     init = requests.next()
     if init is None or init.get("op") != "init":
         os._exit(3)
@@ -178,49 +200,45 @@ def main() -> None:
     gc.freeze()  # keep the collector from touching (and so copying) preloaded objects in workers
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # workers are reaped by the kernel
     control.sendall(encode({"op": "ready", "pid": os.getpid(), "layers": layers}))
-    index = worker.KnownIndex()
-    while (request := requests.next()) is not None:
-        if request.get("op") == "index":
-            index = worker.KnownIndex(int(request["version"]), request["index"])
-            gc.freeze()  # as above: workers share the index without copying it
-            continue
-        fds = requests.take_fds()
-        workdir = tempfile.mkdtemp(prefix="mcp-code-")
-        forked.add(workdir)
-        pid = os.fork()
-        if pid == 0:
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)
-            forked.close_in_worker()
-            control.close()
-            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-            serve(
-                fds[0],
-                workdir=workdir,
-                memory_mb=int(request["memory_mb"]),
-                allowed_imports=allowed,
-                layers=layers,
-                index=index,
-                mirror_fd=fds[1] if len(fds) > 1 else None,
-            )
-            os._exit(0)
-        forked.forked(workdir, pid)
-        for fd in fds:
-            os.close(fd)
-        reply = {"op": "forked", "pid": pid, "workdir": workdir, "index_version": index.version}
-        try:
-            control.sendall(encode(reply))
-        except (BrokenPipeError, ConnectionResetError):  # the host closed the pool mid-fork
-            break
-    # The host closed the channel: what it did not dispose of is ours to clean up.
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    forked.remove_all()
-    os._exit(0)
+    return allowed, layers
+
+
+def _fork_one(
+    request: dict[str, Any],
+    fds: list[int],
+    control: socket.socket,
+    forked: _Forked,
+    options: dict[str, Any],
+) -> bool:
+    """Fork the worker `request` asks for and tell the host; False if the host is gone."""
+    workdir = tempfile.mkdtemp(prefix="mcp-code-")
+    forked.add(workdir)
+    pid = os.fork()
+    if pid == 0:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        forked.close_in_worker()
+        control.close()
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        mirror_fd = fds[1] if len(fds) > 1 else None
+        memory_mb = int(request["memory_mb"])
+        serve(fds[0], workdir=workdir, memory_mb=memory_mb, mirror_fd=mirror_fd, **options)
+        os._exit(0)
+    forked.forked(workdir, pid)
+    for fd in fds:
+        os.close(fd)
+    index: worker.KnownIndex = options["index"]
+    reply = {"op": "forked", "pid": pid, "workdir": workdir, "index_version": index.version}
+    try:
+        control.sendall(encode(reply))
+    except (BrokenPipeError, ConnectionResetError):
+        return False
+    return True
 
 
 def _warm_up(allowed_imports: list[str]) -> None:
     """Touch the run path once before `ready`, so its copy-on-write page faults happen now."""
     runtime = GuestRuntime(lambda message: [], allowed_imports)
-    exec(worker.compile_guest("_ = [1 + 1]\n_"), runtime.namespace({}, None))
+    exec(rewrite.compile_guest("_ = [1 + 1]\n_"), runtime.namespace({}, None))
 
 
 def serve(
@@ -233,7 +251,8 @@ def serve(
     index: worker.KnownIndex,
     mirror_fd: int | None = None,
 ) -> None:
-    """In a freshly forked worker: confine this process, say `ready`, run one snippet, report.
+    """In a freshly forked worker: confine this process, say `ready`, run one snippet (or a
+    session's), report.
 
     `index` is the guest index inherited from the zygote (maybe none yet).
     """
@@ -249,42 +268,9 @@ def serve(
     os.close(devnull)
     confine(workdir=workdir, memory_mb=memory_mb, layers=layers)
     _warm_up(allowed_imports)
-
-    request_id = [0]
-
-    def exchange(message: dict[str, Any] | None) -> dict[str, Any]:
-        if message is not None:
-            request_id[0] = message["id"]
-            write_message(pipe_out, message)
-        while True:
-            line = pipe_in.readline()
-            if not line:  # the host is gone
-                os._exit(3)
-            reply = decode(line)
-            if reply.get("op") == "pause":
-                return reply
-            if reply.get("op") == "reply" and reply.get("id") == request_id[0]:
-                return reply
-
-    namespace: dict[str, Any] | None = None
     try:
         write_message(pipe_out, {"op": "ready", "pid": os.getpid()})
-        while True:
-            line = pipe_in.readline()
-            if not line:  # the host is done with this worker (or gave up on it unused)
-                break
-            message = decode(line)
-            if message.get("op") != "run":
-                continue  # e.g. a reply that arrived after its run had timed out
-            set_cpu_limit(float(message["timeout_s"]))
-            run = worker.Run(exchange, int(message["max_output_chars"]), mirror)
-            if message.get("session") and namespace is None:
-                namespace = {}
-            runtime = GuestRuntime(run.request, allowed_imports)
-            done = worker.execute(message, run, runtime, namespace, index=index.for_run(message))
-            write_message(pipe_out, done)
-            if not message.get("session"):
-                break
+        _serve_runs(_Exchange(pipe_in, pipe_out), allowed_imports, index, mirror)
         pipe_out.close()
     except (BrokenPipeError, ConnectionResetError):
         pass  # the host went away (pool closing): nothing to report to
@@ -293,6 +279,52 @@ def serve(
         with contextlib.suppress(OSError):
             os.rmdir(workdir)  # the host removes it too when it knows it; a cancelled fork does not
     os._exit(0)
+
+
+class _Exchange:
+    """The worker's side of the pipe: requests out, the matching reply (or a pause) back."""
+
+    def __init__(self, pipe_in: Any, pipe_out: Any) -> None:
+        self.pipe_in = pipe_in
+        self.pipe_out = pipe_out
+        self._request_id = 0
+
+    def __call__(self, message: dict[str, Any] | None) -> dict[str, Any]:
+        if message is not None:
+            self._request_id = message["id"]
+            write_message(self.pipe_out, message)
+        while True:
+            line = self.pipe_in.readline()
+            if not line:  # the host is gone
+                os._exit(3)
+            reply = decode(line)
+            if reply.get("op") == "pause":
+                return reply
+            if reply.get("op") == "reply" and reply.get("id") == self._request_id:
+                return reply
+
+
+def _serve_runs(
+    exchange: _Exchange,
+    allowed_imports: list[str],
+    index: worker.KnownIndex,
+    mirror: OutputMirror | None,
+) -> None:
+    """One `run`, or a session's runs one after another in one namespace, until EOF."""
+    namespace: dict[str, Any] | None = None
+    while line := exchange.pipe_in.readline():  # EOF: the host is done with this worker
+        message = decode(line)
+        if message.get("op") != "run":
+            continue  # e.g. a reply that arrived after its run had timed out
+        set_cpu_limit(float(message["timeout_s"]))
+        run = worker.Run(exchange, int(message["max_output_chars"]), mirror)
+        if message.get("session") and namespace is None:
+            namespace = {}
+        runtime = GuestRuntime(run.request, allowed_imports)
+        done = worker.execute(message, run, runtime, namespace, index=index.for_run(message))
+        write_message(exchange.pipe_out, done)
+        if not message.get("session"):
+            return
 
 
 if __name__ == "__main__":

@@ -1,0 +1,151 @@
+"""What a run's end becomes in its `done` message: the error (type, message, line) of
+whatever the guest raised, and the result as JSON.
+
+Guest code may make its exceptions and results anything (a `__str__` that raises, a
+property where `lineno` was, a 100 MB message): every path here builds a valid message.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import traceback
+from collections.abc import Callable
+from types import TracebackType
+from typing import Any, get_args
+
+from mcp_code_mode.sandbox.child.audit import Refused
+from mcp_code_mode.sandbox.child.guest import Fatal, ImportRefused
+from mcp_code_mode.sandbox.child.rewrite import GUEST_FILENAME
+from mcp_code_mode.sandbox.child.tools_view import ToolError
+from mcp_code_mode.sandbox.protocol import ErrorCode, ErrorInfo
+
+__all__ = ["error_for", "format_traceback", "guest_line", "make_error", "result_value"]
+
+
+def error_for(exc: BaseException, source: str) -> ErrorInfo:
+    """The error of a run that raised `exc` (by its real type: a guest class's `__class__`
+    may say anything)."""
+    kind = type(exc)
+    if issubclass(kind, SyntaxError):
+        return _syntax_error(exc)  # type: ignore[arg-type]
+    if issubclass(kind, Fatal):
+        return make_error(exc.error_type, exc.message, line_of(exc))  # type: ignore[attr-defined]
+    if issubclass(kind, MemoryError):
+        message = "MemoryError: the run exceeded its memory limit (raise MCP_CODE_MEMORY_MB)"
+        return make_error("MEMORY_LIMIT", message, line_of(exc))
+    if issubclass(kind, ToolError):
+        return make_error("TOOL_ERROR", f"ToolError: {_safe_str(exc)}", line_of(exc))
+    if issubclass(kind, ImportRefused | Refused):
+        return make_error("POLICY_VIOLATION", _safe_str(exc), line_of(exc))
+    return make_error("RUNTIME_ERROR", _guest_traceback(exc, source), line_of(exc))
+
+
+def guest_line(tb: Any) -> int | None:
+    """The last guest line in a traceback (a guest exception may put anything there)."""
+    line = None
+    while type(tb) is TracebackType:
+        if tb.tb_frame.f_code.co_filename == GUEST_FILENAME:
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    return line
+
+
+def line_of(exc: BaseException) -> int | None:
+    try:
+        return guest_line(exc.__traceback__)
+    except BaseException:  # a guest exception class may make `__traceback__` anything
+        return None
+
+
+def _syntax_error(exc: SyntaxError) -> ErrorInfo:
+    """A SyntaxError's message and line; one the guest raised may hold any objects there."""
+    msg: Any = None
+    line: Any = None
+    with contextlib.suppress(BaseException):  # a subclass may make them properties that raise
+        msg, line = exc.msg, exc.lineno
+    text = msg if type(msg) is str else "invalid syntax"
+    return make_error("SYNTAX_ERROR", f"SyntaxError: {text}", line)
+
+
+def _guest_traceback(exc: BaseException, source: str) -> str:
+    try:
+        return format_traceback(exc, source)
+    except MemoryError:
+        return f"{type(exc).__name__}: (the message was too large to format)"
+    except BaseException:  # guest classes can make formatting fail in many ways
+        return "the run raised an exception that could not be formatted"
+
+
+def format_traceback(exc: BaseException, source: str) -> str:
+    lines = source.splitlines()
+    out = ["Traceback (guest code):"]
+    for frame in traceback.extract_tb(exc.__traceback__):
+        if frame.filename == GUEST_FILENAME and frame.lineno is not None:
+            text = lines[frame.lineno - 1].strip() if 0 < frame.lineno <= len(lines) else ""
+            out.append(f"  line {frame.lineno}, in {frame.name}: {text}")
+    try:
+        text = str(exc)
+    except BaseException:  # a guest exception's __str__ may raise anything
+        text = "(the exception's message could not be shown)"
+    if len(text) > _ERROR_CHARS:
+        text = text[:_ERROR_CHARS]
+    out.append(f"{type(exc).__name__}: {text}")
+    return "\n".join(out)
+
+
+_ERROR_CHARS = 4000  # error messages are cut here: a guest can raise a 100 MB message
+
+
+_ERROR_CODES = frozenset(get_args(ErrorCode))
+
+
+def _safe_str(exc: BaseException) -> str:
+    """`str(exc)` of an exception the guest may have made: its `__str__` can raise."""
+    try:
+        text = str(exc)
+    except BaseException:
+        return "(the exception's message could not be shown)"
+    return text if type(text) is str else "(the exception's message is not text)"
+
+
+def make_error(kind: ErrorCode, message: str, line: int | None) -> ErrorInfo:
+    """The `error` of a done message, whatever the guest put in the exception: the type
+    one of the codes, the message text (cut), the line an int or None."""
+    if kind not in _ERROR_CODES:
+        kind = "RUNTIME_ERROR"
+    if type(message) is not str:
+        message = "(the error's message is not text)"
+    if type(line) is not int:
+        line = None
+    if len(message) > _ERROR_CHARS:
+        message = message[:_ERROR_CHARS] + f"… [{len(message) - _ERROR_CHARS} more characters cut]"
+    return {"type": kind, "message": message, "line": line}
+
+
+def result_value(
+    value: Any, charge: Callable[[int], None], logs: list[str]
+) -> tuple[Any, ErrorInfo | None]:
+    """The run's result as JSON, or its repr (noted in `logs`) when it is not JSON; its
+    size is charged to the output budget."""
+    try:
+        text = json.dumps(value, allow_nan=False)
+    except MemoryError:
+        return None, make_error(
+            "MEMORY_LIMIT",
+            "the result is too large to serialise within MCP_CODE_MEMORY_MB (return less)",
+            None,
+        )
+    except (TypeError, ValueError, RecursionError):
+        try:
+            text = json.dumps(repr(value))
+        except BaseException:  # guest classes can make even repr() fail
+            text = json.dumps(f"<unrepresentable {type(value).__name__} object>")
+        logs.append(
+            f"note: the result ({type(value).__name__}) is not JSON-serialisable; returned its repr"
+        )
+    try:
+        charge(len(text))
+    except Fatal as exc:
+        return None, make_error(exc.error_type, exc.message, None)
+    return json.loads(text), None

@@ -1,0 +1,101 @@
+"""Guest source to a code object: the rewrites the run needs, then `compile`.
+
+`await tools.x.y(...)` becomes a plain call (guest calls are synchronous), `obj._x` reads
+go through the run-time check, and the last expression is bound to the result. Only
+`compile_guest` may compile code named `GUEST_FILENAME` (the audit hook's rule).
+"""
+
+from __future__ import annotations
+
+import ast
+from types import CodeType
+
+from mcp_code_mode.sandbox.child.guest_api import HOST_CALLS
+from mcp_code_mode.sandbox.child.rules import GUEST_ONLY_DUNDERS, PRIVATE_OK
+
+__all__ = ["GUEST_FILENAME", "RESULT_NAME", "compile_guest"]
+
+GUEST_FILENAME = "<guest>"
+RESULT_NAME = "_mcp_result_"
+
+
+class _Rewrite(ast.NodeTransformer):
+    """`await tools.x.y(...)` → `tools.x.y(...)` (guest calls are synchronous), and
+    `obj._x` (a read) → `_mcp_getattr_(obj, "_x")`, which allows the private attributes
+    of the guest's own objects only (see `guards.guest_getattr`)."""
+
+    def visit_Await(self, node: ast.Await) -> ast.AST:
+        self.generic_visit(node)
+        return node.value if _is_api_call(node.value) else node
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> ast.AST:
+        """`obj._x += v` reads `obj._x` too: `obj._x = _mcp_getattr_(obj, "_x") + v`."""
+        self.generic_visit(node)
+        target = node.target
+        if not (isinstance(target, ast.Attribute) and _is_checked(target)):
+            return node
+        read = ast.Attribute(value=target.value, attr=target.attr, ctx=ast.Load())
+        checked = self.visit_Attribute(read)
+        assert isinstance(checked, ast.expr)
+        value = ast.BinOp(left=checked, op=node.op, right=node.value)
+        return ast.copy_location(ast.Assign(targets=[target], value=value), node)
+
+    def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
+        self.generic_visit(node)
+        name = node.attr
+        if not isinstance(node.ctx, ast.Load) or not _is_checked(node):
+            return node
+        call = ast.Call(
+            func=ast.Name(id="_mcp_getattr_", ctx=ast.Load()),
+            args=[node.value, ast.Constant(value=name)],
+            keywords=[],
+        )
+        return ast.copy_location(call, node)
+
+
+def _is_checked(node: ast.Attribute) -> bool:
+    """Whether reading this attribute goes through the run-time check."""
+    name = node.attr
+    dunder = name.startswith("__") and name.endswith("__")
+    return (
+        name.startswith("_")
+        and not (dunder and name not in GUEST_ONLY_DUNDERS)
+        and name not in PRIVATE_OK
+        # `tools.__dict__` is no server: through it `tools.x` could become anything.
+        and (name in GUEST_ONLY_DUNDERS or not _is_tools_chain(node))
+    )
+
+
+def _is_tools_chain(node: ast.Attribute) -> bool:
+    """`tools.<server>` or `tools.<server>.<tool>`: identifiers may start with `_`."""
+    value = node.value
+    if isinstance(value, ast.Attribute):
+        value = value.value
+    return isinstance(value, ast.Name) and value.id == "tools"
+
+
+def _is_api_call(node: ast.AST) -> bool:
+    if not isinstance(node, ast.Call):
+        return False
+    func = node.func
+    if isinstance(func, ast.Name):
+        return func.id in HOST_CALLS
+    while isinstance(func, ast.Attribute):
+        func = func.value
+    return isinstance(func, ast.Name) and func.id == "tools"
+
+
+def compile_guest(source: str) -> CodeType:
+    """Compile guest code with top-level await, binding the last expression to the result."""
+    tree: ast.Module = _Rewrite().visit(ast.parse(source, GUEST_FILENAME))
+    if tree.body and isinstance(tree.body[-1], ast.Expr):
+        last = tree.body[-1]
+        target = ast.Name(id=RESULT_NAME, ctx=ast.Store())
+        tree.body[-1] = ast.copy_location(ast.Assign(targets=[target], value=last.value), last)
+    ast.fix_missing_locations(tree)
+    # dont_inherit: this module's own `from __future__ import annotations` must not turn the
+    # guest's annotations into strings.
+    code: CodeType = compile(
+        tree, GUEST_FILENAME, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True
+    )
+    return code
