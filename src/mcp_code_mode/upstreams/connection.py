@@ -31,9 +31,9 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import mcp_types
 
-from ..config import ServerConfig
 from ..encodable import encodable_text
 from ..errors import ToolCallFailed
+from ..server_config import ServerConfig
 from ..tool_results import error_text
 from .gate import StartGate
 from .health import ConnectionTiming, check_due, probe, retry_delay_s, wait_for
