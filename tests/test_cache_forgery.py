@@ -11,7 +11,7 @@ from typing import Any
 import numpy
 import pytest
 
-from mcp_code_mode import disk_cache, embeddings, index_snapshot, packed, term_cache
+from mcp_code_mode import disk_cache, embedder, embeddings, index_snapshot, packed, term_cache
 from tests.test_index_snapshot import catalog, scores, snapshots
 from tests.test_term_cache import without_snapshots
 
@@ -46,7 +46,7 @@ def test_forged_vector_files_are_embedded_again(tmp_path: Path, dim: int, fill: 
     assert scores(catalog(tmp_path)) == expected
     for path in files:  # made again and rewritten: the next start reads good ones
         parts = packed.unpack(path.read_bytes(), embeddings._MAGIC, "qe")
-        assert parts is not None and int(parts[0][1]) == embeddings.DIM  # type: ignore[index]
+        assert parts is not None and int(parts[0][1]) == embedder.DIM  # type: ignore[index]
 
 
 @pytest.mark.parametrize("dim", [3, 0])

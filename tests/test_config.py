@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 from fastmcp.client.transports import SSETransport, StdioTransport, StreamableHttpTransport
 
-from mcp_code_mode.config import GatewayConfig, ServerConfig, load_config
+from mcp_code_mode.config import GatewayConfig, load_config
 from mcp_code_mode.errors import CodeModeError, ConfigError
+from mcp_code_mode.server_config import ServerConfig
 
 from .support import ConfigWriter
 

@@ -1,4 +1,4 @@
-"""`embeddings`: wordllama's vectors loaded offline, and the per-upstream disk cache."""
+"""`embedder`: wordllama's vectors loaded offline; `embeddings`: the per-upstream disk cache."""
 
 from __future__ import annotations
 
@@ -14,13 +14,8 @@ import pytest
 
 from mcp_code_mode import disk_cache
 from mcp_code_mode.catalog import Catalog
-from mcp_code_mode.embeddings import (
-    Embedder,
-    EmbeddingStore,
-    Vectors,
-    default_cache_dir,
-    load_embedder,
-)
+from mcp_code_mode.embedder import Embedder, Vectors, load_embedder
+from mcp_code_mode.embeddings import EmbeddingStore, default_cache_dir
 from tests.test_catalog import DESCRIPTIONS, TOOLS, tool
 
 
@@ -58,7 +53,7 @@ def test_similar_meanings_are_closer_than_unrelated_ones() -> None:
 def test_loading_leaves_logging_and_the_network_alone() -> None:
     code = (
         "import logging, sys\n"
-        "from mcp_code_mode.embeddings import load_embedder\n"
+        "from mcp_code_mode.embedder import load_embedder\n"
         "assert load_embedder() is not None\n"
         "assert 'wordllama' not in sys.modules and 'requests' not in sys.modules, sorted(sys.modules)\n"
         "assert logging.getLogger().handlers == []\n"

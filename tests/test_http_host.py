@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mcp_code_mode.http_serving import parse_host
+from mcp_code_mode.http_host import parse_host
 
 from .support import ROOT
 from .test_http_serving import TOKEN, _config, _initialize, serving, wait_ready

@@ -10,7 +10,8 @@ from concurrent.futures import Future
 import pytest
 
 from mcp_code_mode.catalog import Catalog, SearchHit
-from mcp_code_mode.embeddings import DocumentGroup, Embedder, EmbeddingStore, Vectors
+from mcp_code_mode.embedder import Embedder, Vectors
+from mcp_code_mode.embeddings import DocumentGroup, EmbeddingStore
 from mcp_code_mode.lexical import LexicalRanker
 from mcp_code_mode.ranking import Ranking, ToolText
 from tests.test_catalog import DESCRIPTIONS, TOOLS, tool

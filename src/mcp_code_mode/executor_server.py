@@ -86,26 +86,33 @@ async def serve(
             gateway = Gateway(settings, config, connect="on_demand")
             await _until_signal(_serve_stdio(gateway, importing, lm), _quiet_close(gateway))
             return
-        from .http_serving import serve_http
-
         gateway = Gateway(settings, config, connect="on_demand")
-
-        @contextlib.asynccontextmanager
-        async def started() -> AsyncIterator[FastMCP]:
-            async with gateway:
-                await importing
-                # Only now: connecting imports fastmcp's client, which must not race the
-                # thread's import of its server (imports in two threads can deadlock).
-                await gateway.connect_upstreams()
-                async with _reporting_start(gateway):
-                    # Behind a balancer, ready (`/readyz`) means warm: every upstream has
-                    # answered or failed.
-                    await gateway.settle(wait_s=None)
-                    yield build_server(gateway, lm=lm)
-
-        await serve_http(settings, started, host=host, port=port)
+        await _serve_http(gateway, importing, lm, host=host, port=port)
     finally:
         await asyncio.gather(importing, return_exceptions=True)
+
+
+async def _serve_http(
+    gateway: Gateway, importing: asyncio.Future[ModuleType], lm: Any, *, host: str, port: int
+) -> None:
+    """Serve over HTTP (`http_serving.serve_http`): the port is bound at once, and the app
+    is served once the gateway has started and every upstream has answered or failed."""
+    from .http_serving import serve_http
+
+    @contextlib.asynccontextmanager
+    async def started() -> AsyncIterator[FastMCP]:
+        async with gateway:
+            await importing
+            # Only now: connecting imports fastmcp's client, which must not race the
+            # thread's import of its server (imports in two threads can deadlock).
+            await gateway.connect_upstreams()
+            async with _reporting_start(gateway):
+                # Behind a balancer, ready (`/readyz`) means warm: every upstream has
+                # answered or failed.
+                await gateway.settle(wait_s=None)
+                yield build_server(gateway, lm=lm)
+
+    await serve_http(gateway.settings, started, host=host, port=port)
 
 
 def _quiet_close(gateway: Gateway) -> Callable[[], Awaitable[None]]:

@@ -219,20 +219,8 @@ class Gateway:
         router = self.router(approver, trace)
         router.observe(self.telemetry.start(kind, code, input, client), progress, logs)
         try:
-            # The upstreams the code can reach (by name, or any when it is dynamic) have
-            # tried to connect: the guest's index has their own tool lists, not the cache's.
-            reached = self._servers_reached(code)
-            with contextlib.suppress(TimeoutError):  # a hung upstream fails the call, in the run
-                async with asyncio.timeout(self.settings.clamp_timeout(timeout_s)):
-                    await self.manager.settle(reached)
-            run = session.run if session is not None else self.executor.run
-            result = await run(
-                code,
-                input=parse_input(input),
-                timeout_s=self.settings.clamp_timeout(timeout_s),
-                index=self._guest_index(),
-                router=router,
-            )
+            limit_s = self.settings.clamp_timeout(timeout_s)
+            result = await self._run(code, input, limit_s, session, router)
         except Exception as exc:  # a host-side failure is a result value, never a crash
             logger.exception("execute_code failed on the host side")
             result = ExecutionResult.failure(
@@ -250,6 +238,21 @@ class Gateway:
         self.recorder.finish(trace, lambda: reply.model_dump(mode="json"))
         router.ended(reply)  # the run's span
         return reply
+
+    async def _run(
+        self, code: str, input: JSON, limit_s: float, session: Session | None, router: RunRouter
+    ) -> ExecutionResult:
+        """Run `code` once the upstreams it can reach (by name, or any when it is dynamic)
+        have tried to connect: the guest's index has their own tool lists, not the cache's."""
+        reached = self._servers_reached(code)
+        with contextlib.suppress(TimeoutError):  # a hung upstream fails the call, in the run
+            async with asyncio.timeout(limit_s):
+                await self.manager.settle(reached)
+        run = session.run if session is not None else self.executor.run
+        parsed = parse_input(input)
+        return await run(
+            code, input=parsed, timeout_s=limit_s, index=self._guest_index(), router=router
+        )
 
     def search_tools(
         self,
@@ -388,13 +391,9 @@ class Gateway:
             return self._index[1]
         index = catalog.guest_index()
         for row in down:
+            error = row.error or f"server {row.name!r} is {row.status}"
             index.setdefault(
-                catalog.server_ids[row.name],
-                {
-                    "name": row.name,
-                    "tools": {},
-                    "error": row.error or f"server {row.name!r} is {row.status}",
-                },
+                catalog.server_ids[row.name], {"name": row.name, "tools": {}, "error": error}
             )
         self._index = (source, GuestIndex.of(index))
         return self._index[1]

@@ -23,7 +23,8 @@ import numpy
 from numpy.typing import NDArray
 
 from . import disk_cache, packed
-from .embeddings import DIM, Vectors, plausible
+from .embedder import DIM, Vectors
+from .embeddings import plausible
 from .lexical import Ints, LexicalParts, TermIndex
 from .ranking import Ranking
 from .term_cache import terms_recipe

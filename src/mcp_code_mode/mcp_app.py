@@ -169,26 +169,31 @@ def build_server(gateway: Gateway, *, lm: Any = None) -> FastMCP:
     _add(server, get_tool_docs, "Python stub docs of an upstream tool or server (paged).")
     _add(server, list_servers, "Upstream servers and their status.")
     if lm is not None:
-        from . import agent  # dspy is imported only when the agent is in use
-
-        async def run_task(task: str, ctx: Context) -> ToolResult:
-            total = gateway.settings.dspy_max_steps
-
-            async def progress(number: int, step: agent.Step) -> None:
-                state = "ok" if step.ok else (step.error or {}).get("type", "error")
-                await ctx.report_progress(number, total, f"step {number}: {state}")
-
-            # The agent's runs ask through the client too, when it can ask while a tool runs.
-            approver = handshake_approver(ctx)
-            try:
-                return _json_result(
-                    await agent.run_task(gateway, lm, task, progress, approver=approver)
-                )
-            except Exception as exc:  # LM/provider failures reach the client as a clear tool error
-                raise ToolError(f"run_task failed: {type(exc).__name__}: {exc}") from None
-
-        _add(server, run_task, "Have the code agent solve a task in natural language.")
+        _add_run_task(server, gateway, lm)
     return server
+
+
+def _add_run_task(server: FastMCP, gateway: Gateway, lm: Any) -> None:
+    """Register `run_task`: the code agent, over `gateway`, thinking with `lm`."""
+    from . import agent  # dspy is imported only when the agent is in use
+
+    async def run_task(task: str, ctx: Context) -> ToolResult:
+        total = gateway.settings.dspy_max_steps
+
+        async def progress(number: int, step: agent.Step) -> None:
+            state = "ok" if step.ok else (step.error or {}).get("type", "error")
+            await ctx.report_progress(number, total, f"step {number}: {state}")
+
+        # The agent's runs ask through the client too, when it can ask while a tool runs.
+        approver = handshake_approver(ctx)
+        try:
+            return _json_result(
+                await agent.run_task(gateway, lm, task, progress, approver=approver)
+            )
+        except Exception as exc:  # LM/provider failures reach the client as a clear tool error
+            raise ToolError(f"run_task failed: {type(exc).__name__}: {exc}") from None
+
+    _add(server, run_task, "Have the code agent solve a task in natural language.")
 
 
 def _add(server: FastMCP, fn: Callable[..., Any], description: str) -> None:

@@ -20,7 +20,7 @@ import numpy
 import Stemmer
 from numpy.typing import NDArray
 
-from .embeddings import Embedder, Vectors
+from .embedder import Embedder, Vectors
 from .search_terms import CONCEPTS, STOP_WORDS
 
 __all__ = [

@@ -22,7 +22,8 @@ from typing import Any, Protocol
 import mcp_types
 import numpy
 
-from .embeddings import DocumentGroup, Embedder, EmbeddingStore, Vectors, model_fingerprint
+from .embedder import Embedder, Vectors, model_fingerprint
+from .embeddings import DocumentGroup, EmbeddingStore
 from .index_snapshot import IndexSnapshots, Snapshot
 from .lexical import LexicalParts, LexicalRanker, ToolTerms
 from .memory import collection_paused

@@ -25,7 +25,7 @@ from typing import Any
 import mcp_types
 from pydantic import ValidationError
 
-from ..config import ServerConfig
+from ..server_config import ServerConfig
 
 __all__ = ["ToolCache", "cache_key"]
 

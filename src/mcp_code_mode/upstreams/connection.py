@@ -1,9 +1,7 @@
 """UpstreamConnection: one upstream server's client, state machine, supervision and tools.
 
-    connecting ─→ ok ─→ lost ─→ reconnecting ─→ ok
-         └──────→ error ←───────────┘  └──────→ error ─→ reconnecting
-
-It moves only on what the transport and the protocol report (contract §6, §7):
+It moves between the `states` only on what the transport and the protocol report
+(contract §6, §7):
 
 - `ok → lost`: the transport failed (process gone, connection refused or closed, end of
   stream) or an HTTP upstream no longer knows our session. Nothing else: a timeout, an
@@ -27,16 +25,18 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import mcp_types
 
-from ..config import ServerConfig
 from ..encodable import encodable_text
 from ..errors import ToolCallFailed
+from ..server_config import ServerConfig
 from ..tool_results import error_text
 from .gate import StartGate
-from .health import ConnectionTiming, check_due, probe, retry_delay_s, wait_for
+from .health import ConnectionTiming, answers, check_due, probe, retry_delay_s, wait_for
+from .opening import open_link
+from .states import UpstreamState, check_move, state_reason
 from .stderr_log import StderrLog, log_path
 from .tool_list import ToolList
 
@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from .client import Link
     from .errors import Failure
 
-__all__ = ["Admit", "ConnectionTiming", "UpstreamConnection", "UpstreamState"]
+__all__ = ["Admit", "ConnectionTiming", "UpstreamConnection"]
 
 logger = logging.getLogger(__name__)
 
@@ -52,15 +52,6 @@ Admit = Callable[[mcp_types.Tool | None], Awaitable[None]]
 """Decides, from the tool as the live connection lists it (None: not listed), whether a call
 may be sent; raises (e.g. ToolCallFailed) to refuse it. It may wait (for a person)."""
 _ADMIT_ROUNDS = 3  # decisions one call makes while its upstream's tools change under it
-
-UpstreamState = Literal["connecting", "ok", "lost", "reconnecting", "error"]
-_TRANSITIONS: dict[UpstreamState, frozenset[UpstreamState]] = {
-    "connecting": frozenset({"ok", "error"}),
-    "ok": frozenset({"lost"}),
-    "lost": frozenset({"reconnecting"}),
-    "reconnecting": frozenset({"ok", "error"}),
-    "error": frozenset({"reconnecting"}),
-}
 
 
 class UpstreamConnection:
@@ -168,14 +159,8 @@ class UpstreamConnection:
 
     def status_reason(self) -> str:
         """Why it is not `ok`, for `list_servers`."""
-        if self.state == "connecting" and self._attempt is None:
-            return "not started yet: it starts when code first uses it"
-        if self.state == "connecting" and self._slow:
-            return self.reason or "still starting"
-        if self.state == "connecting":
-            return "still starting: it has not answered yet"
-        reason = self.reason or f"upstream is {self.state}"
-        return f"reconnecting; {reason}" if self.state == "reconnecting" else reason
+        started = self._attempt is not None
+        return state_reason(self.state, self.reason, started=started, slow=self._slow)
 
     # ------------------------------------------------------------------ calls
 
@@ -195,7 +180,8 @@ class UpstreamConnection:
                     self._lose(link, failure.message)
                     logger.info("upstream %s: session gone; resending %s once", self.name, tool)
                     continue
-                if failure.unconfirmed and await self._answers(link):
+                probe_s = self._timing.health_timeout_s
+                if failure.unconfirmed and await answers(link, timeout_s=probe_s):
                     failure = errors.Failure(errors.FailureKind.ERROR_REPLY, failure.message)
                 if failure.connection_lost:
                     await self._stderr_drained()
@@ -270,8 +256,7 @@ class UpstreamConnection:
     # ------------------------------------------------------------------ the state machine
 
     def _move(self, state: UpstreamState, reason: str | None = None) -> None:
-        if state not in _TRANSITIONS[self.state]:
-            raise RuntimeError(f"upstream {self.name}: no transition {self.state} -> {state}")
+        check_move(self.name, self.state, state)
         logger.debug("upstream %s: %s -> %s (%s)", self.name, self.state, state, reason)
         self.state = state
         if reason is not None or state == "ok":
@@ -342,33 +327,17 @@ class UpstreamConnection:
 
     async def _open(self, *, list_tools: bool) -> tuple[Link, list[mcp_types.Tool] | None]:
         """A new client, connected (and its tools listed); closed on failure."""
-        from . import client
-
-        link = client.Link()
-        # The hooks close over `link`, so a stale connection's news never touches its successor.
-        stderr = None
-        if self._stderr is not None:
-            stderr = self._stderr.open(lambda: self._stderr_ended(link))
         gone = "the upstream no longer knows our session"
-        limit = self.max_result_bytes
-        factory = client.http_client_factory(link, lambda: self._lose(link, gone), limit)
-        transport = self.config.to_transport(stderr=stderr, http_client_factory=factory)
-        fresh = client.new_client(
-            client.bounded(transport, max_result_bytes=limit, http_client_factory=factory),
-            link,
+        return await open_link(
+            self.config,
             name=self.name,
-            on_tools_changed=lambda: self.tools.want_refresh(link, announced=True),
+            stderr=self._stderr,
+            max_result_bytes=self.max_result_bytes,
+            list_tools=list_tools,
+            on_stderr_ended=self._stderr_ended,
+            on_session_gone=lambda link: self._lose(link, gone),
+            on_tools_changed=lambda link: self.tools.want_refresh(link, announced=True),
         )
-        try:
-            await fresh.__aenter__()  # type: ignore[no-untyped-call]
-            listed = await fresh.list_tools() if list_tools else None
-        except BaseException:
-            await asyncio.shield(client.close(fresh))
-            raise
-        finally:
-            if self._stderr is not None:
-                self._stderr.spawned()
-        return link, listed
 
     # ------------------------------------------------------------------ background work
 
@@ -418,11 +387,6 @@ class UpstreamConnection:
             self._lose(link, "connection lost: it exited" if forced else failure.message)
         else:
             logger.debug("upstream %s: health check: %s", self.name, failure.message)
-
-    async def _answers(self, link: Link) -> bool:
-        """Whether the connection still answers (a call's error only looked like its end)."""
-        failure = await probe(link, timeout_s=self._timing.health_timeout_s)
-        return failure is None or not failure.connection_lost
 
     async def _stderr_drained(self) -> None:
         """Let the stderr of a process that just died be read, for the error message."""

@@ -166,12 +166,7 @@ def _head_members(head: bytes) -> dict[str, Any]:
     for pos in range(start, len(head)):
         byte = head[pos]
         if in_string:
-            if escaped:
-                escaped = False
-            elif byte == _BACKSLASH:
-                escaped = True
-            elif byte == _QUOTE:
-                in_string = False
+            in_string, escaped = _inside_string(byte, escaped=escaped)
         elif byte == _QUOTE:
             in_string = True
         elif byte in _OPEN:
@@ -194,13 +189,10 @@ def _tail_members(tail: bytes) -> dict[str, Any]:
     for pos in range(len(text) - 1, -1, -1):
         byte = text[pos]
         if byte == _QUOTE:
-            before = pos
-            while before > 0 and text[before - 1] == _BACKSLASH:
-                before -= 1
-            if before == 0:  # the run of backslashes reaches the cut: escaped or not?
-                break
-            if (pos - before) % 2 == 0:
-                in_string = not in_string
+            escaped = _escaped(text, pos)
+            if escaped is None:  # the run of backslashes reaches the cut: escaped or not?
+                return _cut_members(text, first_comma, from_start=False)
+            in_string ^= not escaped  # an unescaped quote opens or closes a string
             continue
         if in_string:
             continue
@@ -212,11 +204,38 @@ def _tail_members(tail: bytes) -> dict[str, Any]:
                 return _members(text[pos:])
         elif byte == _COMMA and depth == 1:
             first_comma = pos
-    else:  # the window may begin right at a member
-        whole = _members(b"{" + text) if depth == 1 and not in_string else {}
-        if whole:
-            return whole
+    # The window may begin right at a member.
+    return _cut_members(text, first_comma, from_start=depth == 1 and not in_string)
+
+
+def _cut_members(text: bytes, first_comma: int, *, from_start: bool) -> dict[str, Any]:
+    """The members of `text`, the end of an object cut before its `{`: all of it when it
+    may begin right at a member (`from_start`) and reads so, else what follows its first
+    top-level comma (at `first_comma`, -1 for none)."""
+    if from_start and (whole := _members(b"{" + text)):
+        return whole
     return _members(b"{" + text[first_comma + 1 :]) if first_comma >= 0 else {}
+
+
+def _inside_string(byte: int, *, escaped: bool) -> tuple[bool, bool]:
+    """Reading forward inside a JSON string: whether the string goes on after `byte`, and
+    whether the byte after it is escaped (`escaped`: whether `byte` itself is)."""
+    if escaped:
+        return True, False
+    if byte == _BACKSLASH:
+        return True, True
+    return byte != _QUOTE, False
+
+
+def _escaped(text: bytes, pos: int) -> bool | None:
+    """Whether the quote at `pos` is escaped (an odd run of backslashes before it); None
+    when the run reaches the start of `text`, where the cut hides how long it is."""
+    before = pos
+    while before > 0 and text[before - 1] == _BACKSLASH:
+        before -= 1
+    if before == 0:
+        return None
+    return (pos - before) % 2 == 1
 
 
 def _members(text: bytes) -> dict[str, Any]:

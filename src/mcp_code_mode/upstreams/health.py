@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from .client import Link
     from .errors import Failure
 
-__all__ = ["ConnectionTiming", "check_due", "probe", "retry_delay_s", "wait_for"]
+__all__ = ["ConnectionTiming", "answers", "check_due", "probe", "retry_delay_s", "wait_for"]
 
 # A stdio upstream whose stderr pipe is open is asked this many times less often: a child
 # it forked may hold the pipe after it died, and then only a request tells.
@@ -63,6 +63,12 @@ async def probe(link: Link, *, timeout_s: float) -> Failure | None:
     except Exception as exc:  # mapped by `classify`, once
         return errors.classify(exc, session_gone=link.session_gone)
     return None
+
+
+async def answers(link: Link, *, timeout_s: float) -> bool:
+    """Whether the connection still answers (a call's error only looked like its end)."""
+    failure = await probe(link, timeout_s=timeout_s)
+    return failure is None or not failure.connection_lost
 
 
 async def wait_for(event: asyncio.Event, timeout_s: float) -> bool:

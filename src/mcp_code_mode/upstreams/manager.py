@@ -19,9 +19,10 @@ import mcp_types
 from ..config import GatewayConfig
 from ..encodable import clean_text, clip, make_encodable
 from ..errors import ToolCallFailed
-from .connection import Admit, UpstreamConnection, UpstreamState
+from .connection import Admit, UpstreamConnection
 from .gate import StartGate, default_concurrent_starts
 from .health import ConnectionTiming
+from .states import UpstreamState
 from .tool_list import ToolList
 
 __all__ = ["Connect", "MCPServerManager", "ServerStatus"]
@@ -160,7 +161,7 @@ class MCPServerManager:
     # ------------------------------------------------------------------ what is true now
 
     def state(self, server: str) -> UpstreamState | None:
-        """The state of an enabled upstream (see `connection`); None when unknown."""
+        """The state of an enabled upstream (see `states`); None when unknown."""
         up = self._upstreams.get(server)
         if up is None:
             return None

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import mcp_types
 
-from ..config import ServerConfig
+from ..server_config import ServerConfig
 
 if TYPE_CHECKING:
     from .client import Link
