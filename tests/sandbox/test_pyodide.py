@@ -262,6 +262,30 @@ async def test_a_run_that_reached_js_retires_its_runner(js_gateway: Gateway) -> 
     assert runner not in _processes()
 
 
+@pytest.mark.parametrize(
+    "plant",
+    [
+        "Array.prototype.filter = function () { return []; }",
+        "Array.prototype.some = function () { return false; }",
+        "Object.defineProperty(Object.getPrototypeOf(Uint32Array.prototype), 'length',"
+        " { get() { return 0; } })",
+        "const s = Uint8Array.prototype.set; Uint8Array.prototype.set = function () {}",
+    ],
+)
+async def test_js_that_rewrites_the_runners_own_checks_still_retires_it(
+    js_gateway: Gateway, plant: str
+) -> None:
+    """A run that reached JS can redefine the built-ins the runner's reset uses (outside
+    attack: `Array.prototype.filter` made the JS check pass, and planted JS read and
+    rewrote later users' runs). The check comes first and uses none of them."""
+    runner = await _serving(js_gateway)
+    code = f"import js\njs.globalThis.planted = 1\njs.eval({plant!r})\n1"
+    await js_gateway.execute(code, timeout_s=10)  # Pyodide itself may trip over the change
+    assert await _serving(js_gateway) != runner
+    assert runner not in _processes()
+    assert await _result(js_gateway, "import js\nstr(getattr(js, 'planted', None))") == "None"
+
+
 async def test_a_forged_ready_does_not_get_the_runner_reused(reuse_gateway: Gateway) -> None:
     """Guest code that speaks the protocol itself (forges `done`, then answers the reset)
     lacks the runner's token: the host kills the runner."""

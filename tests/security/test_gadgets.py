@@ -129,6 +129,30 @@ GADGETS = table(
         "dataclasses.make_dataclass('C', ['z'], bases=(A,))\n'ESCAPED' + str(out)",
         STOPPED,
     ),
+    # -- typing: a forward reference made with `module=` is evaluated in that module ----------
+    # (outside attack 3: `ForwardRef("modules", module="sys")` was the real sys.modules, from
+    # which the audit hook's own module could be rewritten)
+    (
+        "forward_ref_evaluated_in_sys_is_sys_modules",
+        "import typing, functools\nFR = type(typing.List['x'].__args__[0])\n"
+        "fr = FR('modules', module='sys')\ndef f(a: fr):\n    pass\n"
+        "functools.singledispatch(lambda a: a).register(f)\n'ESCAPED'",
+        POLICY,
+    ),
+    (
+        "forward_ref_evaluated_in_builtins_is_the_real_getattr",
+        "import typing\nFR = type(typing.List['x'].__args__[0])\n"
+        "fr = FR('getattr', module='builtins')\n"
+        "fr._evaluate({}, {}, frozenset())\n'ESCAPED'",
+        STOPPED,
+    ),
+    (
+        "forward_value_read_back_after_an_evaluation",
+        "import typing, functools\nFR = type(typing.List['x'].__args__[0])\nfr = FR('int')\n"
+        "def f(a: fr):\n    pass\nfunctools.singledispatch(lambda a: a).register(f)\n"
+        "'ESCAPED' + str(getattr(fr, '__forward' + '_value__'))",
+        STOPPED,
+    ),
     (
         "asdict_reads_a_module_views_dict",
         "import dataclasses, json\n@dataclasses.dataclass\nclass A:\n    a: int = 0\n"
@@ -253,6 +277,14 @@ IDIOMS = table(
         "    frozen = True\n"
         "[D(1) < D(2), dataclasses.asdict(D(1)), dataclasses.replace(D(1), a=3).a, frozen]",
         [True, {"a": 1, "b": "x"}, 3, True],
+    ),
+    (
+        "forward_refs_to_the_guests_own_module",
+        "import typing, functools\nFR = type(typing.List['x'].__args__[0])\n"
+        "@functools.singledispatch\ndef f(x):\n    return 'any'\n"
+        "def g(x: FR('int', module='__main__')):\n    return 'int'\nf.register(g)\n"
+        "class N(typing.NamedTuple):\n    a: 'int'\n[f(1), N(2).a]",
+        ["int", 2],
     ),
     (
         "make_dataclass_and_slots",

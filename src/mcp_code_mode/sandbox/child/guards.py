@@ -15,6 +15,7 @@ import types
 from collections.abc import Callable
 from typing import Any
 
+from mcp_code_mode.sandbox.child.audit import Refused
 from mcp_code_mode.sandbox.child.rules import (
     BLOCKED_ATTRIBUTES,
     GUEST_MODULE,
@@ -239,7 +240,10 @@ def install_guards(safe_builtins: dict[str, Any]) -> None:
     evaluates annotation text with a globals dict that may lack `__builtins__` (an object
     without `__globals__` gets `{}`); `eval` then inserts the *real* builtins, so
     `x: "__import__('os')"` would reach `os`. Every evaluation goes through
-    `ForwardRef._evaluate`, so its globals get the guest's builtins.
+    `ForwardRef._evaluate`, so its globals get the guest's builtins. A forward reference
+    made with `module=` would be evaluated in that module's globals instead
+    (`ForwardRef("modules", module="sys")` is `sys.modules`): only the guest's own module
+    may be named.
     """
     import typing
 
@@ -249,6 +253,9 @@ def install_guards(safe_builtins: dict[str, Any]) -> None:
     evaluate = typing.ForwardRef._evaluate
 
     def guarded(self: Any, globalns: Any, localns: Any, *args: Any, **kwargs: Any) -> Any:
+        module = self.__forward_module__
+        if module is not None and not (type(module) is str and module == GUEST_MODULE):
+            raise Refused("a forward reference evaluated in another module is not allowed")
         scope = dict(globalns) if isinstance(globalns, dict) else {}
         scope["__builtins__"] = safe_builtins
         return evaluate(self, scope, localns, *args, **kwargs)

@@ -47,6 +47,11 @@ REFUSED_DUNDERS = frozenset(
         "__cached__",
         "__traceback__",
         "__weakref__",
+        # typing's forward references: the code compiled from a string the policy never
+        # saw, the module whose globals it is evaluated in, and what it evaluated to there
+        "__forward_code__",
+        "__forward_module__",
+        "__forward_value__",
     ]
 )
 # Read like private attributes: fine on the guest's own objects, classes and functions
@@ -115,7 +120,6 @@ BLOCKED_ATTRIBUTES = frozenset(
         "ForwardRef",
         "attrgetter",  # operator's getters resolve dotted names with the real getattr
         "methodcaller",
-        "__forward_code__",  # a code object compiled from a string the policy never saw
         "cell_contents",  # what a closure holds: a library closure holds the library
     ]
 )
