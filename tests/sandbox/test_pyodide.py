@@ -270,6 +270,12 @@ async def test_a_run_that_reached_js_retires_its_runner(js_gateway: Gateway) -> 
         "Object.defineProperty(Object.getPrototypeOf(Uint32Array.prototype), 'length',"
         " { get() { return 0; } })",
         "const s = Uint8Array.prototype.set; Uint8Array.prototype.set = function () {}",
+        # outside attack 4: the exit and the `retired` line swallowed, so the runner went on
+        # to say `ready` with its token and served the next user from the planted state
+        "Deno.exit = () => {}; const w = Deno.stdout.writeSync.bind(Deno.stdout);"
+        " const d = new TextDecoder(); Deno.stdout.writeSync ="
+        " (b) => d.decode(b).includes('retired') ? b.length : w(b)",
+        "JSON.parse = () => ({ op: 'reset' }); Deno.exit = () => {}",
     ],
 )
 async def test_js_that_rewrites_the_runners_own_checks_still_retires_it(

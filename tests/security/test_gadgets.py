@@ -146,6 +146,28 @@ GADGETS = table(
         "fr._evaluate({}, {}, frozenset())\n'ESCAPED'",
         STOPPED,
     ),
+    # (outside attack 4: `get_type_hints` takes the globals of whatever `__wrapped__` leads
+    # to, here typing's own, where the text found `sys`; a ForwardRef subclass's own
+    # `_evaluate` received them as they were)
+    (
+        "wrapped_library_function_lends_its_globals_to_a_string_annotation",
+        "import functools, typing\nbox = []\n"
+        "def f(a: \"sys.modules['__main__'].box.append(sys) or int\"):\n    pass\n"
+        "f.__wrapped__ = typing.cast\n"
+        "try:\n    functools.singledispatch(lambda a: a).register(f)\nexcept Exception:\n    pass\n"
+        "'ESCAPED' + str(box[0].modules)",
+        STOPPED,
+    ),
+    (
+        "forward_ref_subclass_receives_the_globals_get_type_hints_picked",
+        "import functools, typing\nFR = type(typing.List['x'].__args__[0])\nbox = []\n"
+        "class G(FR, _root=True):\n    def _evaluate(self, g, l, *a, **k):\n"
+        "        box.append(g)\n        return int\n"
+        "def f(a: G('x')):\n    pass\nf.__wrapped__ = typing.cast\n"
+        "functools.singledispatch(lambda a: a).register(f)\n"
+        "'ESCAPED' + str(box[0]['sy' + 's'].modules)",
+        STOPPED,
+    ),
     (
         "forward_value_read_back_after_an_evaluation",
         "import typing, functools\nFR = type(typing.List['x'].__args__[0])\nfr = FR('int')\n"

@@ -33,6 +33,9 @@
 // scope (never in Python's memory): guest code that forges `done` and keeps running cannot
 // forge the `ready` that makes the host hand this runner another run.
 const dir = Deno.args[0];
+// Taken before any guest code runs: a run that reached JS can redefine `Deno.exit`, and
+// the runner must still be able to end itself after such a run (see `retireNow`).
+const EXIT = Deno.exit;
 const { loadPyodide } = await import(`${dir}/pyodide.mjs`);
 
 const encoder = new TextEncoder();
@@ -313,6 +316,19 @@ function reachedJs() {
   return false;
 }
 
+/** End a runner whose run reached JS, its `done` written: nothing the run could have
+ * redefined (globals, prototypes, `Deno.stdout`) may run first, so no `retired` line and
+ * no read of the host's next message. If even the exit taken at start-up fails, spin:
+ * the host kills a runner that does not answer its reset in time. */
+function retireNow() {
+  try {
+    EXIT(0);
+  } catch {
+    // fall through
+  }
+  for (;;);
+}
+
 /** Why this runner cannot serve another run, or "" once its state is fresh again. */
 function reset(runs) {
   if (reachedJs()) return "the run called into JavaScript";
@@ -373,6 +389,7 @@ for (;;) {
     runs += 1;
     inbox = encoder.encode(withIndex(line, message) + "\n");
     await runOne(); // Python reads the run from /dev/mcp_host and writes `done` there
+    if (!session && reachedJs()) retireNow(); // before reading anything more from the host
   } else if (message.op === "reset" && dirty && !session) {
     const reason = reset(runs);
     if (reason) {
