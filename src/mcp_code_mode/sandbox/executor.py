@@ -20,16 +20,14 @@ from typing import Any
 from ..errors import ErrorType, WorkerCrashed
 from ..settings import Settings
 from .backend import Launcher
-from .base import ErrorDetail, ExecutionResult, GuestIndex, Limits, Session, ToolRouter
+from .base import ExecutionResult, GuestIndex, Limits, Session, ToolRouter
 from .conversation import Conversation, Hold
 from .launchers import launcher_for
-from .policy import check_policy
 from .pool import WorkerPool
 from .protocol import DoneMessage, RunMessage
+from .results import KILL_GRACE_S, check_code, from_done
 
-__all__ = ["KILL_GRACE_S", "SandboxExecutor", "check_code", "from_done"]
-
-KILL_GRACE_S = 0.5  # the worker's own timer fires first; the host kills after this
+__all__ = ["SandboxExecutor"]
 
 
 class SandboxExecutor:
@@ -171,51 +169,6 @@ class SandboxExecutor:
                     # The reset, or the exit and cleanup, need not delay the reply.
                     self.pool.release(worker, reuse=reuse)
         raise AssertionError("unreachable")
-
-
-def check_code(code: str, allowed_imports: Sequence[str], limits: Limits) -> ExecutionResult | None:
-    """The policy's verdict as a failed result, or None when `code` may run.
-
-    The parser's own limits (`'1+' * 3999`) and text UTF-8 cannot encode are refusals
-    too, never exceptions (contract §7).
-    """
-    try:
-        violation = check_policy(
-            code,
-            allowed_imports=allowed_imports,
-            max_chars=limits.max_chars,
-            max_lines=limits.max_lines,
-        )
-    except (RecursionError, MemoryError):
-        return ExecutionResult.failure(
-            ErrorType.POLICY_VIOLATION,
-            "the code is nested too deeply to be checked (split long expressions "
-            "and deep nesting into statements)",
-        )
-    except UnicodeEncodeError as exc:  # a lone surrogate in the source text
-        return ExecutionResult.failure(
-            ErrorType.POLICY_VIOLATION,
-            f"the code holds text that cannot be encoded as UTF-8 ({exc.reason} at "
-            f"character {exc.start}); write such characters as escapes, e.g. '\\ud800'",
-        )
-    if violation is None:
-        return None
-    return ExecutionResult.failure(ErrorType(violation.kind), violation.message, violation.line)
-
-
-def from_done(done: DoneMessage) -> ExecutionResult:
-    """The result a worker reported; a malformed report is the worker's failure, not ours."""
-    try:
-        error = ErrorDetail.model_validate(done["error"]) if done.get("error") else None
-        return ExecutionResult(
-            ok=bool(done["ok"]) and error is None,
-            result=done.get("result"),
-            stdout=str(done.get("stdout", "")),
-            logs=[str(x) for x in done.get("logs", [])],
-            error=error,
-        )
-    except (KeyError, TypeError, ValueError) as exc:  # pydantic's ValidationError is a ValueError
-        raise WorkerCrashed(f"the worker sent a malformed result: {exc}") from None
 
 
 def _ms_since(started: float) -> float:

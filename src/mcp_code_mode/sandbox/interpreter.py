@@ -28,10 +28,10 @@ from ..errors import CodeModeError, ToolCallFailed, WorkerCrashed
 from .backend import Launcher, Worker
 from .base import GuestIndex, Limits, ToolCallRecord, ToolRouter
 from .conversation import Conversation
-from .executor import KILL_GRACE_S
 from .local import Zygote
 from .policy import check_policy
 from .protocol import DoneMessage, RunMessage
+from .results import KILL_GRACE_S
 
 if TYPE_CHECKING:
     from ..settings import Settings

@@ -13,23 +13,42 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any
+from typing import Any, Protocol
 
 from ..errors import ErrorType, WorkerCrashed
-from .backend import Worker
-from .base import ExecutionResult, GuestIndex, ToolRouter
+from .backend import Launcher, Worker
+from .base import ExecutionResult, GuestIndex, Limits, ToolRouter
 from .conversation import Conversation, Hold
-from .executor import KILL_GRACE_S, SandboxExecutor, check_code, from_done
+from .pool import WorkerPool
+from .protocol import RunMessage
+from .results import KILL_GRACE_S, check_code, from_done
 
 __all__ = ["LOST", "CodeSession"]
 
 LOST = "the session's variables were lost with its worker; the next step starts afresh"
 
 
+class SessionHost(Protocol):
+    """What a session needs of its executor (`SandboxExecutor`)."""
+
+    @property
+    def name(self) -> str: ...
+
+    launcher: Launcher
+    pool: WorkerPool
+    session_slots: asyncio.Semaphore
+    allowed_imports: tuple[str, ...]
+    limits: Limits
+
+    def run_message(
+        self, code: str, input: Any, timeout_s: float, index: GuestIndex
+    ) -> RunMessage: ...
+
+
 class CodeSession:
     """One worker of `executor`'s kind, held for a sequence of runs; `close()` ends it."""
 
-    def __init__(self, executor: SandboxExecutor) -> None:
+    def __init__(self, executor: SessionHost) -> None:
         if not executor.launcher.sessions:
             raise ValueError(f"the {executor.name} executor keeps no state between runs")
         self._executor = executor
