@@ -292,6 +292,49 @@ async def test_js_that_rewrites_the_runners_own_checks_still_retires_it(
     assert await _result(js_gateway, "import js\nstr(getattr(js, 'planted', None))") == "None"
 
 
+_IMPLANT = r"""(() => {
+  const td = new TextDecoder(), te = new TextEncoder();
+  const realRead = Deno.stdin.readSync.bind(Deno.stdin);
+  const realWrite = Deno.stdout.writeSync.bind(Deno.stdout);
+  globalThis.__tok = null;
+  Deno.stdin.readSync = function (buf) {
+    const m = td.decode(buf).match(/"token":"([0-9a-f]{32})"/);
+    if (m) globalThis.__tok = m[1];
+    return realRead(buf);
+  };
+  addEventListener("unload", () => {
+    let buf = new Uint8Array(0); const chunk = new Uint8Array(1 << 16);
+    const send = (o) => realWrite(te.encode(JSON.stringify(o) + "\n"));
+    for (;;) {
+      let i = buf.indexOf(10);
+      while (i < 0) {
+        const n = realRead(chunk); if (n === null) return;
+        const nb = new Uint8Array(buf.length + n); nb.set(buf); nb.set(chunk.subarray(0, n), buf.length);
+        buf = nb; i = buf.indexOf(10);
+      }
+      const m = JSON.parse(td.decode(buf.subarray(0, i))); buf = buf.slice(i + 1);
+      if (m.op === "reset") send({ op: "ready", pid: Deno.pid, token: globalThis.__tok });
+      else send({ op: "done", ok: true, stdout: "", result: "HIJACKED", logs: [], error: null });
+    }
+  });
+})()"""
+
+
+async def test_js_that_steals_the_token_and_outlives_its_exit_serves_no_one(
+    js_gateway: Gateway,
+) -> None:
+    """Outside attack 5: the token was left in the runner's stdin buffer (the tail of
+    `init`), and an `unload` listener kept a retired runner alive to answer resets with it
+    and serve later runs. The watchdog thread alone holds the token now."""
+    runner = await _serving(js_gateway)
+    code = f"import js\njs.eval({_IMPLANT!r})\ntools.t.echo(text='x')\nstr(js.globalThis.__tok)"
+    out = (await js_gateway.execute(code, timeout_s=10)).to_json()
+    assert out["result"] in (None, "None"), out  # no token found in what the runner read
+    for _ in range(3):
+        assert await _result(js_gateway, "'served'") == "served"
+    assert runner not in _processes()
+
+
 async def test_a_forged_ready_does_not_get_the_runner_reused(reuse_gateway: Gateway) -> None:
     """Guest code that speaks the protocol itself (forges `done`, then answers the reset)
     lacks the runner's token: the host kills the runner."""

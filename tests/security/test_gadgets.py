@@ -168,6 +168,29 @@ GADGETS = table(
         "'ESCAPED' + str(box[0]['sy' + 's'].modules)",
         STOPPED,
     ),
+    # (outside attack 5: the library globals `__wrapped__` led to were passed as the locals
+    # too; `_KEPT_BUILTINS['__loader__']` there was BuiltinImporter, whose load_module("sys")
+    # is the real sys)
+    (
+        "wrapped_library_function_lends_its_globals_as_locals",
+        "import functools\n"
+        "def f(a: \"_KEPT_BUILTINS['__loa' 'der__']\"):\n    pass\n"
+        "f.__wrapped__ = tools.t.echo\n"
+        "sd = functools.singledispatch(lambda a: a)\n"
+        "try:\n    sd.register(f)\nexcept Exception:\n    pass\n"
+        "L = [k for k in sd.registry if k is not object]\n"
+        "'ESCAPED' + str(L[0].load_module('sys').modules)",
+        STOPPED,
+    ),
+    (
+        "the_safe_builtins_hold_no_importer",
+        'import functools\ndef f(a: "__loader__"):\n    pass\n'
+        "sd = functools.singledispatch(lambda a: a)\n"
+        "try:\n    sd.register(f)\nexcept Exception:\n    pass\n"
+        "L = [k for k in sd.registry if k is not object]\n"
+        "'ESCAPED' + str(L[0].load_module('sys').modules)",
+        STOPPED,
+    ),
     (
         "forward_value_read_back_after_an_evaluation",
         "import typing, functools\nFR = type(typing.List['x'].__args__[0])\nfr = FR('int')\n"

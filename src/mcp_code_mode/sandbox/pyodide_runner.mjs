@@ -29,9 +29,12 @@
 //   copy, so such a runner is never reused;
 // - files, directories or descriptors of the file system changed;
 // - memory or the JS heap grew by more than `MAX_GROWTH_BYTES`, or it served `max_runs`.
-// `ready` after a reset carries the token from `init`, which exists only in this module's
-// scope (never in Python's memory): guest code that forges `done` and keeps running cannot
-// forge the `ready` that makes the host hand this runner another run.
+// `ready` carries the token from `init`, and only the watchdog (a worker thread: its own JS
+// realm, which no guest code reaches) holds it and writes `ready`, after checking the call
+// counters itself (shared memory only the counting wrappers write, by plain increments).
+// Guest code that forges `done`, or JS it planted that rewrites this realm, cannot forge the
+// `ready` that makes the host hand this runner another run. Never in Python's memory; the
+// bytes of `init` are zeroed once read.
 const dir = Deno.args[0];
 // Taken before any guest code runs: a run that reached JS can redefine `Deno.exit`, and
 // the runner must still be able to end itself after such a run (see `retireNow`).
@@ -97,7 +100,9 @@ const making = second === "--make-snapshot";
 const snapshotPath = making ? third : second;
 
 const init = JSON.parse(readLine());
-const token = String(init.token ?? "");
+let token = String(init.token ?? ""); // handed to the watchdog, then dropped here
+delete init.token;
+chunk.fill(0); // the tail of `init` would stay behind shorter lines read into it later
 const maxRuns = Number(init.max_runs ?? 0);
 
 // Count every call from Wasm into Pyodide's JS imports, except the hot ones that only do
@@ -114,7 +119,7 @@ const UNCOUNTED = new RegExp(
 );
 const SETTING_IOCTLS = new Set([21506, 21507, 21508, 21520, 21524]); // TCSETS*, TIOCS*
 const counted = [];
-let calls = new Uint32Array(0);
+let calls = new Float64Array(0); // shared with the watchdog; never wraps around
 let memory = null;
 let stackPointer = null;
 const instantiate = WebAssembly.instantiate;
@@ -138,7 +143,7 @@ function instrument(imports) {
     for (const key of Object.keys(original)) wrapper[key] = original[key]; // e.g. `.sig`
     env[name] = wrapper;
   }
-  calls = new Uint32Array(counted.length);
+  calls = new Float64Array(new SharedArrayBuffer(8 * Math.max(1, counted.length)));
   return { ...imports, env };
 }
 
@@ -180,7 +185,28 @@ if (making) {
 // wins: the watchdog then interrupts, or the runner disarms, and a late timer can never
 // interrupt a later run.
 const WATCHDOG = `let timer;
-self.onmessage = ({ data: [interrupt, armed, generation, ms] }) => {
+let token = "", pid = 0, calls = null, perRun = null, expected = null, tainted = false;
+const encoder = new TextEncoder();
+function say(message) { // this realm's own stdout: nothing of the runner's realm is used
+  const bytes = encoder.encode(JSON.stringify(message) + "\\n");
+  for (let offset = 0; offset < bytes.length;) offset += Deno.stdout.writeSync(bytes.subarray(offset));
+}
+// Ready again only if every counter grew by exactly a plain run's calls since the last time.
+function verdict() {
+  for (let i = 0; i < perRun.length; i++) if (calls[i] - expected[i] !== perRun[i]) tainted = true;
+  if (tainted) return say({ op: "retired", reason: "the run called into JavaScript" });
+  for (let i = 0; i < perRun.length; i++) expected[i] = calls[i];
+  say({ op: "ready", pid, token });
+}
+self.onmessage = ({ data }) => {
+  if (data[0] === "init") {
+    [, token, pid, calls, perRun] = data;
+    expected = new Float64Array(perRun.length);
+    for (let i = 0; i < perRun.length; i++) expected[i] = calls[i];
+    return say({ op: "ready", pid, token });
+  }
+  if (data === "reset") return verdict();
+  const [interrupt, armed, generation, ms] = data;
   clearTimeout(timer);
   timer = setTimeout(() => {
     if (Atomics.compareExchange(armed, 0, generation, 0) === generation) {
@@ -260,8 +286,9 @@ for (let i = 0; i < 2; i++) {
   inbox = encoder.encode(WARM_UP + "\n");
   await runOne();
 }
-const plainCalls = calls.slice();
+const plainCalls = Float64Array.from(calls);
 const COUNTED_CALLS = calls.length; // read now: a run that reached JS could redefine `length`
+const since = new Float64Array(COUNTED_CALLS); // the counters at the last fresh state
 guest.settle();
 armTimer(0);
 timerFired = false;
@@ -312,7 +339,7 @@ function sameFiles() {
  * with nothing a run that reached JS could have redefined (a method, a getter such as a
  * typed array's `length`, a global): only a loop, typed-array elements and `!==`. */
 function reachedJs() {
-  for (let i = 0; i < COUNTED_CALLS; i++) if (calls[i] !== plainCalls[i]) return true;
+  for (let i = 0; i < COUNTED_CALLS; i++) if (calls[i] - since[i] !== plainCalls[i]) return true;
   return false;
 }
 
@@ -361,7 +388,7 @@ function reset(runs) {
   if (grown > 0) heap.fill(0, fresh.memory.length);
   stackPointer.value = fresh.stackPointer;
   Atomics.store(interrupt, 0, 0);
-  calls.fill(0);
+  for (let i = 0; i < COUNTED_CALLS; i++) since[i] = calls[i];
   return "";
 }
 
@@ -376,7 +403,8 @@ function withIndex(line, message) {
   return `${line.slice(0, line.lastIndexOf("}"))},"index":${lastIndex}}`;
 }
 
-writeLine(JSON.stringify({ op: "ready", pid: Deno.pid, token }));
+watchdog.postMessage(["init", token, Deno.pid, calls, plainCalls]); // it says `ready`
+token = "";
 let runs = 0;
 let dirty = false;
 let session = false; // the runs since the last reset are one session's (never reset after)
@@ -397,7 +425,7 @@ for (;;) {
       Deno.exit(0);
     }
     dirty = false;
-    writeLine(JSON.stringify({ op: "ready", pid: Deno.pid, token }));
+    watchdog.postMessage("reset"); // the watchdog says `ready`, or `retired`
   } else {
     Deno.exit(3); // out of protocol: the host discards this runner
   }

@@ -256,29 +256,35 @@ def install_guards(safe_builtins: dict[str, Any]) -> None:
         module = self.__forward_module__
         if module is not None and not (type(module) is str and module == GUEST_MODULE):
             raise Refused("a forward reference evaluated in another module is not allowed")
-        scope, local = _guest_scope(globalns, safe_builtins), _without_modules(localns)
+        scope, local = _guest_scope(globalns, localns, safe_builtins)
         return evaluate(self, scope, local, *args, **kwargs)
 
     def guarded_eval_type(t: Any, globalns: Any, localns: Any, *args: Any, **kwargs: Any) -> Any:
         # What `get_type_hints` calls with the globals it picked, before any `_evaluate`
         # (a ForwardRef subclass's own would get them as they are).
-        scope, local = _guest_scope(globalns, safe_builtins), _without_modules(localns)
+        scope, local = _guest_scope(globalns, localns, safe_builtins)
         return eval_type(t, scope, local, *args, **kwargs)
 
     typing.ForwardRef._evaluate = guarded  # type: ignore[method-assign]
     typing._eval_type = guarded_eval_type  # type: ignore[attr-defined]
 
 
-def _guest_scope(globalns: Any, safe_builtins: dict[str, Any]) -> dict[str, Any]:
-    """The globals annotation text is evaluated in: a copy of the guest's own (or of such a
-    copy), else none at all, and the guest's builtins either way. `get_type_hints` picks the
-    globals of whatever a function's `__wrapped__` leads to, or of a base class's module:
-    a library module's globals would hand its names (`sys`) to text the policy never saw."""
+def _guest_scope(
+    globalns: Any, localns: Any, safe_builtins: dict[str, Any]
+) -> tuple[dict[str, Any], Any]:
+    """The globals and locals annotation text is evaluated in: a copy of the guest's own
+    globals (or of such a copy) with the locals given, less real modules; else nothing at
+    all, locals included; and the guest's builtins either way. `get_type_hints` picks the
+    globals of whatever a function's `__wrapped__` leads to, or of a base class's module,
+    and passes them as the locals too: a library module's names (`sys`, a dict of the real
+    builtins) would reach text the policy never saw."""
     own = getattr(sys.modules.get(GUEST_MODULE), "__dict__", None)
     copied = type(globalns) is dict and dict.get(globalns, "__builtins__") is safe_builtins
-    scope = dict(globalns) if globalns is own or copied else {}
+    if not (globalns is own or copied):
+        return {"__builtins__": safe_builtins}, {}
+    scope = dict(globalns)
     scope["__builtins__"] = safe_builtins
-    return scope
+    return scope, _without_modules(localns)
 
 
 def _without_modules(localns: Any) -> Any:

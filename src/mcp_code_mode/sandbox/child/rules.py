@@ -140,4 +140,6 @@ REMOVED_BUILTINS = (
     "locals",
     "vars",
     "memoryview",
+    "__loader__",  # the builtins module's importer: `load_module("sys")` is the real sys
+    "__spec__",
 )
