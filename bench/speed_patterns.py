@@ -1,0 +1,204 @@
+"""Issue 30: `execute_code` latency over stdio in two call patterns, against same-run floors.
+
+    FASTMCP_CHECK_FOR_UPDATES=off python -m bench.speed_patterns [--rounds 5] [--calls 40]
+
+Four cases, each over its own stdio fastmcp `Client`, spawned from the project root:
+
+- bare:        `execute(code="1+1")` on the bare-`exec` server (bench/servers/bare_exec_server.py)
+- ours:        `execute_code(code="1+1")` on `python -m mcp_code_mode.executor_server
+               --config mcp_servers.json` (the demo config)
+- direct note: `get-note(note_id=1)` on the notes server (examples/servers/notes_server.py)
+- ours note:   `execute_code(code="tools.notes.get_note(note_id=1)")` on our server
+
+Two patterns, one after the other in the same run: back to back (no pause before a call)
+and with a 20 ms gap before each call. In each, `rounds` rounds of `calls` iterations; an
+iteration calls every case once, in an order shuffled anew each iteration (seeded), so
+that load on the machine, and the work one case leaves behind, fall on all cases alike.
+The first iteration of each round is untimed. Reported: p50 and p95 per case, ours / bare
+at p50 (targets: 1.5x back to back, 1.3x with gaps), and (ours note - ours) - direct note
+at p50 (target: <= +0.5 ms).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import statistics
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from contextlib import AsyncExitStack
+from pathlib import Path
+from typing import Any
+
+from fastmcp import Client
+from fastmcp.client.transports import StdioTransport
+
+ROOT = Path(__file__).resolve().parent.parent
+BARE = [str(ROOT / "bench" / "servers" / "bare_exec_server.py")]
+OURS = ["-m", "mcp_code_mode.executor_server", "--config", "mcp_servers.json"]
+NOTES = [str(ROOT / "examples" / "servers" / "notes_server.py")]
+NOTE_CODE = "tools.notes.get_note(note_id=1)"
+PATTERNS = {"back to back": 0.0, "20 ms gaps": 0.020}
+TARGET_RATIO = {"back to back": 1.5, "20 ms gaps": 1.3}
+TARGET_NOTE_MS = 0.5
+
+Call = Callable[[], Awaitable[None]]
+
+
+def _env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MCP_")}
+    env.update(
+        PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        FASTMCP_CHECK_FOR_UPDATES="off",
+        FASTMCP_SHOW_SERVER_BANNER="false",
+        FASTMCP_LOG_LEVEL="WARNING",
+    )
+    return env
+
+
+def _transport(
+    args: list[str], log: Path, *, python: str = sys.executable, cwd: Path = ROOT, **env: str
+) -> StdioTransport:
+    return StdioTransport(
+        python, args, env={**_env(), **env}, cwd=str(cwd), keep_alive=False, log_file=log
+    )
+
+
+def _variant(spec: str) -> tuple[str, str, Path, dict[str, str]]:
+    """`NAME=DIR[:ENV=VALUE,...]`: our server run from another checkout with its own venv
+    (DIR/.venv), with extra environment variables; for A/B comparisons in one run."""
+    name, _, rest = spec.partition("=")
+    where, _, envs = rest.partition(":")
+    env = dict(e.split("=", 1) for e in envs.split(",") if e)
+    folder = Path(where or ROOT)
+    return name, str(folder / ".venv" / "bin" / "python"), folder, env
+
+
+def _tool(client: Client[Any], tool: str, arguments: dict[str, Any]) -> Call:
+    async def call() -> None:
+        result = await client.call_tool_mcp(tool, arguments)
+        if result.is_error:
+            raise RuntimeError(f"{tool}({arguments}) failed: {result.content}")
+
+    return call
+
+
+def _pct(samples: list[float], q: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+async def _pattern(
+    cases: dict[str, Call], gap_s: float, rounds: int, calls: int
+) -> dict[str, list[float]]:
+    names = list(cases)
+    samples: dict[str, list[float]] = {name: [] for name in names}
+    order = random.Random(30)
+    for _ in range(rounds):
+        for i in range(calls + 1):
+            # A new order each iteration: which case follows which varies, so the work a
+            # server leaves behind a call (our worker's cleanup and replacement) does not
+            # always land on the same neighbour (a fixed or rotated order would do that).
+            for name in order.sample(names, len(names)):
+                if gap_s:
+                    await asyncio.sleep(gap_s)
+                started = time.perf_counter()
+                await cases[name]()
+                if i:  # the first iteration of a round is untimed
+                    samples[name].append((time.perf_counter() - started) * 1000)
+    return samples
+
+
+def _report(pattern: str, s: dict[str, list[float]], variants: list[str]) -> dict[str, Any]:
+    p = {name: statistics.median(v) for name, v in s.items()}
+    ratio = p["ours"] / p["bare"]
+    extra = (p["ours note"] - p["ours"]) - p["direct note"]
+    print(f"\n## {pattern} ({len(s['bare'])} calls each)")
+    print(f"{'case':<12} {'p50 ms':>8} {'p95 ms':>8}")
+    for name, values in s.items():
+        print(f"{name:<12} {p[name]:8.2f} {_pct(values, 0.95):8.2f}")
+    target = TARGET_RATIO[pattern]
+    print(
+        f"ours / bare (p50): {ratio:.2f}x  (target <= {target}x: "
+        f"{'met' if ratio <= target else 'NOT met'}); ours - bare: {p['ours'] - p['bare']:+.2f} ms"
+    )
+    print(
+        f"upstream call: ours note - ours = {p['ours note'] - p['ours']:.2f} ms, "
+        f"direct note = {p['direct note']:.2f} ms, extra = {extra:+.2f} ms  "
+        f"(target <= +{TARGET_NOTE_MS}: {'met' if extra <= TARGET_NOTE_MS else 'NOT met'})"
+    )
+    for name in variants:
+        v, vn = p[name], p[f"{name} note"]
+        print(
+            f"variant {name}: 1+1 {v:.2f} ms ({v / p['bare']:.2f}x bare, "
+            f"{v - p['ours']:+.2f} ms vs ours); note extra {(vn - v) - p['direct note']:+.2f} ms"
+        )
+    return {"p50": p, "ratio": ratio, "note_extra_ms": extra}
+
+
+async def main(
+    rounds: int,
+    calls: int,
+    patterns: list[str],
+    log: Path,
+    variants: list[str],
+    ours_dir: str | None = None,
+) -> dict[str, Any]:
+    async with AsyncExitStack() as stack:
+
+        async def connect(args: list[str], **how: Any) -> Client[Any]:
+            return await stack.enter_async_context(Client(_transport(args, log, **how)))
+
+        _, python, cwd, env = _variant(f"ours={ours_dir or ROOT}")
+        bare, ours, notes = await asyncio.gather(
+            connect(BARE), connect(OURS, python=python, cwd=cwd, **env), connect(NOTES)
+        )
+        cases = {
+            "bare": _tool(bare, "execute", {"code": "1+1"}),
+            "ours": _tool(ours, "execute_code", {"code": "1+1"}),
+            "direct note": _tool(notes, "get-note", {"note_id": 1}),
+            "ours note": _tool(ours, "execute_code", {"code": NOTE_CODE}),
+        }
+        names = []
+        for spec in variants:
+            name, python, cwd, env = _variant(spec)
+            client = await connect(OURS, python=python, cwd=cwd, **env)
+            cases[name] = _tool(client, "execute_code", {"code": "1+1"})
+            cases[f"{name} note"] = _tool(client, "execute_code", {"code": NOTE_CODE})
+            names.append(name)
+        await asyncio.sleep(2.0)  # upstreams connected, pool warm, start-up work done
+        out = {}
+        for pattern in patterns:
+            samples = await _pattern(cases, PATTERNS[pattern], rounds, calls)
+            out[pattern] = _report(pattern, samples, names)
+        return out
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(prog="python -m bench.speed_patterns", description=__doc__)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--calls", type=int, default=40)
+    parser.add_argument("--pattern", choices=[*PATTERNS, "both"], default="both")
+    parser.add_argument("--json", help="also write the p50s here")
+    parser.add_argument("--log", default="/tmp/speed_patterns_servers.log")
+    parser.add_argument(
+        "--ours",
+        help="DIR[:ENV=VALUE,...]: the checkout (its .venv) whose server is `ours` "
+        "(default: this one, with this interpreter)",
+    )
+    parser.add_argument(
+        "--variant",
+        action="append",
+        default=[],
+        help="NAME=DIR[:ENV=VALUE,...]: also our server from checkout DIR (its .venv), with "
+        "those environment variables, interleaved with the rest (an A/B in one run)",
+    )
+    a = parser.parse_args()
+    chosen = list(PATTERNS) if a.pattern == "both" else [a.pattern]
+    result = asyncio.run(main(a.rounds, a.calls, chosen, Path(a.log), a.variant, a.ours))
+    if a.json:
+        Path(a.json).write_text(json.dumps(result, indent=1))
