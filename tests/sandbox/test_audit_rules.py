@@ -9,8 +9,9 @@ import sys
 
 import pytest
 
-from mcp_code_mode.sandbox.child.audit import IMPORT_EVENTS, granted, names_in, trusted_helpers
+from mcp_code_mode.sandbox.child.audit import IMPORT_EVENTS, granted, names_in
 from mcp_code_mode.sandbox.child.lockdown import GENERATED_CODE_FORBIDS
+from mcp_code_mode.sandbox.child.trusted import trusted_helpers
 
 DEFAULT = frozenset(["json", "asyncio", "typing", "dataclasses"])
 

@@ -191,6 +191,33 @@ GADGETS = table(
         "'ESCAPED' + str(L[0].load_module('sys').modules)",
         STOPPED,
     ),
+    # (outside attack 6: enum's functional API names any module, and global_enum writes the
+    # members into that module's globals: the audit hook's `_FINE` and the guards'
+    # `_refusal` were replaced so)
+    (
+        "global_enum_writes_the_audit_hooks_globals",
+        "import enum\nclass Yes:\n    def __contains__(self, item):\n        return True\n"
+        "enum.global_enum(enum.Enum('A', {'_FINE': ()}, type=Yes, "
+        "module='mcp_code_mode.sandbox.child.audit'))\n"
+        "'ESCAPED' + str(getattr(enum.global_enum, '__glo' + 'bals__'))",
+        STOPPED,
+    ),
+    (
+        "global_enum_writes_the_guards_globals",
+        "import enum\nclass NoneCall:\n    def __call__(self, *a, **k):\n        return None\n"
+        "enum.global_enum(enum.Enum('G', {'_refusal': ()}, type=NoneCall, "
+        "module='mcp_code_mode.sandbox.child.guards'))\n"
+        "'ESCAPED' + str(getattr(enum.global_enum, '__glo' + 'bals__'))",
+        STOPPED,
+    ),
+    (
+        "global_enum_with_a_metaclass_that_lies_about_its_module",
+        "import enum\nclass M(type(enum.Enum)):\n    @property\n    def __module__(cls):\n"
+        "        return 'builtins'\n"
+        "class E(enum.Enum, metaclass=M):\n    open = 1\n"
+        "enum.global_enum(E)\n'ESCAPED'",
+        STOPPED,
+    ),
     (
         "forward_value_read_back_after_an_evaluation",
         "import typing, functools\nFR = type(typing.List['x'].__args__[0])\nfr = FR('int')\n"
@@ -330,6 +357,12 @@ IDIOMS = table(
         "def g(x: FR('int', module='__main__')):\n    return 'int'\nf.register(g)\n"
         "class N(typing.NamedTuple):\n    a: 'int'\n[f(1), N(2).a]",
         ["int", 2],
+    ),
+    (
+        "global_enum_on_the_guests_own_enum",
+        "import enum\n@enum.global_enum\nclass Color(enum.IntEnum):\n    RED = 1\n    BLUE = 2\n"
+        "[RED + BLUE, Color.RED.name]",
+        [3, "RED"],
     ),
     (
         "make_dataclass_and_slots",

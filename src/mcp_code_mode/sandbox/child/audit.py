@@ -27,10 +27,10 @@ from __future__ import annotations
 
 import sys
 import types
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
-__all__ = ["IMPORT_EVENTS", "Refused", "granted", "install", "names_in", "trusted_helpers"]
+__all__ = ["IMPORT_EVENTS", "Refused", "granted", "install", "names_in"]
 
 IMPORT_EVENTS = frozenset(
     ["import", "open", "exec", "marshal.loads", "os.listdir", "os.scandir", "os.stat"]
@@ -89,7 +89,61 @@ def install(
     trusted frame owns is refused unless the allowlist grants it (see `granted`), whether
     or not guest code is on the stack: callbacks, finalizers and `repr` run guest-chosen
     callables with no guest frame.
+
+    The hook runs on a sealed copy of this module (see `_sealed`).
     """
+    _sealed()["_install"](
+        guest_filename=guest_filename,
+        trusted=trusted,
+        checked=checked,
+        forbidden_names=forbidden_names,
+        allowed_imports=allowed_imports,
+        runners=runners,
+    )
+
+
+def _sealed() -> dict[str, Any]:
+    """This module's globals, copied, with its functions and `_Judge`'s methods bound to the
+    copy, and the builtins, `sys` and `types` they use copied too. Stdlib code that writes
+    a module's globals under names the guest chose (`enum.global_enum` updates
+    `sys.modules[cls.__module__].__dict__`) then cannot change what the hook does, even if
+    such a route is found again: nothing it writes is looked up by the hook."""
+    import builtins
+
+    sealed = dict(globals())
+    sealed["__builtins__"] = dict(vars(builtins))
+    sealed["sys"] = types.SimpleNamespace(**vars(sys))
+    sealed["types"] = types.SimpleNamespace(**vars(types))
+    for name, value in list(sealed.items()):
+        if isinstance(value, types.FunctionType) and value.__module__ == __name__:
+            sealed[name] = _rebound(value, sealed)
+    methods = {
+        k: _rebound(v, sealed) if isinstance(v, types.FunctionType) else v
+        for k, v in vars(_Judge).items()
+        if k not in ("__dict__", "__weakref__")
+    }
+    sealed["_Judge"] = type("_Judge", (), methods)
+    return sealed
+
+
+def _rebound(function: Any, namespace: dict[str, Any]) -> Any:
+    copy = types.FunctionType(
+        function.__code__, namespace, function.__name__, function.__defaults__, function.__closure__
+    )
+    copy.__kwdefaults__ = function.__kwdefaults__
+    copy.__qualname__ = function.__qualname__
+    return copy
+
+
+def _install(
+    *,
+    guest_filename: str,
+    trusted: Mapping[types.CodeType, frozenset[str]],
+    checked: frozenset[types.CodeType],
+    forbidden_names: frozenset[str],
+    allowed_imports: Iterable[str],
+    runners: Mapping[types.CodeType, str],
+) -> None:
     judge = _Judge(
         guest_filename=guest_filename,
         trusted=trusted,
@@ -325,50 +379,3 @@ def _refusal(event: str, args: tuple[Any, ...]) -> str:
     if event in ("object.__getattr__", "object.__setattr__") and _text(args, 1):
         what = f"{what}: {_text(args, 1)!r}"
     return f"{what} is not allowed in guest code"
-
-
-def trusted_helpers(
-    modules: Mapping[str, Any], extra: Iterable[tuple[Callable[..., Any], frozenset[str]]] = ()
-) -> tuple[dict[types.CodeType, frozenset[str]], frozenset[types.CodeType]]:
-    """The stdlib helpers allowed to cause some events on the guest's behalf, found in the
-    modules loaded (`sys.modules`), plus `extra` (function, events) pairs; and those
-    among them whose `exec` is name-checked."""
-    table: dict[types.CodeType, frozenset[str]] = {}
-    checked: set[types.CodeType] = set()
-
-    def add(owner: str, path: str, events: Iterable[str], *, check: bool = False) -> None:
-        obj: Any = modules.get(owner)
-        for part in path.split("."):
-            obj = getattr(obj, part, None)
-        code = getattr(obj, "__code__", None)
-        if isinstance(code, types.CodeType):
-            table[code] = frozenset(events)
-            if check:
-                checked.add(code)
-
-    add("collections", "namedtuple", ["exec", "object.__setattr__", "sys._getframe"], check=True)
-    add("dataclasses", "_create_fn", ["exec"], check=True)  # 3.11
-    add("dataclasses", "_FuncBuilder.add_fns_to_class", ["exec"], check=True)  # 3.13
-    add("dataclasses", "_process_class", ["object.__getattr__"])
-    add("dataclasses", "make_dataclass", ["object.__setattr__"])
-    add("dataclasses", "_add_slots", ["object.__setattr__"])
-    add("typing", "ForwardRef._evaluate", ["exec"], check=True)
-    add("typing", "_caller", ["sys._getframe"])
-    add("typing", "overload", ["object.__getattr__"])
-    add("typing", "NamedTupleMeta.__new__", ["object.__setattr__"])
-    add("enum", "EnumType._create_", ["sys._getframe"])
-    add("asyncio.coroutines", "_format_coroutine", ["object.__getattr__"])
-    # asyncio's debug mode keeps where handles and futures were made, as text
-    add("asyncio.format_helpers", "extract_stack", ["object.__getattr__", "sys._getframe"])
-    add("asyncio.events", "Handle.__init__", ["sys._getframe"])
-    add("traceback", "extract_stack", ["sys._getframe", "object.__getattr__", "open"])
-    # a function's flags (asyncio.iscoroutinefunction); where a log line was made (text)
-    add("inspect", "_has_code_flag", ["object.__getattr__"])
-    add("logging", "Logger.findCaller", ["sys._getframe", "object.__getattr__"])
-    add("asyncio.futures", "Future.__init__", ["sys._getframe"])
-    add("asyncio.selector_events", "BaseSelectorEventLoop._make_self_pipe", ["socket.__new__"])
-    for function, events in extra:
-        code = getattr(function, "__code__", None)
-        if isinstance(code, types.CodeType):
-            table[code] = events
-    return table, frozenset(checked)

@@ -28,6 +28,7 @@ from mcp_code_mode.sandbox.child.tools_view import Frozen, is_identifier_of
 __all__ = [
     "guarded_cached_property",
     "guarded_dataclass",
+    "guarded_global_enum",
     "guarded_names",
     "guest_getattr",
     "install_guards",
@@ -146,6 +147,23 @@ def guarded_dataclass(dataclass: Callable[..., Any]) -> Callable[..., Any]:
 
     guarded.__name__ = guarded.__qualname__ = "dataclass"
     guarded.__doc__ = dataclass.__doc__
+    return guarded
+
+
+def guarded_global_enum(global_enum: Callable[..., Any], enum_type: type) -> Callable[..., Any]:
+    """`enum.global_enum` for the guest's own enums only: it writes the members into
+    `sys.modules[cls.__module__].__dict__`, and the functional API lets an enum name any
+    module (outside attack 6 rewrote the audit hook's and the guards' globals so). Its
+    metaclass must be enum's own, so that `__module__` is what the class holds."""
+
+    def guarded(cls: Any, *args: Any, **kwargs: Any) -> Any:
+        own = type(cls) is enum_type and vars(cls).get("__module__") == GUEST_MODULE
+        if not own or type(vars(cls).get("__module__")) is not str:
+            raise TypeError("global_enum() takes enums defined by this code only")
+        return global_enum(cls, *args, **kwargs)
+
+    guarded.__name__ = guarded.__qualname__ = "global_enum"
+    guarded.__doc__ = global_enum.__doc__
     return guarded
 
 

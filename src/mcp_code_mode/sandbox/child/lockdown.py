@@ -21,13 +21,18 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from mcp_code_mode.sandbox.child import audit, outcome, rewrite, worker
-from mcp_code_mode.sandbox.child.guards import guarded_cached_property, guarded_names
+from mcp_code_mode.sandbox.child.guards import (
+    guarded_cached_property,
+    guarded_global_enum,
+    guarded_names,
+)
 from mcp_code_mode.sandbox.child.guest import GuestRuntime
 from mcp_code_mode.sandbox.child.rules import (
     BLOCKED_ATTRIBUTES,
     GUEST_ONLY_DUNDERS,
     REFUSED_DUNDERS,
 )
+from mcp_code_mode.sandbox.child.trusted import trusted_helpers
 
 __all__ = ["GENERATED_CODE_FORBIDS", "lock_down"]
 
@@ -70,6 +75,9 @@ def lock_down(
         module = loaded.get(name)
         if module is not None:
             module.__dict__.update({b: guarded[b] for b in builtins})
+    enum: Any = loaded.get("enum")
+    if enum is not None:
+        enum.global_enum = guarded_global_enum(enum.global_enum, enum.EnumType)
     functools: Any = loaded.get("functools")
     if functools is not None:
         functools.cached_property = guarded_cached_property(functools.cached_property)
@@ -78,7 +86,7 @@ def lock_down(
         (outcome.guest_line, frozenset(["object.__getattr__"])),
         (outcome.format_traceback, frozenset(["object.__getattr__", "open"])),
     ]
-    trusted, checked = audit.trusted_helpers(loaded, own)
+    trusted, checked = trusted_helpers(loaded, own)
     runners = {rewrite.compile_guest.__code__: "compile", worker.run_guest_code.__code__: "exec"}
     if warm_up is not None:
         runners[warm_up.__code__] = "exec before"

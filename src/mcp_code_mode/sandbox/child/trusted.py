@@ -1,0 +1,60 @@
+"""The stdlib helpers the audit hook trusts to cause some events on the guest's behalf.
+
+Found by code object in the modules loaded, once, when the worker is locked down (see
+`lockdown`); which events each may cause, and whether code it runs is name-checked.
+"""
+
+from __future__ import annotations
+
+import types
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+__all__ = ["trusted_helpers"]
+
+
+def trusted_helpers(
+    modules: Mapping[str, Any], extra: Iterable[tuple[Callable[..., Any], frozenset[str]]] = ()
+) -> tuple[dict[types.CodeType, frozenset[str]], frozenset[types.CodeType]]:
+    """The stdlib helpers allowed to cause some events on the guest's behalf, found in the
+    modules loaded (`sys.modules`), plus `extra` (function, events) pairs; and those
+    among them whose `exec` is name-checked."""
+    table: dict[types.CodeType, frozenset[str]] = {}
+    checked: set[types.CodeType] = set()
+
+    def add(owner: str, path: str, events: Iterable[str], *, check: bool = False) -> None:
+        obj: Any = modules.get(owner)
+        for part in path.split("."):
+            obj = getattr(obj, part, None)
+        code = getattr(obj, "__code__", None)
+        if isinstance(code, types.CodeType):
+            table[code] = frozenset(events)
+            if check:
+                checked.add(code)
+
+    add("collections", "namedtuple", ["exec", "object.__setattr__", "sys._getframe"], check=True)
+    add("dataclasses", "_create_fn", ["exec"], check=True)  # 3.11
+    add("dataclasses", "_FuncBuilder.add_fns_to_class", ["exec"], check=True)  # 3.13
+    add("dataclasses", "_process_class", ["object.__getattr__"])
+    add("dataclasses", "make_dataclass", ["object.__setattr__"])
+    add("dataclasses", "_add_slots", ["object.__setattr__"])
+    add("typing", "ForwardRef._evaluate", ["exec"], check=True)
+    add("typing", "_caller", ["sys._getframe"])
+    add("typing", "overload", ["object.__getattr__"])
+    add("typing", "NamedTupleMeta.__new__", ["object.__setattr__"])
+    add("enum", "EnumType._create_", ["sys._getframe"])
+    add("asyncio.coroutines", "_format_coroutine", ["object.__getattr__"])
+    # asyncio's debug mode keeps where handles and futures were made, as text
+    add("asyncio.format_helpers", "extract_stack", ["object.__getattr__", "sys._getframe"])
+    add("asyncio.events", "Handle.__init__", ["sys._getframe"])
+    add("traceback", "extract_stack", ["sys._getframe", "object.__getattr__", "open"])
+    # a function's flags (asyncio.iscoroutinefunction); where a log line was made (text)
+    add("inspect", "_has_code_flag", ["object.__getattr__"])
+    add("logging", "Logger.findCaller", ["sys._getframe", "object.__getattr__"])
+    add("asyncio.futures", "Future.__init__", ["sys._getframe"])
+    add("asyncio.selector_events", "BaseSelectorEventLoop._make_self_pipe", ["socket.__new__"])
+    for function, events in extra:
+        code = getattr(function, "__code__", None)
+        if isinstance(code, types.CodeType):
+            table[code] = events
+    return table, frozenset(checked)
