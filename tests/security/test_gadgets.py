@@ -218,6 +218,22 @@ GADGETS = table(
         "enum.global_enum(E)\n'ESCAPED'",
         STOPPED,
     ),
+    # (outside attack 7: a private method a guest class inherits from a library base is the
+    # library's: `Enum._convert_` makes members of any module's globals and writes them back)
+    (
+        "an_inherited_library_private_method_reaches_any_module",
+        "import enum\nclass E(enum.Enum):\n    pass\n"
+        "X = E._convert_('Xq', 'uuid', lambda n: n in ('os', 'sys'))\n"
+        "'ESCAPED' + str(X['sys'].value.modules)",
+        STOPPED,
+    ),
+    (
+        "an_inherited_library_private_method_by_getattr",
+        "import enum\nclass E(enum.Enum):\n    pass\n"
+        "X = getattr(E, '_conv' + 'ert_')('Xq', 'uuid', lambda n: n == 'sys')\n"
+        "'ESCAPED' + str(X['sys'].value.modules)",
+        STOPPED,
+    ),
     (
         "forward_value_read_back_after_an_evaluation",
         "import typing, functools\nFR = type(typing.List['x'].__args__[0])\nfr = FR('int')\n"
@@ -357,6 +373,18 @@ IDIOMS = table(
         "def g(x: FR('int', module='__main__')):\n    return 'int'\nf.register(g)\n"
         "class N(typing.NamedTuple):\n    a: 'int'\n[f(1), N(2).a]",
         ["int", 2],
+    ),
+    (
+        "the_guests_own_private_enum_members",
+        "import enum\nclass Size(enum.Enum):\n    S = 1\n    L = 3\n"
+        "    @classmethod\n    def _missing_(cls, value):\n        return cls.S\n"
+        "class Auto(enum.Enum):\n    def _generate_next_value_(name, start, count, last):\n"
+        "        return name.lower()\n    A = enum.auto()\n"
+        "class Coord(bytes, enum.Enum):\n    def __new__(cls, value, label):\n"
+        "        obj = bytes.__new__(cls, [value])\n        obj._value_ = value\n"
+        "        obj.label = label\n        return obj\n    X = (0, 'x')\n"
+        "[Size(9).name, Size.L._value_, list(Size._member_map_), Auto.A.value, Coord.X.label]",
+        ["S", 3, ["S", "L"], "a", "x"],
     ),
     (
         "global_enum_on_the_guests_own_enum",

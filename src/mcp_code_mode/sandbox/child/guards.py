@@ -78,7 +78,32 @@ def _refusal(obj: Any, name: str) -> str | None:
             f"access to private attribute {name!r} of a {type(obj).__name__} object is not "
             "allowed (private attributes of your own classes are fine)"
         )
+    if is_private(name) and _library_defines(obj, name):
+        return (
+            f"private attribute {name!r} comes from a library class, not from your own "
+            "(private attributes your classes define are fine)"
+        )
     return None
+
+
+_MRO = type.__dict__["__mro__"].__get__
+_VARS = type.__dict__["__dict__"].__get__
+
+
+def _library_defines(obj: Any, name: str) -> bool:
+    """Whether `obj.<name>` would be found first in a class the guest did not define: a
+    private method a guest class inherits from a library base (`Enum._convert_` writes any
+    module's globals) is the library's, not the guest's. Read from the classes' real
+    `__dict__`s and MROs, never through the guest's own descriptors (an instance's
+    `__dict__` may be one: an instance attribute named like a library class's private
+    member is refused too)."""
+    classes = [*(_MRO(obj) if isinstance(obj, type) else ()), *_MRO(type(obj))]
+    for cls in classes:
+        namespace = _VARS(cls)
+        if name in namespace:
+            module = namespace.get("__module__")
+            return not (type(module) is str and module == GUEST_MODULE)
+    return False
 
 
 def guest_getattr(obj: Any, name: str, *default: Any) -> Any:
