@@ -234,6 +234,36 @@ GADGETS = table(
         "'ESCAPED' + str(X['sys'].value.modules)",
         STOPPED,
     ),
+    # (outside attack 8: a str subclass as the attribute name answered the guards' checks
+    # one way and the real lookup another)
+    (
+        "a_str_subclass_name_whose_startswith_lies",
+        "import enum\nclass S(str):\n    def startswith(self, *a, **k):\n        return False\n"
+        "conv = getattr(enum.Enum, S('_convert_'))\n"
+        "X = conv('X', 'enum', lambda n: n == 'sys')\n'ESCAPED' + str(X['sys'].value.modules)",
+        STOPPED,
+    ),
+    (
+        "a_str_subclass_name_whose_equality_lies",
+        "import json\nclass S(str):\n    def __eq__(self, other):\n        return False\n"
+        "    __hash__ = str.__hash__\n"
+        "'ESCAPED' + str(getattr(json.dumps, S('__globals__'))['__builtins__'])",
+        STOPPED,
+    ),
+    (
+        "a_str_subclass_name_through_a_module_views_getattr",
+        "import json\nclass S(str):\n    def startswith(self, *a, **k):\n        return False\n"
+        "'ESCAPED' + str(json.__getattr__(S('_default_encoder')))",
+        STOPPED,
+    ),
+    (
+        "a_str_subclass_name_relabels_a_library_class",
+        "import json\nclass S(str):\n    def __eq__(self, other):\n        return False\n"
+        "    __hash__ = str.__hash__\n"
+        "setattr(json.JSONEncoder, S('__module__'), '__main__')\n"
+        "'ESCAPED' + json.JSONEncoder.__module__",
+        STOPPED,
+    ),
     (
         "forward_value_read_back_after_an_evaluation",
         "import typing, functools\nFR = type(typing.List['x'].__args__[0])\nfr = FR('int')\n"

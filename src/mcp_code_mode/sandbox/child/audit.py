@@ -84,7 +84,9 @@ def install(
     `trusted` maps a code object to the events it may cause (for the guest, or on its own
     after a run); `checked` are those whose `exec` must pass the name check
     (`forbidden_names`). `runners` are the worker's own functions that compile guest code
-    ("compile") and run it ("exec"): only they may make or run code named `guest_filename`,
+    ("compile") and run it ("exec"): only they may make or run code named `guest_filename`;
+    those marked "guest" (the guarded `getattr`/`setattr` & co.) act for the guest and count
+    as guest frames, so a trusted helper further out does not vouch for them,
     and the first run of such code arms the hook for good. Armed, every event that no
     trusted frame owns is refused unless the allowlist grants it (see `granted`), whether
     or not guest code is on the stack: callbacks, finalizers and `repr` run guest-chosen
@@ -232,8 +234,8 @@ class _Judge:
         while frame is not None:
             code = frame.f_code
             filename = code.co_filename if type(code.co_filename) is str else ""
-            if filename == self.guest_filename:
-                return None, True, nearest
+            if filename == self.guest_filename or self.runners.get(code) == "guest":
+                return None, True, nearest  # guest code, or a guard acting for it
             events = self.trusted.get(code)
             if events is not None:
                 return (code if event in events else None), False, nearest

@@ -26,6 +26,7 @@ from mcp_code_mode.sandbox.child.rules import (
 from mcp_code_mode.sandbox.child.tools_view import Frozen, is_identifier_of
 
 __all__ = [
+    "exact_name",
     "guarded_cached_property",
     "guarded_dataclass",
     "guarded_global_enum",
@@ -39,6 +40,17 @@ __all__ = [
     "safe_hasattr",
     "safe_setattr",
 ]
+
+
+def exact_name(name: Any) -> str:
+    """An attribute name as an exact `str`: a subclass's `startswith`, `__eq__` or
+    `__hash__` would answer the checks one way and the real lookup another (outside attack
+    8), so every guard checks and looks up this copy, never the guest's object."""
+    if type(name) is str:
+        return name
+    if isinstance(name, str):
+        return str.__str__(name)
+    raise TypeError(f"attribute name must be string, not '{type(name).__name__}'")
 
 
 def is_blocked(name: object) -> bool:
@@ -112,7 +124,8 @@ def guest_getattr(obj: Any, name: str, *default: Any) -> Any:
     `str.format` / `format_map` come back guarded: their fields may not walk attributes
     or items, which would reach anything through the real `getattr`.
     """
-    reason = _refusal(obj, name) if isinstance(name, str) else None
+    name = exact_name(name)
+    reason = _refusal(obj, name)
     if reason is not None:
         if default:
             return default[0]
@@ -239,9 +252,10 @@ def _library_getattr(obj: Any, name: str, *default: Any) -> Any:
     the guard's, except that an object's `__dict__` (its attributes, not its module's
     globals) may be read, as `update_wrapper` does on every wrapper, and the guest's own
     objects may have attributes named like modules (a dataclass field `os`)."""
+    name = exact_name(name)
     if name == "__dict__":
         return getattr(obj, name, *default)
-    if isinstance(name, str) and name not in REFUSED_DUNDERS and is_guest_object(obj):
+    if name not in REFUSED_DUNDERS and is_guest_object(obj):
         return getattr(obj, name, *default)  # a field may be called `os` on the guest's class
     return guest_getattr(obj, name, *default)
 
@@ -257,10 +271,12 @@ def guarded_names() -> dict[str, Callable[..., Any]]:
 
 
 def safe_hasattr(obj: Any, name: str) -> bool:
-    return (not isinstance(name, str) or _refusal(obj, name) is None) and hasattr(obj, name)
+    name = exact_name(name)
+    return _refusal(obj, name) is None and hasattr(obj, name)
 
 
 def safe_setattr(obj: Any, name: str, value: Any) -> None:
+    name = exact_name(name)
     relabel = name == "__module__" and isinstance(obj, type)
     if is_blocked(name) or relabel or name in ("__dict__", "__class__"):
         raise AttributeError(f"setting attribute {name!r} is not allowed")
@@ -268,6 +284,7 @@ def safe_setattr(obj: Any, name: str, value: Any) -> None:
 
 
 def safe_delattr(obj: Any, name: str) -> None:
+    name = exact_name(name)
     if is_blocked(name):
         raise AttributeError(f"deleting attribute {name!r} is not allowed")
     delattr(obj, name)

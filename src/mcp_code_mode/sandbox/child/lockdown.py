@@ -18,13 +18,18 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Iterable
+from types import CodeType
 from typing import Any
 
-from mcp_code_mode.sandbox.child import audit, outcome, rewrite, worker
+from mcp_code_mode.sandbox.child import audit, module_view, outcome, rewrite, worker
 from mcp_code_mode.sandbox.child.guards import (
     guarded_cached_property,
     guarded_global_enum,
     guarded_names,
+    guest_getattr,
+    safe_delattr,
+    safe_hasattr,
+    safe_setattr,
 )
 from mcp_code_mode.sandbox.child.guest import GuestRuntime
 from mcp_code_mode.sandbox.child.rules import (
@@ -90,6 +95,7 @@ def lock_down(
     runners = {rewrite.compile_guest.__code__: "compile", worker.run_guest_code.__code__: "exec"}
     if warm_up is not None:
         runners[warm_up.__code__] = "exec before"
+    runners.update(dict.fromkeys(_guest_proxies(), "guest"))
     audit.install(
         guest_filename=rewrite.GUEST_FILENAME,
         trusted=trusted,
@@ -98,3 +104,15 @@ def lock_down(
         allowed_imports=allowed_imports,
         runners=runners,
     )
+
+
+def _guest_proxies() -> list[Any]:
+    """The guards that act for the guest (what its `getattr`, `setattr`, ... and module views
+    are): a trusted stdlib helper that calls back into one of them, say a metaclass's
+    namespace `update` set to `setattr` under `make_dataclass`, does not vouch for what it
+    does (outside attack 8)."""
+    views = module_view._module_view_class.__code__.co_consts
+    return [
+        *(f.__code__ for f in (guest_getattr, safe_setattr, safe_delattr, safe_hasattr)),
+        *(c for c in views if isinstance(c, CodeType) and c.co_name in ("getattr_", "setattr_")),
+    ]

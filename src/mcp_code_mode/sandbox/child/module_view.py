@@ -7,7 +7,12 @@ import builtins
 from collections.abc import Iterable
 from typing import Any
 
-from mcp_code_mode.sandbox.child.guards import guarded_dataclass, is_blocked, is_private
+from mcp_code_mode.sandbox.child.guards import (
+    exact_name,
+    guarded_dataclass,
+    is_blocked,
+    is_private,
+)
 from mcp_code_mode.sandbox.child.rules import GUEST_ONLY_DUNDERS, LAZY_HELPERS
 
 __all__ = ["ModuleView"]
@@ -18,6 +23,7 @@ def _module_view_class(module: Any, allowed: frozenset[str], private: bool) -> t
     or attribute a guest could read (`type(view)._module` would hand out the real one)."""
 
     def getattr_(self: Any, name: str) -> Any:
+        name = exact_name(name)
         hidden = is_blocked(name) or name in GUEST_ONLY_DUNDERS
         if hidden or (not private and is_private(name)):
             raise AttributeError(f"access to attribute {name!r} is not allowed")
@@ -35,6 +41,7 @@ def _module_view_class(module: Any, allowed: frozenset[str], private: bool) -> t
         return value
 
     def setattr_(self: Any, name: str, value: Any) -> None:
+        name = exact_name(name)
         if is_blocked(name) or is_private(name):
             raise AttributeError(f"setting attribute {name!r} is not allowed")
         setattr(module, name, value)
