@@ -264,6 +264,24 @@ GADGETS = table(
         "'ESCAPED' + json.JSONEncoder.__module__",
         STOPPED,
     ),
+    # (outside attack 9: `case C(g)` reads `subject.<C.__match_args__[0]>` with the real
+    # getattr, and C's metaclass decides that anything matches)
+    (
+        "a_class_pattern_reads_match_args_with_the_real_getattr",
+        "import json\nclass M(type):\n    def __instancecheck__(cls, obj):\n        return True\n"
+        "class C(metaclass=M):\n    __match_args__ = ('__glob' + 'als__',)\n"
+        "match json.dumps:\n    case C(g):\n        out = 'ESCAPED' + str(g['__builtins__'])\n"
+        "out",
+        POLICY,
+    ),
+    (
+        "a_rebound_builtin_name_in_a_class_pattern",
+        "import json\nclass M(type):\n    def __instancecheck__(cls, obj):\n        return True\n"
+        "class int(metaclass=M):\n    __match_args__ = ('__glob' + 'als__',)\n"
+        "match json.dumps:\n    case int(g):\n        out = 'ESCAPED' + str(g['__builtins__'])\n"
+        "out",
+        POLICY,
+    ),
     (
         "forward_value_read_back_after_an_evaluation",
         "import typing, functools\nFR = type(typing.List['x'].__args__[0])\nfr = FR('int')\n"
@@ -415,6 +433,15 @@ IDIOMS = table(
         "        obj.label = label\n        return obj\n    X = (0, 'x')\n"
         "[Size(9).name, Size.L._value_, list(Size._member_map_), Auto.A.value, Coord.X.label]",
         ["S", 3, ["S", "L"], "a", "x"],
+    ),
+    (
+        "class_patterns_by_keyword_and_builtins_by_position",
+        "import dataclasses\n@dataclasses.dataclass\nclass P:\n    x: int\n    y: int\n"
+        "def f(v):\n    match v:\n        case P(x=0, y=y):\n            return ('axis', y)\n"
+        "        case int(n):\n            return ('int', n)\n        case str(s):\n"
+        "            return ('str', s)\n        case _:\n            return 'other'\n"
+        "[f(P(0, 2)), f(5), f('a'), f(P(1, 1))]",
+        [["axis", 2], ["int", 5], ["str", "a"], "other"],
     ),
     (
         "global_enum_on_the_guests_own_enum",
