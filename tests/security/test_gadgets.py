@@ -282,6 +282,21 @@ GADGETS = table(
         "out",
         POLICY,
     ),
+    # (outside attack 10: update_wrapper copied a builtin class's real __dict__, with its
+    # descriptors, into the guest's wrapper)
+    (
+        "wraps_copies_a_builtin_classes_descriptors",
+        "import functools, json\n@functools.wraps(object)\ndef g():\n    pass\n"
+        "ga = g.__dict__['__getattr' + 'ibute__']\n"
+        "'ESCAPED' + str(ga(json.dumps, '__glob' + 'als__')['__builtins__'])",
+        STOPPED,
+    ),
+    (
+        "wraps_copies_types_subclasses",
+        "import functools\n@functools.wraps(type)\ndef h():\n    pass\n"
+        "'ESCAPED' + str(h.__dict__['__subclass' + 'es__'](object))",
+        STOPPED,
+    ),
     (
         "forward_value_read_back_after_an_evaluation",
         "import typing, functools\nFR = type(typing.List['x'].__args__[0])\nfr = FR('int')\n"

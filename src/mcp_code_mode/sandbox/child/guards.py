@@ -249,12 +249,14 @@ def _check_format(template: str, depth: int = 0) -> None:
 
 def _library_getattr(obj: Any, name: str, *default: Any) -> Any:
     """`getattr` for stdlib code that reads names the guest chose (`functools.wraps`):
-    the guard's, except that an object's `__dict__` (its attributes, not its module's
-    globals) may be read, as `update_wrapper` does on every wrapper, and the guest's own
-    objects may have attributes named like modules (a dataclass field `os`)."""
+    the guard's, except that the `__dict__` of the guest's own objects may be read, as
+    `update_wrapper` does on every wrapper (any other object's reads as empty: a builtin
+    class's holds its descriptors, `object.__getattribute__` among them, outside attack 10),
+    and the guest's own objects may have attributes named like modules (a dataclass field
+    `os`)."""
     name = exact_name(name)
     if name == "__dict__":
-        return getattr(obj, name, *default)
+        return getattr(obj, name, *default) if is_guest_object(obj) else {}
     if name not in REFUSED_DUNDERS and is_guest_object(obj):
         return getattr(obj, name, *default)  # a field may be called `os` on the guest's class
     return guest_getattr(obj, name, *default)
