@@ -297,6 +297,16 @@ GADGETS = table(
         "'ESCAPED' + str(h.__dict__['__subclass' + 'es__'](object))",
         STOPPED,
     ),
+    # (outside attack 11: update_wrapper read an inherited library private method off the
+    # guest's class through the library getattr, and copied it onto the guest's function)
+    (
+        "update_wrapper_copies_an_inherited_library_private_method",
+        "import enum, functools\nclass E(enum.Enum):\n    A = 1\ndef w():\n    pass\n"
+        "functools.update_wrapper(w, E, assigned=('_convert_',), updated=())\n"
+        "X = getattr(w, '_convert_')('Zq', 'uuid', lambda n: n == 'sys')\n"
+        "'ESCAPED' + str(X['sys'].value.modules)",
+        STOPPED,
+    ),
     (
         "forward_value_read_back_after_an_evaluation",
         "import typing, functools\nFR = type(typing.List['x'].__args__[0])\nfr = FR('int')\n"

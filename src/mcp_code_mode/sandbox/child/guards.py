@@ -257,8 +257,10 @@ def _library_getattr(obj: Any, name: str, *default: Any) -> Any:
     name = exact_name(name)
     if name == "__dict__":
         return getattr(obj, name, *default) if is_guest_object(obj) else {}
-    if name not in REFUSED_DUNDERS and is_guest_object(obj):
-        return getattr(obj, name, *default)  # a field may be called `os` on the guest's class
+    if name not in REFUSED_DUNDERS and is_guest_object(obj) and not _library_defines(obj, name):
+        # a field may be called `os` on the guest's class; what a library base defines (an
+        # inherited `Enum._convert_`, outside attack 11) goes through the guard like any read
+        return getattr(obj, name, *default)
     return guest_getattr(obj, name, *default)
 
 
