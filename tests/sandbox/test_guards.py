@@ -45,7 +45,7 @@ async def run(gateway: Gateway, code: str) -> dict[str, Any]:
         pytest.param(
             "import functools\nclass C:\n    x: \"open('/etc/hostname').read()\"\n"
             "functools.singledispatch(lambda a: 0).register(C())\n'ESCAPED'",
-            "RUNTIME_ERROR",
+            "POLICY_VIOLATION",  # generated code may not name what guest code cannot call
             id="string-annotation-builtin",
         ),
         pytest.param("import json\ntype(json)._module", "RUNTIME_ERROR", id="module-view-slot"),

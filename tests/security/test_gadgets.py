@@ -307,6 +307,26 @@ GADGETS = table(
         "'ESCAPED' + str(X['sys'].value.modules)",
         STOPPED,
     ),
+    # (outside attack 12: make_dataclass ran the real dataclass on a class it labelled with
+    # another module, and a str subclass field name's __format__ put text into its source)
+    (
+        "make_dataclass_field_name_formats_itself_into_the_source",
+        "import dataclasses\nclass N(str):\n    n = [0]\n    def isidentifier(self):\n"
+        "        return True\n    def __format__(self, spec):\n        self.n[0] += 1\n"
+        "        return 'a=int(repr(eval)),*,zz=0' if self.n[0] == 1 else 'a'\n"
+        "    def __hash__(self):\n        return str.__hash__(self)\n"
+        "    def __eq__(self, o):\n        return str.__eq__(self, o)\n"
+        "C = dataclasses.make_dataclass('C', [(N('a'), int)], namespace={'__module__': 'json'},"
+        " repr=False, eq=False)\n'ESCAPED' + str(C)",
+        STOPPED,
+    ),
+    (
+        "make_dataclass_labelled_with_another_module",
+        "import dataclasses\n"
+        "C = dataclasses.make_dataclass('C', ['a'], namespace={'__module__': 'json'})\n"
+        "'ESCAPED' + C.__module__",
+        STOPPED,
+    ),
     (
         "forward_value_read_back_after_an_evaluation",
         "import typing, functools\nFR = type(typing.List['x'].__args__[0])\nfr = FR('int')\n"

@@ -30,6 +30,7 @@ __all__ = [
     "guarded_cached_property",
     "guarded_dataclass",
     "guarded_global_enum",
+    "guarded_make_dataclass",
     "guarded_names",
     "guest_getattr",
     "install_guards",
@@ -168,7 +169,7 @@ def guarded_dataclass(dataclass: Callable[..., Any]) -> Callable[..., Any]:
         import inspect  # the guest never gets this module; the guard only reads annotations
 
         names = inspect.get_annotations(cls)
-        bad = [n for n in names if not (isinstance(n, str) and n.isidentifier())]
+        bad = [n for n in names if not (type(n) is str and n.isidentifier())]
         if bad:
             raise TypeError(f"dataclass field names must be identifiers, not {bad[0]!r}")
 
@@ -202,6 +203,29 @@ def guarded_global_enum(global_enum: Callable[..., Any], enum_type: type) -> Cal
 
     guarded.__name__ = guarded.__qualname__ = "global_enum"
     guarded.__doc__ = global_enum.__doc__
+    return guarded
+
+
+def guarded_make_dataclass(make_dataclass: Callable[..., Any]) -> Callable[..., Any]:
+    """`dataclasses.make_dataclass` with field names that are exact `str` identifiers (a
+    subclass's `isidentifier` and `__format__` put any text into the source it compiles,
+    outside attack 12) and no `__module__` but the guest's (it picks the globals)."""
+
+    def guarded(cls_name: Any, fields: Any, /, *args: Any, **options: Any) -> Any:
+        specs = list(fields)
+        for spec in specs:
+            name = spec if isinstance(spec, str) else spec[0]
+            if not (type(name) is str and name.isidentifier()):
+                raise TypeError(f"make_dataclass field names must be identifiers, not {name!r}")
+        namespace = options.get("namespace") or {}
+        module = options.get("module", namespace.get("__module__", GUEST_MODULE))
+        if not (type(module) is str and module == GUEST_MODULE):
+            raise TypeError("make_dataclass() makes classes of this code's own module only")
+        options["namespace"] = {**namespace, "__module__": GUEST_MODULE}  # 3.11 says `types`
+        return make_dataclass(cls_name, specs, *args, **options)
+
+    guarded.__name__ = guarded.__qualname__ = "make_dataclass"
+    guarded.__doc__ = make_dataclass.__doc__
     return guarded
 
 

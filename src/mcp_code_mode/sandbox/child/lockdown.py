@@ -36,6 +36,7 @@ from mcp_code_mode.sandbox.child.rules import (
     BLOCKED_ATTRIBUTES,
     GUEST_ONLY_DUNDERS,
     REFUSED_DUNDERS,
+    REMOVED_BUILTINS,
 )
 from mcp_code_mode.sandbox.child.trusted import trusted_helpers
 
@@ -47,6 +48,7 @@ GENERATED_CODE_FORBIDS = (
     (REFUSED_DUNDERS - {"__setattr__", "__delattr__"})
     | GUEST_ONLY_DUNDERS
     | {name for name in BLOCKED_ATTRIBUTES if name[:3] in _INTERNALS or name.startswith("__")}
+    | set(REMOVED_BUILTINS)  # what guest code cannot call, generated code may not name either
 )
 """Names that code a trusted helper compiles from the guest's names may not mention: the
 dunders and the frame, code and generator internals (frozen dataclasses call

@@ -4,18 +4,26 @@ the allowlist, never the module's `__dict__`."""
 from __future__ import annotations
 
 import builtins
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from mcp_code_mode.sandbox.child.guards import (
     exact_name,
     guarded_dataclass,
+    guarded_make_dataclass,
     is_blocked,
     is_private,
 )
 from mcp_code_mode.sandbox.child.rules import GUEST_ONLY_DUNDERS, LAZY_HELPERS
 
 __all__ = ["ModuleView"]
+
+
+# Functions a view hands out wrapped: they compile source from names the guest chose.
+_GUARDED: dict[tuple[str, str], Callable[[Any], Any]] = {
+    ("dataclasses", "dataclass"): guarded_dataclass,
+    ("dataclasses", "make_dataclass"): guarded_make_dataclass,
+}
 
 
 def _module_view_class(module: Any, allowed: frozenset[str], private: bool) -> type:
@@ -28,8 +36,9 @@ def _module_view_class(module: Any, allowed: frozenset[str], private: bool) -> t
         if hidden or (not private and is_private(name)):
             raise AttributeError(f"access to attribute {name!r} is not allowed")
         value = getattr(module, name)
-        if module.__name__ == "dataclasses" and name == "dataclass":
-            return guarded_dataclass(value)
+        wrap = _GUARDED.get((module.__name__, name))
+        if wrap is not None:
+            return wrap(value)
         if isinstance(value, type(builtins)):
             root = value.__name__.partition(".")[0]
             if root not in allowed and value.__name__ not in LAZY_HELPERS:
