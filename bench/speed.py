@@ -43,7 +43,7 @@ from mcp_code_mode.config import load_config
 from mcp_code_mode.executor_server import build_server
 from mcp_code_mode.gateway import Gateway
 
-__all__ = ["Sizes", "run"]
+__all__ = ["Call", "Sizes", "run", "tool_call"]
 
 SERVERS = Path(__file__).resolve().parent / "servers"
 DEMO_CONFIG = ROOT / "mcp_servers.json"
@@ -89,7 +89,7 @@ class _Case:
     pause_s: float = PAUSE_S
 
 
-def _tool(client: Client[Any], tool: str, arguments: dict[str, Any]) -> Call:
+def tool_call(client: Client[Any], tool: str, arguments: dict[str, Any]) -> Call:
     async def call() -> None:
         result = await client.call_tool_mcp(tool, arguments)
         if result.is_error:
@@ -146,12 +146,12 @@ async def _stdio_samples(runs: int, log: Path) -> dict[str, list[float]]:
             connect([str(EXAMPLES / "notes_server.py")]),
         )
         cases = [
-            _Case("bare", _tool(bare, "execute", {"code": "1+1"})),
-            _Case("codemode", _tool(codemode, "execute", {"code": "1+1"})),
-            _Case("ours", _tool(ours, "execute_code", {"code": "1+1"})),
-            _Case("direct note", _tool(notes, "get-note", {"note_id": 1})),
-            _Case("codemode note", _tool(codemode, "execute", {"code": CODEMODE_NOTE_CODE})),
-            _Case("ours note", _tool(ours, "execute_code", {"code": NOTE_CODE})),
+            _Case("bare", tool_call(bare, "execute", {"code": "1+1"})),
+            _Case("codemode", tool_call(codemode, "execute", {"code": "1+1"})),
+            _Case("ours", tool_call(ours, "execute_code", {"code": "1+1"})),
+            _Case("direct note", tool_call(notes, "get-note", {"note_id": 1})),
+            _Case("codemode note", tool_call(codemode, "execute", {"code": CODEMODE_NOTE_CODE})),
+            _Case("ours note", tool_call(ours, "execute_code", {"code": NOTE_CODE})),
         ]
         return await _interleaved(cases, runs)
 
@@ -254,7 +254,7 @@ async def _catalog_samples(size: int, runs: int, directory: Path) -> tuple[int, 
         listed = sum(len(tools) for tools in gw.manager.tools().values())
         if listed != size:
             raise RuntimeError(f"catalog of {size} tools: only {listed} are up")
-        case = _Case("ours", _tool(client, "execute_code", {"code": "1+1"}))
+        case = _Case("ours", tool_call(client, "execute_code", {"code": "1+1"}))
         return len(specs), (await _interleaved([case], runs))["ours"]
 
 
@@ -322,7 +322,7 @@ async def _ready_s(args: list[str], tool: str, log: Path, **env: str) -> float:
     """Seconds from spawning a server over stdio until its first `1+1` has answered."""
     started = time.perf_counter()
     async with Client(_stdio(args, log, **env)) as client:
-        await _tool(client, tool, {"code": "1+1"})()
+        await tool_call(client, tool, {"code": "1+1"})()
         return time.perf_counter() - started
 
 
@@ -433,7 +433,7 @@ async def _gateway_cpu_s(config: Any, executor: str, runs: int) -> float:
     before = _tree_cpu_s()
     settings = bench_settings(pool_size=2, executor=executor)
     async with Gateway(settings, config) as gw, Client(build_server(gw)) as client:
-        call = _tool(client, "execute_code", {"code": "1+1"})
+        call = tool_call(client, "execute_code", {"code": "1+1"})
         for _ in range(runs):
             await call()
     return _tree_cpu_s() - before
@@ -447,7 +447,7 @@ async def _pyodide_samples(sizes: Sizes, directory: Path) -> dict[str, Any]:
             settings = bench_settings(pool_size=2, executor=executor)
             gw = await stack.enter_async_context(Gateway(settings, config))
             client = await stack.enter_async_context(Client(build_server(gw)))
-            calls[executor] = _tool(client, "execute_code", {"code": "1+1"})
+            calls[executor] = tool_call(client, "execute_code", {"code": "1+1"})
         out: dict[str, Any] = await _interleaved(
             [_Case("pyodide", calls["pyodide"], PYODIDE_PAUSE_S), _Case("local", calls["local"])],
             sizes.pyodide_runs,

@@ -29,13 +29,14 @@ import random
 import statistics
 import sys
 import time
-from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
 from fastmcp import Client
 from fastmcp.client.transports import StdioTransport
+
+from bench.speed import Call, tool_call
 
 ROOT = Path(__file__).resolve().parent.parent
 BARE = [str(ROOT / "bench" / "servers" / "bare_exec_server.py")]
@@ -45,8 +46,6 @@ NOTE_CODE = "tools.notes.get_note(note_id=1)"
 PATTERNS = {"back to back": 0.0, "20 ms gaps": 0.020}
 TARGET_RATIO = {"back to back": 1.5, "20 ms gaps": 1.3}
 TARGET_NOTE_MS = 0.5
-
-Call = Callable[[], Awaitable[None]]
 
 
 def _env() -> dict[str, str]:
@@ -76,15 +75,6 @@ def _variant(spec: str) -> tuple[str, str, Path, dict[str, str]]:
     env = dict(e.split("=", 1) for e in envs.split(",") if e)
     folder = Path(where or ROOT)
     return name, str(folder / ".venv" / "bin" / "python"), folder, env
-
-
-def _tool(client: Client[Any], tool: str, arguments: dict[str, Any]) -> Call:
-    async def call() -> None:
-        result = await client.call_tool_mcp(tool, arguments)
-        if result.is_error:
-            raise RuntimeError(f"{tool}({arguments}) failed: {result.content}")
-
-    return call
 
 
 def _pct(samples: list[float], q: float) -> float:
@@ -158,17 +148,17 @@ async def main(
             connect(BARE), connect(OURS, python=python, cwd=cwd, **env), connect(NOTES)
         )
         cases = {
-            "bare": _tool(bare, "execute", {"code": "1+1"}),
-            "ours": _tool(ours, "execute_code", {"code": "1+1"}),
-            "direct note": _tool(notes, "get-note", {"note_id": 1}),
-            "ours note": _tool(ours, "execute_code", {"code": NOTE_CODE}),
+            "bare": tool_call(bare, "execute", {"code": "1+1"}),
+            "ours": tool_call(ours, "execute_code", {"code": "1+1"}),
+            "direct note": tool_call(notes, "get-note", {"note_id": 1}),
+            "ours note": tool_call(ours, "execute_code", {"code": NOTE_CODE}),
         }
         names = []
         for spec in variants:
             name, python, cwd, env = _variant(spec)
             client = await connect(OURS, python=python, cwd=cwd, **env)
-            cases[name] = _tool(client, "execute_code", {"code": "1+1"})
-            cases[f"{name} note"] = _tool(client, "execute_code", {"code": NOTE_CODE})
+            cases[name] = tool_call(client, "execute_code", {"code": "1+1"})
+            cases[f"{name} note"] = tool_call(client, "execute_code", {"code": NOTE_CODE})
             names.append(name)
         await asyncio.sleep(2.0)  # upstreams connected, pool warm, start-up work done
         out = {}
