@@ -52,7 +52,14 @@ async def _run(gateway: Gateway, code: str) -> tuple[mcp_types.CallToolResult, l
 
     async with Client(build_server(gateway), progress_handler=handler) as client:
         result = await client.call_tool_mcp("execute_code", {"code": code})
-        await asyncio.sleep(0.2)  # the client runs each handler in a task of its own
+        # The client runs each handler in a task of its own: wait until no notice has come
+        # for 0.2 s (a fixed 0.2 s lost the last one on a busy machine), at most 10 s.
+        seen = -1
+        for _ in range(50):
+            await asyncio.sleep(0.2)
+            if len(got) == seen:
+                break
+            seen = len(got)
     return result, got
 
 
