@@ -2,13 +2,17 @@
 
     FASTMCP_CHECK_FOR_UPDATES=off python -m bench.speed_patterns [--rounds 5] [--calls 40]
 
-Four cases, each over its own stdio fastmcp `Client`, spawned from the project root:
+Six cases, each over its own stdio fastmcp `Client`, spawned from the project root:
 
 - bare:        `execute(code="1+1")` on the bare-`exec` server (bench/servers/bare_exec_server.py)
 - ours:        `execute_code(code="1+1")` on `python -m mcp_code_mode.executor_server
                --config mcp_servers.json` (the demo config)
 - direct note: `get-note(note_id=1)` on the notes server (examples/servers/notes_server.py)
 - ours note:   `execute_code(code="tools.notes.get_note(note_id=1)")` on our server
+- fork, fork note: the same two on bench/servers/fork_exec_server.py, which runs each snippet
+               in a fresh forked process with no isolation at all (its upstream call goes
+               to its parent, which calls the notes server): the floor of any design with a
+               process per run, measured beside the targets to show what they leave
 
 Two patterns, one after the other in the same run: back to back (no pause before a call)
 and with a 20 ms gap before each call. In each, `rounds` rounds of `calls` iterations; an
@@ -40,9 +44,11 @@ from bench.speed import Call, tool_call
 
 ROOT = Path(__file__).resolve().parent.parent
 BARE = [str(ROOT / "bench" / "servers" / "bare_exec_server.py")]
+FORK = [str(ROOT / "bench" / "servers" / "fork_exec_server.py")]
 OURS = ["-m", "mcp_code_mode.executor_server", "--config", "mcp_servers.json"]
 NOTES = [str(ROOT / "examples" / "servers" / "notes_server.py")]
 NOTE_CODE = "tools.notes.get_note(note_id=1)"
+FORK_NOTE_CODE = "call('get-note', {'note_id': 1})"
 PATTERNS = {"back to back": 0.0, "20 ms gaps": 0.020}
 TARGET_RATIO = {"back to back": 1.5, "20 ms gaps": 1.3}
 TARGET_NOTE_MS = 0.5
@@ -121,13 +127,24 @@ def _report(pattern: str, s: dict[str, list[float]], variants: list[str]) -> dic
         f"direct note = {p['direct note']:.2f} ms, extra = {extra:+.2f} ms  "
         f"(target <= +{TARGET_NOTE_MS}: {'met' if extra <= TARGET_NOTE_MS else 'NOT met'})"
     )
+    fork, fork_extra = p["fork"], (p["fork note"] - p["fork"]) - p["direct note"]
+    print(
+        f"process-per-run floor (fork_exec_server, no isolation): 1+1 {fork / p['bare']:.2f}x "
+        f"bare; an upstream call from its child {fork_extra:+.2f} ms over calling it directly"
+    )
     for name in variants:
         v, vn = p[name], p[f"{name} note"]
         print(
             f"variant {name}: 1+1 {v:.2f} ms ({v / p['bare']:.2f}x bare, "
             f"{v - p['ours']:+.2f} ms vs ours); note extra {(vn - v) - p['direct note']:+.2f} ms"
         )
-    return {"p50": p, "ratio": ratio, "note_extra_ms": extra}
+    return {
+        "p50": p,
+        "ratio": ratio,
+        "note_extra_ms": extra,
+        "fork_ratio": fork / p["bare"],
+        "fork_note_extra_ms": fork_extra,
+    }
 
 
 async def main(
@@ -144,14 +161,19 @@ async def main(
             return await stack.enter_async_context(Client(_transport(args, log, **how)))
 
         _, python, cwd, env = _variant(f"ours={ours_dir or ROOT}")
-        bare, ours, notes = await asyncio.gather(
-            connect(BARE), connect(OURS, python=python, cwd=cwd, **env), connect(NOTES)
+        bare, ours, notes, fork = await asyncio.gather(
+            connect(BARE),
+            connect(OURS, python=python, cwd=cwd, **env),
+            connect(NOTES),
+            connect(FORK),
         )
         cases = {
             "bare": tool_call(bare, "execute", {"code": "1+1"}),
             "ours": tool_call(ours, "execute_code", {"code": "1+1"}),
             "direct note": tool_call(notes, "get-note", {"note_id": 1}),
             "ours note": tool_call(ours, "execute_code", {"code": NOTE_CODE}),
+            "fork": tool_call(fork, "execute", {"code": "1+1"}),
+            "fork note": tool_call(fork, "execute", {"code": FORK_NOTE_CODE}),
         }
         names = []
         for spec in variants:
