@@ -29,14 +29,18 @@ def _send(sock: socket.socket, value: Any) -> None:
     sock.sendall(struct.pack(">I", len(data)) + data)
 
 
+def _read(sock: socket.socket, size: int) -> bytes:
+    data = b""
+    while len(data) < size:
+        chunk = sock.recv(size - len(data))
+        if not chunk:  # the server is gone: so is this child
+            os._exit(0)
+        data += chunk
+    return data
+
+
 def _recv(sock: socket.socket) -> Any:
-    head = b""
-    while len(head) < 4:
-        head += sock.recv(4 - len(head))
-    size, body = struct.unpack(">I", head)[0], b""
-    while len(body) < size:
-        body += sock.recv(size - len(body))
-    return json.loads(body)
+    return json.loads(_read(sock, struct.unpack(">I", _read(sock, 4))[0]))
 
 
 def _child(sock: socket.socket) -> None:
