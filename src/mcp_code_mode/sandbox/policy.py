@@ -16,6 +16,7 @@ module can do by design. It is the first of several layers, not a sandbox.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -90,12 +91,13 @@ def check_policy(
         tree = ast.parse(code, "<guest>")
     except SyntaxError as exc:
         return PolicyViolation("SYNTAX_ERROR", f"SyntaxError: {exc.msg}", exc.lineno)
-    allowed = frozenset(allowed_imports) | ALWAYS_IMPORTABLE
-    tool_names = _tool_attributes(tree)
-    guarded = _guarded_imports(tree)
+    allowed = _allowed(tuple(allowed_imports))
+    nodes = list(ast.walk(tree))  # walked once: every check below reads this list
+    tool_names = _tool_attributes(nodes)
+    guarded = _guarded_imports(nodes)
     found = [
         (getattr(node, "lineno", 0), getattr(node, "end_col_offset", 0) or 0, message)
-        for node in ast.walk(tree)
+        for node in nodes
         if node not in guarded and (message := _check_node(node, allowed, tool_names)) is not None
     ]
     found += _positional_class_patterns(tree)
@@ -105,11 +107,18 @@ def check_policy(
     return PolicyViolation("POLICY_VIOLATION", message, line or None)
 
 
-def _guarded_imports(tree: ast.AST) -> set[ast.AST]:
+@functools.lru_cache(maxsize=8)
+def _allowed(allowed_imports: tuple[str, ...]) -> frozenset[str]:
+    """The modules code may import: the configured ones and those always importable."""
+    return frozenset(allowed_imports) | ALWAYS_IMPORTABLE
+
+
+def _guarded_imports(nodes: list[ast.AST]) -> set[ast.AST]:
     """Imports in the body of a `try` that catches ImportError: `try: import orjson` /
-    `except ImportError: import json` must run; the run-time importer refuses `orjson`."""
+    `except ImportError: import json` must run; the run-time importer refuses `orjson`.
+    `nodes`: every node of the tree."""
     guarded: set[ast.AST] = set()
-    for node in ast.walk(tree):
+    for node in nodes:
         if isinstance(node, ast.Try | ast.TryStar) and any(
             _catches_import_error(handler) for handler in node.handlers
         ):
@@ -127,16 +136,16 @@ def _catches_import_error(handler: ast.ExceptHandler) -> bool:
     return any(isinstance(n, ast.Name) and n.id in _IMPORT_ERRORS for n in names)
 
 
-def _tool_attributes(tree: ast.AST) -> set[ast.Attribute]:
+def _tool_attributes(nodes: list[ast.AST]) -> set[ast.Attribute]:
     """The `tools.<server>` and `tools.<server>.<tool>` attributes of code that keeps `tools`.
 
     Their names are identifiers the gateway made from upstream names, so they may start
     with `_` (`tools.my_server._2fa`) or be a name refused elsewhere (`tools.db.format`);
     they reach only the guest's own server and tool objects, which cannot be changed at
     run time. Code that binds the name `tools`, or assigns to or deletes one of these
-    attributes, gets no exemption: they might then hold anything.
+    attributes, gets no exemption: they might then hold anything. `nodes`: every node of
+    the tree.
     """
-    nodes = list(ast.walk(tree))
     if any(_binds_tools(node) for node in nodes):
         return set()
     servers = {
