@@ -57,6 +57,7 @@ class RunStore:
         quiet_s: float = 0.05,
         linger_s: float = 1.0,
         batch: int = 200,
+        after_s: float = 0.005,
     ) -> None:
         self.backend = backend
         self._retry_s = retry_s  # a broken store is left alone this long, then tried again
@@ -69,6 +70,10 @@ class RunStore:
         self._max_pending = max_pending_chars
         self._pending = 0  # characters of the runs queued, as `record` was told
         self._quiet_s, self._linger_s, self._batch = quiet_s, linger_s, max(batch, 1)
+        # After a run arrives, the writer waits this long before building its record: the
+        # run's reply is then on its way, and building (serialising, counting tokens, on
+        # the server's interpreter lock) no longer competes with it.
+        self._after_s = after_s
         self._written_at = -math.inf  # when the writer last wrote a batch (monotonic)
         self._lock = threading.Lock()
         self._closed = False
@@ -189,8 +194,12 @@ class RunStore:
         """Items as they come: the first waited for, then those already queued; and when
         the last batch was written less than `linger_s` ago (runs are coming back to back),
         those that keep arriving, until a `quiet_s` passes with none or `deadline` does. A
-        run after a pause is written at once: a reader sees it as soon as it ended."""
-        yield self._queue.get()
+        run after a pause is written `after_s` after it arrived (its reply goes out first): a
+        reader sees it as soon as it ended."""
+        first = self._queue.get()
+        if isinstance(first, tuple) and self._after_s > 0:
+            time.sleep(self._after_s)
+        yield first
         busy = time.monotonic() - self._written_at < self._linger_s
         while True:
             try:
