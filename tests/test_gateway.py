@@ -195,9 +195,30 @@ async def test_non_json_result_comes_back_as_repr(any_gateway: Gateway) -> None:
 
 
 async def test_each_run_starts_fresh(any_gateway: Gateway) -> None:
-    await run(any_gateway, "import json\njson.leak = 1\nsecret_var = 7")
-    out = await run(any_gateway, "import json\n[hasattr(json, 'leak'), 'secret_var' in dir()]")
+    await run(any_gateway, "import json\njson.JSONEncoder.leak = 1\nsecret_var = 7")
+    out = await run(
+        any_gateway, "import json\n[hasattr(json.JSONEncoder, 'leak'), 'secret_var' in dir()]"
+    )
     assert out["result"] == [False, False]
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "import json\njson.dumps = lambda *a, **k: 'forged'",
+        "import json\nsetattr(json, 'loads', print)",
+        "import functools\nfunctools.partial = list",
+        "import collections\ncollections.abc.Mapping = dict",
+        "import typing\ntyping.cast = 5",
+    ],
+)
+async def test_guest_code_cannot_change_a_module(any_gateway: Gateway, code: str) -> None:
+    """A module an import gives is the one the sandbox's own code uses (json encodes its
+    messages): writes to it are refused, on either executor."""
+    out = await run(any_gateway, code)
+    assert not out["ok"] and "setting attributes of the module" in out["error"]["message"], out
+    after = await run(any_gateway, "import json\njson.dumps([1])")
+    assert after["result"] == "[1]"
 
 
 async def test_every_advertised_signature_is_callable(write_config: ConfigWriter) -> None:

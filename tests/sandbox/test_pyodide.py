@@ -156,7 +156,11 @@ async def _result(gateway: Gateway, code: str) -> object:
     ("change", "check", "fresh"),
     [
         # a module attribute (of a module our own runtime uses)
-        ("import json\njson.dumps = lambda *a, **k: 'null'", "import json\njson.dumps([1])", "[1]"),
+        (
+            "import sys\nsys.modules['json'].dumps = lambda *a, **k: 'null'",
+            "import json\njson.dumps([1])",
+            "[1]",
+        ),
         (
             "import json\njson.JSONEncoder.item_separator = '|'",
             "import json\njson.dumps([1, 2])",
@@ -170,7 +174,7 @@ async def _result(gateway: Gateway, code: str) -> object:
         ),
         # modules, and state kept on them
         (
-            "import sys\nsys.modules['leaky'] = sys\nsys.secret = 's3cr3t'",
+            "import sys\nsys.modules['leaky'] = sys\nsys.modules['sys'].secret = 's3cr3t'",
             "import sys\n['leaky' in sys.modules, hasattr(sys, 'secret')]",
             [False, False],
         ),
@@ -183,7 +187,7 @@ async def _result(gateway: Gateway, code: str) -> object:
         # a global of the guest, and a function of the standard library replaced
         ("left = 'behind'", "'left' in dir()", False),
         (
-            "import random\nrandom.random = lambda: 0.5",
+            "import sys\nsys.modules['random'].random = lambda: 0.5",
             "import random\nrandom.random() != 0.5",
             True,
         ),

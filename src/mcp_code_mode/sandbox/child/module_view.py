@@ -1,5 +1,5 @@
 """What `import x` gives guest code: a view of the module, never another module outside
-the allowlist, never the module's `__dict__`."""
+the allowlist, never the module's `__dict__`, and no way to change the module."""
 
 from __future__ import annotations
 
@@ -50,10 +50,12 @@ def _module_view_class(module: Any, allowed: frozenset[str], private: bool) -> t
         return value
 
     def setattr_(self: Any, name: str, value: Any) -> None:
-        name = exact_name(name)
-        if is_blocked(name) or is_private(name):
-            raise AttributeError(f"setting attribute {name!r} is not allowed")
-        setattr(module, name, value)
+        # The module is the one the sandbox's own code uses (json for its messages, typing,
+        # functools, re): a guest write would change what that code calls, so none is made.
+        raise AttributeError(
+            f"setting attributes of the module {module.__name__!r} is not allowed "
+            "(keep your own values in variables)"
+        )
 
     def dir_(self: Any) -> Iterable[str]:
         return [n for n in dir(module) if not is_blocked(n) and not is_private(n)]
