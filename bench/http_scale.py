@@ -229,7 +229,8 @@ def _section(
                 m.layout,
                 m.workload,
                 f"{m.per_s:,.0f}",
-                f"{m.per_s / base[m.workload].per_s:.2f}x",
+                # a quick run on a busy machine may finish no call of the baseline
+                f"{m.per_s / base[m.workload].per_s:.2f}x" if base[m.workload].per_s else "n/a",
                 f"{p50(m.latencies_ms):.1f}",
                 f"{p95(m.latencies_ms):.1f}",
                 m.failures,
@@ -251,7 +252,11 @@ def _section(
         "layout scales with a core per instance.",
         f"HAProxy's own cost: one instance answered `1+1` at {direct.per_s:,.0f} calls/s "
         f"directly and {one.per_s:,.0f} behind the balancer"
-        + (", within this machine's noise." if abs(direct.per_s / one.per_s - 1) < 0.25 else "."),
+        + (
+            ", within this machine's noise."
+            if one.per_s and abs(direct.per_s / one.per_s - 1) < 0.25
+            else "."
+        ),
     ]
     section = Section("Scaling out over HTTP", intro, tables=[("", table)], notes=notes)
     if figures is not None:
@@ -266,6 +271,8 @@ def _section(
 
 
 def _scaling(measures: list[Measure], base: dict[str, Measure], workload: str) -> str:
+    if not base[workload].per_s:
+        return f"{workload}: no call of the one-instance run finished (a busy machine)"
     ratios = [
         f"{m.layout.split()[0]} instances {m.per_s / base[workload].per_s:.2f}x"
         for m in measures

@@ -334,6 +334,28 @@ GADGETS = table(
         "'ESCAPED' + str(getattr(fr, '__forward' + '_value__'))",
         STOPPED,
     ),
+    # (outside attack 13: a string annotation ran a call that typing compiled and the hook
+    # only name-checked; `Enum._convert_` then handed out any module's globals)
+    (
+        "forward_reference_calls_enum_convert",
+        "import functools, enum\nL = []\n@functools.singledispatch\ndef f(x):\n    pass\n"
+        "@f.register\ndef _(x: 'L.append(enum.Enum._convert_) or int'):\n    pass\n"
+        "'ESCAPED' + str(L[0]('X', 'uuid', lambda n: n == 'sys')['sys'].value.modules)",
+        POLICY,
+    ),
+    (
+        "forward_reference_names_a_private_method",
+        "import functools, enum\n@functools.singledispatch\ndef f(x):\n    pass\n"
+        "@f.register\ndef _(x: 'enum.Enum._convert_'):\n    pass\n"
+        "'ESCAPED' + str(f.registry)",
+        POLICY,
+    ),
+    (
+        "class_pattern_reads_an_unguarded_format",
+        "match '{0.__class__.__base__.__subclasses__}':\n"
+        "    case str(format=fmt):\n        r = 'ESCAPED' + fmt(1)\nr",
+        POLICY,
+    ),
     (
         "asdict_reads_a_module_views_dict",
         "import dataclasses, json\n@dataclasses.dataclass\nclass A:\n    a: int = 0\n"
@@ -688,6 +710,60 @@ async def test_the_hook_runs_no_guest_code(sys_gateway: Gateway) -> None:
     )
     out = await attempt(sys_gateway, code)
     assert out["result"] == ["refused"], out
+
+
+async def test_the_hook_hashes_no_guest_loader(sys_gateway: Gateway) -> None:
+    """Whether a module's own code is run by one of importlib's loaders is decided by the
+    loader's type by identity: a set lookup hashed it, and a metaclass `__hash__` ran guest
+    code inside the hook, where it could switch the hook off (outside attack 13)."""
+    code = (
+        "import sys\nseen = []\nclass Meta(type):\n    def __hash__(cls):\n"
+        "        seen.append('hashed')\n        return 0\n"
+        "base = sys.modules['_frozen_importlib_external'].SourceFileLoader\n"
+        "class L(base, metaclass=Meta):\n    def get_code(self, name):\n"
+        "        return sys.modules['builtins'].compile('x = 1', 'zzz', 'exec')\n"
+        "spec = sys.modules['_frozen_importlib'].ModuleSpec\n"
+        "class F:\n    def find_spec(self, name, path, target=None):\n"
+        "        return spec(name, L(name, 'zzz')) if name == 'json.zzz' else None\n"
+        "sys.meta_path.insert(0, F())\ntry:\n    import json.zzz\n"
+        "    seen.append('imported')\nexcept Exception as exc:\n"
+        "    seen.append(type(exc).__name__)\nseen"
+    )
+    out = await attempt(sys_gateway, code)
+    assert out["result"] and "hashed" not in out["result"], out
+    assert "imported" not in out["result"], out
+
+
+WRITES = table(
+    ("a_library_class", "import json\njson.JSONEncoder.default = lambda s, o: 1", "class"),
+    ("a_library_class_by_setattr", "import json\nsetattr(json.JSONDecoder, 'x', 1)", "class"),
+    ("a_library_class_deleted", "import json\ndel json.JSONEncoder.encode", "class"),
+    ("through_a_generic_alias", "import typing\ntyping.List[int].x = 1", "handles writes"),
+    ("a_module", "import json\njson.x = 1", "module"),
+    ("in_a_for_target", "import json\nfor json.JSONEncoder.x in [1]:\n    pass", "class"),
+)
+
+
+@pytest.mark.parametrize(("code", "refused"), WRITES)
+async def test_guest_code_changes_no_class_it_did_not_define(
+    sec_gateway: Gateway, code: str, refused: str
+) -> None:
+    """A library class is shared with the sandbox's own code (json encodes its messages):
+    every route of attribute writes applies one rule (`writes`)."""
+    out = await attempt(sec_gateway, code)
+    assert error_type(out) == "RUNTIME_ERROR" and refused in out["error"]["message"], out
+
+
+async def test_guest_code_still_writes_its_own_attributes(sec_gateway: Gateway) -> None:
+    code = (
+        "import decimal, functools\nclass A:\n    def __init__(self):\n        self.x = 1\n"
+        "        self._y = 2\na = A()\na.x += 4\na._y *= 3\nA.z = 'class'\n"
+        "for a.i in range(3):\n    pass\nctx = decimal.Context()\nctx.prec = 5\n"
+        "del a.x\n@functools.lru_cache\ndef f(n):\n    return n\nf.note = 'ok'\n"
+        "[a._y, A.z, a.i, ctx.prec, hasattr(a, 'x'), f.note, f(2)]"
+    )
+    out = await attempt(sec_gateway, code)
+    assert out["result"] == [6, "class", 2, 5, False, "ok", 2], out
 
 
 CRASHES = table(

@@ -285,10 +285,15 @@ def _bound_names(tree: ast.AST) -> set[str]:
     return bound
 
 
+_GUARDED_READS = frozenset(["format", "format_map"])
+
+
 def _check_class_pattern(node: ast.MatchClass) -> str | None:
     # `case C(attr=x)` reads `attr` with the real getattr: no run-time check sees it.
     for attr in node.kwd_attrs:
-        if attr.startswith("_") or attr in BLOCKED_ATTRIBUTES:
+        # `format`/`format_map` too: `getattr` hands them out guarded, a pattern would not
+        # (`case str(format=f)`: fields that walk attributes, outside attack 13).
+        if attr.startswith("_") or attr in BLOCKED_ATTRIBUTES or attr in _GUARDED_READS:
             return (
                 f"a class pattern may not read {attr!r}; match public attributes, "
                 "or read it with getattr() in the case body"

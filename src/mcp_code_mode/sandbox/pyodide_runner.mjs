@@ -36,6 +36,10 @@
 // `ready` that makes the host hand this runner another run. Never in Python's memory; the
 // bytes of `init` are zeroed once read.
 const dir = Deno.args[0];
+// Web storage is kept on disk by Deno without any `--allow-write` (under HOME's cache, shared
+// by every runner): JS a run reached could leave data there for a later run (outside attack
+// 13). No runner has it.
+for (const name of ["localStorage", "sessionStorage", "caches"]) delete globalThis[name];
 // Taken before any guest code runs: a run that reached JS can redefine `Deno.exit`, and
 // the runner must still be able to end itself after such a run (see `retireNow`).
 const EXIT = Deno.exit;

@@ -30,13 +30,18 @@ import types
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-__all__ = ["IMPORT_EVENTS", "Refused", "granted", "install", "names_in"]
-
-IMPORT_EVENTS = frozenset(
-    ["import", "open", "exec", "marshal.loads", "os.listdir", "os.scandir", "os.stat"]
+from mcp_code_mode.sandbox.child import audit_rules
+from mcp_code_mode.sandbox.child.audit_rules import (
+    IMPORT_EVENTS,
+    granted,
+    name_refusal,
+    names_in,
+    refusal,
+    text_arg,
+    type_expression_refusal,
 )
-"""What the guest importer may cause while it loads an allowed module (`exec` of the
-module's own code only, see `_checked`)."""
+
+__all__ = ["IMPORT_EVENTS", "Refused", "granted", "install", "names_in"]
 
 # Raised by guest code in ordinary use, and harmless: no guest frame decides them.
 _FINE = frozenset(
@@ -61,20 +66,11 @@ class _HookRefused(RuntimeError):
     """`sys.addaudithook` after the hook: a RuntimeError, so CPython drops the new hook."""
 
 
-def names_in(code: types.CodeType) -> Iterable[str]:
-    """Every name a code object (and the code objects among its constants) refers to."""
-    stack = [code]
-    while stack:
-        current = stack.pop()
-        yield from current.co_names
-        stack.extend(c for c in current.co_consts if isinstance(c, types.CodeType))
-
-
 def install(
     *,
     guest_filename: str,
     trusted: Mapping[types.CodeType, frozenset[str]],
-    checked: frozenset[types.CodeType],
+    checked: Mapping[types.CodeType, str],
     forbidden_names: frozenset[str],
     allowed_imports: Iterable[str],
     runners: Mapping[types.CodeType, str],
@@ -112,12 +108,16 @@ def _sealed() -> dict[str, Any]:
     such a route is found again: nothing it writes is looked up by the hook."""
     import builtins
 
-    sealed = dict(globals())
+    # `audit_rules`' globals too (its functions are rebound to the same copy), and
+    # copies of the dicts among them.
+    sealed = {**vars(audit_rules), **globals()}
+    sealed.update((k, dict(v)) for k, v in list(sealed.items()) if type(v) is dict)
     sealed["__builtins__"] = dict(vars(builtins))
     sealed["sys"] = types.SimpleNamespace(**vars(sys))
     sealed["types"] = types.SimpleNamespace(**vars(types))
+    ours = (__name__, audit_rules.__name__)
     for name, value in list(sealed.items()):
-        if isinstance(value, types.FunctionType) and value.__module__ == __name__:
+        if isinstance(value, types.FunctionType) and value.__module__ in ours:
             sealed[name] = _rebound(value, sealed)
     methods = {
         k: _rebound(v, sealed) if isinstance(v, types.FunctionType) else v
@@ -141,7 +141,7 @@ def _install(
     *,
     guest_filename: str,
     trusted: Mapping[types.CodeType, frozenset[str]],
-    checked: frozenset[types.CodeType],
+    checked: Mapping[types.CodeType, str],
     forbidden_names: frozenset[str],
     allowed_imports: Iterable[str],
     runners: Mapping[types.CodeType, str],
@@ -161,7 +161,7 @@ def _install(
             return
         if event == "sys.addaudithook":
             raise _HookRefused("audit hooks cannot be added in a sandbox worker")
-        if event == "object.__setattr__" and _text(args, 1) in _FINE_TO_SET:
+        if event == "object.__setattr__" and text_arg(args, 1) in _FINE_TO_SET:
             return
         inside.append(True)
         try:
@@ -182,7 +182,7 @@ class _Judge:
         *,
         guest_filename: str,
         trusted: Mapping[types.CodeType, frozenset[str]],
-        checked: frozenset[types.CodeType],
+        checked: Mapping[types.CodeType, str],
         forbidden_names: frozenset[str],
         allowed: frozenset[str],
         runners: Mapping[types.CodeType, str],
@@ -208,12 +208,12 @@ class _Judge:
         innermost = frame
         owner, guest, nearest = self._owner(event, frame)
         if owner is not None:
-            return _checked(event, args, owner in self.checked, innermost, self.forbidden_names)
+            return _checked(event, args, self.checked.get(owner), innermost, self.forbidden_names)
         if not self.armed and not guest:
             return None  # the worker's own code, before any guest code ran
         if granted(event, args, self.allowed, guest_imports=nearest):
             return None
-        return _refusal(event, args)
+        return refusal(event, args)
 
     def _guest_code(self, event: str, frame: types.FrameType | None) -> str | None:
         """Making or running `<guest>` code: only the worker's runner of that kind may."""
@@ -245,14 +245,6 @@ class _Judge:
         return None, False, nearest
 
 
-def _text(args: tuple[Any, ...], index: int) -> str:
-    """An event's argument when it is exactly a str, else "": the hook never compares,
-    hashes or formats an object the guest made (a str subclass's `__eq__` would run guest
-    code inside the hook)."""
-    value = args[index] if len(args) > index else None
-    return value if type(value) is str else ""
-
-
 def _runner_role(frame: types.FrameType | None, runners: Mapping[types.CodeType, str]) -> str:
     """The role of the worker function making or running guest code: the innermost frame's,
     or its caller's when the innermost is `ast.parse` (which compiles to parse)."""
@@ -268,7 +260,7 @@ def _names_guest_code(event: str, args: tuple[Any, ...], guest_filename: str) ->
     if event == "compile":
         # a str subclass would run guest code here, inside the hook: only exact str counts,
         # and a filename of any other type is no guest code's (refused below all the same)
-        return _text(args, 1) == guest_filename or (len(args) > 1 and type(args[1]) is not str)
+        return text_arg(args, 1) == guest_filename or (len(args) > 1 and type(args[1]) is not str)
     code = args[0] if args else None
     if not isinstance(code, types.CodeType):
         return False
@@ -278,26 +270,32 @@ def _names_guest_code(event: str, args: tuple[Any, ...], guest_filename: str) ->
 def _checked(
     event: str,
     args: tuple[Any, ...],
-    check: bool,
+    check: str | None,
     innermost: types.FrameType | None,
     forbidden: frozenset[str],
 ) -> str | None:
-    """A trusted frame's event: allowed, except `exec` of code that fails the name check
-    (`check`) or, under the importer, code not run by the import machinery itself."""
+    """A trusted frame's event: allowed, except `exec` of code that fails its `check` (the
+    name check; for a forward reference, a type expression too) or, under the importer,
+    code not run by the import machinery itself."""
     if event != "exec":
         return None
-    if check:
-        return _name_check(args[0] if args else None, forbidden)
+    if check is not None:
+        code = args[0] if args else None
+        found = name_refusal(code, forbidden)
+        return found or (type_expression_refusal(code) if check == "type" else None)
     if innermost is not None and innermost.f_code.co_name == "_call_with_frames_removed":
         # A module's own code, loaded by one of importlib's own loaders (by type: a guest's
         # SourceLoader subclass returns any text from get_data), from `exec_module`'s frame.
+        # By identity: `in` on a set would hash the guest's class (its metaclass's
+        # `__hash__` would run inside the hook, outside attack 13).
         caller = innermost.f_back
-        if caller is not None and type(caller.f_locals.get("self")) in _LOADERS:
+        loader = type(caller.f_locals.get("self")) if caller is not None else None
+        if any(loader is known for known in _LOADERS):
             return None
     return "running code the policy did not check (exec/eval) is not allowed in guest code"
 
 
-_LOADERS = frozenset(
+_LOADERS = tuple(
     getattr(sys.modules.get(module), name, None)
     for module, name in [
         ("_frozen_importlib_external", "SourceFileLoader"),
@@ -307,93 +305,5 @@ _LOADERS = frozenset(
         ("_frozen_importlib", "FrozenImporter"),
         ("zipimport", "zipimporter"),
     ]
-) - {None}
-
-
-# Events a module grants besides its own family (`os.*` for `os`): what using it does.
-_ALSO_GRANTS: dict[str, tuple[str, ...]] = {
-    "io": ("open",),
-    "os": ("open", "shutil."),
-    "pathlib": ("open", "os."),
-    "shutil": ("open", "os."),
-    "tempfile": ("open", "os."),
-    "glob": ("os.",),
-    "zoneinfo": ("open",),
-    "pty": ("os.",),
-    "threading": ("_thread.",),
-    "multiprocessing": ("os.", "subprocess.", "_thread.", "open"),
-    "subprocess": ("os.",),
-    "urllib": ("socket.",),
-    "http": ("socket.",),
-    "importlib": ("import",),
-}
-
-
-# Frames, tracing and code are the Python layer's own: allowing `sys` (or the stdlib's
-# `code` module) does not hand them out.
-_NEVER_GRANTED = frozenset(
-    [
-        "code.__new__",
-        "function.__new__",
-        "object.__getattr__",
-        "object.__setattr__",
-        "sys._getframe",
-        "sys._current_frames",
-        "sys._current_exceptions",
-        "sys.settrace",
-        "sys.setprofile",
-    ]
+    if getattr(sys.modules.get(module), name, None) is not None
 )
-
-
-def granted(
-    event: str, args: tuple[Any, ...], allowed: frozenset[str], *, guest_imports: bool
-) -> bool:
-    """Whether the allowlist grants guest code `event`: the family of an allowed module
-    (`socket.connect` with `socket`), what an allowed module does (`open` with `io`), or an
-    import that is not the guest's own (stdlib code loading a helper lazily) or of an
-    allowed module."""
-    if event in _NEVER_GRANTED:
-        return False
-    if event == "import":
-        name = _text(args, 0)
-        return not guest_imports or name.partition(".")[0] in allowed or "importlib" in allowed
-    family = event.partition(".")[0]
-    if "." in event and family in allowed:
-        return True
-    return any(
-        event == grant or (grant.endswith(".") and event.startswith(grant))
-        for module in allowed
-        for grant in _ALSO_GRANTS.get(module, ())
-    )
-
-
-def _name_check(code: Any, forbidden: frozenset[str]) -> str | None:
-    if not isinstance(code, types.CodeType):
-        return "running code the policy did not check is not allowed"
-    bad = next((name for name in names_in(code) if name in forbidden), None)
-    if bad is None:
-        return None
-    return f"code generated from your names refers to {bad!r}, which is not allowed"
-
-
-_WHAT = {
-    "exec": "running code the policy did not check (exec/eval)",
-    "function.__new__": "building a function from a code object",
-    "code.__new__": "building a code object",
-    "object.__getattr__": "reading code objects and frames",
-    "object.__setattr__": "setting this attribute",
-    "sys._getframe": "reaching stack frames",
-    "import": "importing a module outside the allowlist",
-    "open": "opening files",
-}
-
-
-def _refusal(event: str, args: tuple[Any, ...]) -> str:
-    what = _WHAT.get(event)
-    if what is None:
-        family = event.partition(".")[0]
-        what = f"this operation ({event})" if family not in ("os", "socket") else event
-    if event in ("object.__getattr__", "object.__setattr__") and _text(args, 1):
-        what = f"{what}: {_text(args, 1)!r}"
-    return f"{what} is not allowed in guest code"

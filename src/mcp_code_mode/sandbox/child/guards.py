@@ -4,7 +4,7 @@ They close the routes by which code the policy never saw reaches the real builti
 `getattr(str, 'format')` (fields that walk attributes), string annotations evaluated by
 `typing` with a globals dict that lacks `__builtins__`, private attributes of objects that
 are not the guest's own, and stdlib helpers that apply names the guest chose (through
-`guarded_names`, see `lockdown`). They are a language-level layer that gives clear errors,
+`writes.guarded_names`, see `lockdown`). They are a language-level layer that gives clear errors,
 not the boundary: the OS layers of the worker are.
 """
 
@@ -31,15 +31,13 @@ __all__ = [
     "guarded_dataclass",
     "guarded_global_enum",
     "guarded_make_dataclass",
-    "guarded_names",
     "guest_getattr",
     "install_guards",
     "is_blocked",
     "is_guest_object",
     "is_private",
-    "safe_delattr",
+    "library_getattr",
     "safe_hasattr",
-    "safe_setattr",
 ]
 
 
@@ -271,7 +269,7 @@ def _check_format(template: str, depth: int = 0) -> None:
             _check_format(spec, depth + 1)
 
 
-def _library_getattr(obj: Any, name: str, *default: Any) -> Any:
+def library_getattr(obj: Any, name: str, *default: Any) -> Any:
     """`getattr` for stdlib code that reads names the guest chose (`functools.wraps`):
     the guard's, except that the `__dict__` of the guest's own objects may be read, as
     `update_wrapper` does on every wrapper (any other object's reads as empty: a builtin
@@ -288,34 +286,9 @@ def _library_getattr(obj: Any, name: str, *default: Any) -> Any:
     return guest_getattr(obj, name, *default)
 
 
-def guarded_names() -> dict[str, Callable[..., Any]]:
-    """The guarded builtins by name, for stdlib modules that apply the guest's names."""
-    return {
-        "getattr": _library_getattr,
-        "setattr": safe_setattr,
-        "hasattr": safe_hasattr,
-        "delattr": safe_delattr,
-    }
-
-
 def safe_hasattr(obj: Any, name: str) -> bool:
     name = exact_name(name)
     return _refusal(obj, name) is None and hasattr(obj, name)
-
-
-def safe_setattr(obj: Any, name: str, value: Any) -> None:
-    name = exact_name(name)
-    relabel = name == "__module__" and isinstance(obj, type)
-    if is_blocked(name) or relabel or name in ("__dict__", "__class__"):
-        raise AttributeError(f"setting attribute {name!r} is not allowed")
-    setattr(obj, name, value)
-
-
-def safe_delattr(obj: Any, name: str) -> None:
-    name = exact_name(name)
-    if is_blocked(name):
-        raise AttributeError(f"deleting attribute {name!r} is not allowed")
-    delattr(obj, name)
 
 
 _GUARDS: list[bool] = []

@@ -17,12 +17,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
-from mcp_code_mode.sandbox.child.guards import (
-    guest_getattr,
-    safe_delattr,
-    safe_hasattr,
-    safe_setattr,
-)
+from mcp_code_mode.sandbox.child.guards import guest_getattr, safe_hasattr
 from mcp_code_mode.sandbox.child.guest_api import GUEST_API, REQUIRED, GuestFunction
 from mcp_code_mode.sandbox.child.module_view import ModuleView
 from mcp_code_mode.sandbox.child.rules import (
@@ -32,6 +27,7 @@ from mcp_code_mode.sandbox.child.rules import (
     REMOVED_BUILTINS,
 )
 from mcp_code_mode.sandbox.child.tools_view import GuestIndex, ToolError, Tools
+from mcp_code_mode.sandbox.child.writes import AttributeTarget, safe_delattr, safe_setattr
 
 if TYPE_CHECKING:
     from mcp_code_mode.sandbox.protocol import ErrorCode
@@ -121,6 +117,7 @@ class GuestRuntime:
             setattr=safe_setattr,
             delattr=safe_delattr,
             _mcp_getattr_=guest_getattr,
+            _mcp_target_=AttributeTarget,
         )
         return safe
 

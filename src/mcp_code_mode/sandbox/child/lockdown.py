@@ -25,11 +25,8 @@ from mcp_code_mode.sandbox.child import audit, module_view, outcome, rewrite, wo
 from mcp_code_mode.sandbox.child.guards import (
     guarded_cached_property,
     guarded_global_enum,
-    guarded_names,
     guest_getattr,
-    safe_delattr,
     safe_hasattr,
-    safe_setattr,
 )
 from mcp_code_mode.sandbox.child.guest import GuestRuntime
 from mcp_code_mode.sandbox.child.rules import (
@@ -39,6 +36,12 @@ from mcp_code_mode.sandbox.child.rules import (
     REMOVED_BUILTINS,
 )
 from mcp_code_mode.sandbox.child.trusted import trusted_helpers
+from mcp_code_mode.sandbox.child.writes import (
+    AttributeTarget,
+    guarded_names,
+    safe_delattr,
+    safe_setattr,
+)
 
 __all__ = ["GENERATED_CODE_FORBIDS", "lock_down"]
 
@@ -116,5 +119,13 @@ def _guest_proxies() -> list[Any]:
     views = module_view._module_view_class.__code__.co_consts
     return [
         *(f.__code__ for f in (guest_getattr, safe_setattr, safe_delattr, safe_hasattr)),
+        *(
+            f.__code__
+            for f in (
+                AttributeTarget.__setitem__,
+                AttributeTarget.__delitem__,
+                AttributeTarget.__getitem__,
+            )
+        ),
         *(c for c in views if isinstance(c, CodeType) and c.co_name in ("getattr_", "setattr_")),
     ]

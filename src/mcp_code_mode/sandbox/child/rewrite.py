@@ -1,7 +1,9 @@
 """Guest source to a code object: the rewrites the run needs, then `compile`.
 
 `await tools.x.y(...)` becomes a plain call (guest calls are synchronous), `obj._x` reads
-go through the run-time check, and the last expression is bound to the result. Only
+go through the run-time check, attribute stores and deletes (`obj.a = v`, `obj.a += v`,
+`del obj.a`, `for obj.a in ...`) become item stores on `_mcp_target_(obj)`, which apply the
+guest's write rule (`writes`), and the last expression is bound to the result. Only
 `compile_guest` may compile code named `GUEST_FILENAME` (the audit hook's rule).
 """
 
@@ -22,28 +24,23 @@ RESULT_NAME = "_mcp_result_"
 class _Rewrite(ast.NodeTransformer):
     """`await tools.x.y(...)` → `tools.x.y(...)` (guest calls are synchronous), and
     `obj._x` (a read) → `_mcp_getattr_(obj, "_x")`, which allows the private attributes
-    of the guest's own objects only (see `guards.guest_getattr`)."""
+    of the guest's own objects only (see `guards.guest_getattr`), and `obj.a` as a target
+    → `_mcp_target_(obj)["a"]` (`writes.AttributeTarget`; `obj.a += v` reads through it)."""
 
     def visit_Await(self, node: ast.Await) -> ast.AST:
         self.generic_visit(node)
         return node.value if _is_api_call(node.value) else node
 
-    def visit_AugAssign(self, node: ast.AugAssign) -> ast.AST:
-        """`obj._x += v` reads `obj._x` too: `obj._x = _mcp_getattr_(obj, "_x") + v`."""
-        self.generic_visit(node)
-        target = node.target
-        if not (isinstance(target, ast.Attribute) and _is_checked(target)):
-            return node
-        read = ast.Attribute(value=target.value, attr=target.attr, ctx=ast.Load())
-        checked = self.visit_Attribute(read)
-        assert isinstance(checked, ast.expr)
-        value = ast.BinOp(left=checked, op=node.op, right=node.value)
-        return ast.copy_location(ast.Assign(targets=[target], value=value), node)
-
     def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
         self.generic_visit(node)
         name = node.attr
-        if not isinstance(node.ctx, ast.Load) or not _is_checked(node):
+        if not isinstance(node.ctx, ast.Load):  # a store or delete: `writes` decides
+            target = ast.Call(
+                func=ast.Name(id="_mcp_target_", ctx=ast.Load()), args=[node.value], keywords=[]
+            )
+            item = ast.Subscript(value=target, slice=ast.Constant(value=name), ctx=node.ctx)
+            return ast.copy_location(item, node)
+        if not _is_checked(node):
             return node
         call = ast.Call(
             func=ast.Name(id="_mcp_getattr_", ctx=ast.Load()),

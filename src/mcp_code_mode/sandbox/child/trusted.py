@@ -15,30 +15,31 @@ __all__ = ["trusted_helpers"]
 
 def trusted_helpers(
     modules: Mapping[str, Any], extra: Iterable[tuple[Callable[..., Any], frozenset[str]]] = ()
-) -> tuple[dict[types.CodeType, frozenset[str]], frozenset[types.CodeType]]:
+) -> tuple[dict[types.CodeType, frozenset[str]], dict[types.CodeType, str]]:
     """The stdlib helpers allowed to cause some events on the guest's behalf, found in the
     modules loaded (`sys.modules`), plus `extra` (function, events) pairs; and those
-    among them whose `exec` is name-checked."""
+    among them whose `exec` is checked, by how: `"names"` (the name check) or `"type"`
+    (a forward reference: the name check, and a type expression, no call)."""
     table: dict[types.CodeType, frozenset[str]] = {}
-    checked: set[types.CodeType] = set()
+    checked: dict[types.CodeType, str] = {}
 
-    def add(owner: str, path: str, events: Iterable[str], *, check: bool = False) -> None:
+    def add(owner: str, path: str, events: Iterable[str], *, check: str | None = None) -> None:
         obj: Any = modules.get(owner)
         for part in path.split("."):
             obj = getattr(obj, part, None)
         code = getattr(obj, "__code__", None)
         if isinstance(code, types.CodeType):
             table[code] = frozenset(events)
-            if check:
-                checked.add(code)
+            if check is not None:
+                checked[code] = check
 
-    add("collections", "namedtuple", ["exec", "object.__setattr__", "sys._getframe"], check=True)
-    add("dataclasses", "_create_fn", ["exec"], check=True)  # 3.11
-    add("dataclasses", "_FuncBuilder.add_fns_to_class", ["exec"], check=True)  # 3.13
+    add("collections", "namedtuple", ["exec", "object.__setattr__", "sys._getframe"], check="names")
+    add("dataclasses", "_create_fn", ["exec"], check="names")  # 3.11
+    add("dataclasses", "_FuncBuilder.add_fns_to_class", ["exec"], check="names")  # 3.13
     add("dataclasses", "_process_class", ["object.__getattr__"])
     add("dataclasses", "make_dataclass", ["object.__setattr__"])
     add("dataclasses", "_add_slots", ["object.__setattr__"])
-    add("typing", "ForwardRef._evaluate", ["exec"], check=True)
+    add("typing", "ForwardRef._evaluate", ["exec"], check="type")
     add("typing", "_caller", ["sys._getframe"])
     add("typing", "overload", ["object.__getattr__"])
     add("typing", "NamedTupleMeta.__new__", ["object.__setattr__"])
@@ -57,4 +58,4 @@ def trusted_helpers(
         code = getattr(function, "__code__", None)
         if isinstance(code, types.CodeType):
             table[code] = events
-    return table, frozenset(checked)
+    return table, checked
