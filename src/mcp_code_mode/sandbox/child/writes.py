@@ -29,7 +29,7 @@ from mcp_code_mode.sandbox.child.guards import (
     safe_hasattr,
 )
 from mcp_code_mode.sandbox.child.module_view import ModuleView
-from mcp_code_mode.sandbox.child.rules import GUEST_MODULE
+from mcp_code_mode.sandbox.child.rules import BLOCKED_ATTRIBUTES, GUEST_MODULE, REFUSED_DUNDERS
 from mcp_code_mode.sandbox.child.tools_view import Frozen
 
 __all__ = ["AttributeTarget", "guarded_names", "safe_delattr", "safe_setattr", "write_refusal"]
@@ -65,19 +65,39 @@ def _check(obj: Any, doing: str) -> None:
 
 def write_refusal(obj: Any) -> str | None:
     """What `obj` is, when guest code may not change its attributes; None when it may."""
-    if isinstance(obj, types.ModuleType | ModuleView):
+    cls = type(obj)
+    known = _BY_TYPE.get(id(cls))  # by id: hashing a class may run its metaclass's code
+    if known is None or known[0] is not cls:
+        if len(_BY_TYPE) >= _KEPT_TYPES:
+            _BY_TYPE.clear()
+        known = _BY_TYPE[id(cls)] = (cls, _type_refusal(cls))
+    reason = known[1]
+    if reason == _MODULE:
         return f"the module {repr(obj).removeprefix('<module ').removesuffix('>')}"
-    if isinstance(obj, type) and not is_guest_object(obj):
+    if reason is None and isinstance(obj, type) and not is_guest_object(obj):
         return f"the class {type.__dict__['__name__'].__get__(obj)!r} (your code did not define it)"
-    if isinstance(obj, Frozen):  # the tools view: its own `__setattr__` says why not
+    return reason
+
+
+_CHECKED_NAMES = REFUSED_DUNDERS | BLOCKED_ATTRIBUTES | {"__module__", "__dict__", "__class__"}
+_MODULE = "module"
+_KEPT_TYPES = 4096  # verdicts kept by type (a run making classes in a loop starts over)
+_BY_TYPE: dict[int, tuple[type, str | None]] = {}
+
+
+def _type_refusal(cls: type) -> str | None:
+    """The part of `write_refusal` that depends on the object's type alone: a module, or
+    a class whose writes a library's Python code handles (a class's own attributes: its
+    metaclass). Classes cannot change that later: their `__setattr__`, `__delattr__` and
+    `__bases__` are not the guest's to set."""
+    if issubclass(cls, types.ModuleType | ModuleView):
+        return _MODULE
+    if issubclass(cls, Frozen):  # the tools view: its own `__setattr__` says why not
         return None
-    handler = _library_handler(type(obj))
-    if handler is not None:
-        return (
-            f"a {type(obj).__name__!r} object (the library class {handler!r} handles writes "
-            "to it itself)"
-        )
-    return None
+    handler = _library_handler(cls)
+    if handler is None:
+        return None
+    return f"a {cls.__name__!r} object (the library class {handler!r} handles writes to it itself)"
 
 
 def _library_handler(cls: type) -> str | None:
@@ -108,7 +128,21 @@ class AttributeTarget:
         self._obj = obj
 
     def __setitem__(self, name: str, value: Any) -> None:
-        safe_setattr(self._obj, name, value)
+        obj = self._obj
+        known = _BY_TYPE.get(id(type(obj)))
+        # The common case at the cost of one lookup: a name no check is about, on an
+        # instance of a type already judged writable (what `safe_setattr` would decide).
+        if (
+            known is not None
+            and known[0] is type(obj)
+            and known[1] is None
+            and type(name) is str
+            and name not in _CHECKED_NAMES
+            and not isinstance(obj, type)
+        ):
+            setattr(obj, name, value)
+            return
+        safe_setattr(obj, name, value)
 
     def __delitem__(self, name: str) -> None:
         safe_delattr(self._obj, name)
