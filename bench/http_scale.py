@@ -231,8 +231,8 @@ def _section(
                 f"{m.per_s:,.0f}",
                 # a quick run on a busy machine may finish no call of the baseline
                 f"{m.per_s / base[m.workload].per_s:.2f}x" if base[m.workload].per_s else "n/a",
-                f"{p50(m.latencies_ms):.1f}",
-                f"{p95(m.latencies_ms):.1f}",
+                f"{p50(m.latencies_ms):.1f}" if m.latencies_ms else "n/a",  # every call failed
+                f"{p95(m.latencies_ms):.1f}" if m.latencies_ms else "n/a",
                 m.failures,
             ]
         )
@@ -295,7 +295,10 @@ def _plot(path: Path, measures: list[Measure]) -> Path:
         xs = [i + offset for i in range(len(layouts))]
         axes[0].bar(xs, [rows[lay].per_s for lay in layouts], width, label=workload.strip("`"))
         axes[1].bar(
-            xs, [p95(rows[lay].latencies_ms) for lay in layouts], width, label=workload.strip("`")
+            xs,
+            [p95(rows[lay].latencies_ms) if rows[lay].latencies_ms else 0.0 for lay in layouts],
+            width,
+            label=workload.strip("`"),
         )
     axes[0].set_title(f"Throughput, {CLIENTS} clients (calls/s, higher is better)")
     axes[1].set_title("p95 latency (ms, lower is better)")

@@ -60,6 +60,17 @@ async def test_deno_permissions_hold_even_with_js(
     assert (await js_gateway.execute("1+1")).result == 2
 
 
+async def test_a_file_left_in_proc_does_not_outlive_a_run(reuse_gateway: Gateway) -> None:
+    """/proc's directories are writable, in memory: a file left there counts as state the
+    reset must not keep (outside attack 14 read one back in the next run)."""
+    write = (
+        "import os\nfd = os.open('/proc/self/mcp_left', os.O_CREAT | os.O_WRONLY)\n"
+        "os.write(fd, b'left')\nos.close(fd)\n'mcp_left' in os.listdir('/proc/self')"
+    )
+    assert await _result(reuse_gateway, write) is True
+    assert await _result(reuse_gateway, "import os\n'mcp_left' in os.listdir('/proc/self')") is False
+
+
 async def test_no_web_storage_outlives_a_run(js_gateway: Gateway) -> None:
     """Deno keeps `localStorage` and `caches` on disk without any write permission, shared
     by every runner: a run that reached JS could leave data for later ones (outside attack

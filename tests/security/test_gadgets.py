@@ -356,6 +356,21 @@ GADGETS = table(
         "    case str(format=fmt):\n        r = 'ESCAPED' + fmt(1)\nr",
         POLICY,
     ),
+    # (outside attack 14: deepcopy followed a guest-API bound method's __self__ and kept the
+    # runtime in the memo the guest passed; the runtime's allowed imports were then writable)
+    (
+        "deepcopy_memo_keeps_what_a_guest_function_holds",
+        "import copy\nclass Memo(dict):\n    n = 0\n    def get(self, d, default=None):\n"
+        "        self.n += 1\n        return dict.get(self, d, default) if self.n <= 4 else None\n"
+        "kept = []\nfor f in (log, call_tool, tools, search_tools):\n    memo = Memo()\n"
+        "    try:\n        copy.deepcopy(f, memo)\n    except Exception:\n        pass\n"
+        "    kept += dict.get(memo, id(memo)) or []\n"
+        "rt = [k for k in kept if type(k).__name__ == 'GuestRuntime'][0]\n"
+        "rt.allowed_imports = rt.allowed_imports | {'sys'}\n"
+        "try:\n    import sys\nexcept ImportError:\n    pass\n"
+        "'ESCAPED' + repr(sys.modules['builtins'].eval)",
+        STOPPED,
+    ),
     (
         "asdict_reads_a_module_views_dict",
         "import dataclasses, json\n@dataclasses.dataclass\nclass A:\n    a: int = 0\n"
@@ -734,7 +749,34 @@ async def test_the_hook_hashes_no_guest_loader(sys_gateway: Gateway) -> None:
     assert "imported" not in out["result"], out
 
 
+async def test_a_trusted_loader_with_its_own_code_is_not_trusted(sys_gateway: Gateway) -> None:
+    """An importlib loader whose instance overrides `get_code` runs code the policy never
+    saw: the hook trusts a module's own code only from a loader that overrides nothing
+    (outside attack 14)."""
+    code = (
+        "import sys\nbase = sys.modules['_frozen_importlib_external'].SourceFileLoader\n"
+        "ld = base('json.zzz', 'zzz')\n"
+        "unchecked = sys.modules['builtins'].compile('x = 1', 'zzz', 'exec')\n"
+        "ld.get_code = lambda name: unchecked\n"
+        "spec = sys.modules['_frozen_importlib'].ModuleSpec\n"
+        "class F:\n    def find_spec(self, name, path, target=None):\n"
+        "        return spec(name, ld) if name == 'json.zzz' else None\n"
+        "sys.meta_path.insert(0, F())\nseen = []\ntry:\n    import json.zzz\n"
+        "    seen.append('imported')\nexcept Exception as exc:\n"
+        "    seen.append(type(exc).__name__)\nseen"
+    )
+    out = await attempt(sys_gateway, code)
+    assert out["result"] and "imported" not in out["result"], out
+
+
 WRITES = table(
+    ("the_sandboxs_own_object", "e = ToolError('s', 't', 'm')\ne.note = 1", "sandbox's own"),
+    (
+        "update_wrapper_on_a_library_class",
+        "import functools, json\ndef f():\n    pass\n"
+        "functools.update_wrapper(json.JSONEncoder, f, (), ())",
+        "class",
+    ),
     ("a_library_class", "import json\njson.JSONEncoder.default = lambda s, o: 1", "class"),
     ("a_library_class_by_setattr", "import json\nsetattr(json.JSONDecoder, 'x', 1)", "class"),
     ("a_library_class_deleted", "import json\ndel json.JSONEncoder.encode", "class"),

@@ -101,7 +101,7 @@ class GuestRuntime:
             **extra,
             "__builtins__": safe,
             "__name__": GUEST_MODULE,
-            "tools": Tools(self.tool_function, index),
+            "tools": Tools(_plain(self.tool_function, "tool_function"), index),
             **{f.name: self._function(f) for f in GUEST_API},
             "input": input_value,
             "ToolError": ToolError,
@@ -152,7 +152,7 @@ class GuestRuntime:
         """The runtime's method of that name, else a query built from the declaration."""
         method = getattr(type(self), spec.name, None)
         if method is not None:
-            return getattr(self, spec.name)  # type: ignore[no-any-return]
+            return _plain(getattr(self, spec.name), spec.name)
         assert spec.query is not None, f"{spec.name}: neither a method nor a query"
         kind, params = spec.query, spec.params
 
@@ -266,3 +266,18 @@ def _spec(server: Any, tool: Any, args: Any) -> dict[str, Any]:
     if args is not None and not isinstance(args, dict):
         raise TypeError(f"args for {server}.{tool} must be a dict, not {type(args).__name__}")
     return {"server": server, "tool": tool, "args": args or {}}
+
+
+def _plain(method: Callable[..., Any], name: str) -> Callable[..., Any]:
+    """`method` as a plain function: what the guest holds must not lead to this runtime. A
+    bound method carries `__self__`, which the stdlib follows without the guards
+    (`copy.deepcopy` copies it and keeps the original in a memo the guest passed, outside
+    attack 14); a function is copied as itself, and its closure is no attribute guest code
+    may read."""
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return method(*args, **kwargs)
+
+    call.__name__ = call.__qualname__ = name
+    call.__doc__ = method.__doc__
+    return call

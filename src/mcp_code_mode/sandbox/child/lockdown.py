@@ -39,6 +39,7 @@ from mcp_code_mode.sandbox.child.trusted import trusted_helpers
 from mcp_code_mode.sandbox.child.writes import (
     AttributeTarget,
     guarded_names,
+    guarded_update_wrapper,
     safe_delattr,
     safe_setattr,
 )
@@ -91,6 +92,7 @@ def lock_down(
     functools: Any = loaded.get("functools")
     if functools is not None:
         functools.cached_property = guarded_cached_property(functools.cached_property)
+        functools.update_wrapper = guarded_update_wrapper(functools.update_wrapper)
     own: list[tuple[Callable[..., Any], frozenset[str]]] = [
         (GuestRuntime._import, audit.IMPORT_EVENTS),
         (outcome.guest_line, frozenset(["object.__getattr__"])),

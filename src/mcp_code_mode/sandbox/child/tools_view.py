@@ -48,6 +48,14 @@ class Frozen:
     def __delattr__(self, name: str) -> None:
         raise AttributeError(f"{self!r} cannot be changed")
 
+    # Copied as themselves: a copy would walk what they hold (the runtime's tool binding)
+    # and keep the originals in a memo guest code passed (outside attack 14).
+    def __copy__(self) -> Any:
+        return self
+
+    def __deepcopy__(self, memo: Any) -> Any:
+        return self
+
 
 _Bind = Callable[[str, str], Callable[..., Any]]
 """Makes the callable of one tool from its server's and its own original names."""

@@ -32,7 +32,14 @@ from mcp_code_mode.sandbox.child.module_view import ModuleView
 from mcp_code_mode.sandbox.child.rules import BLOCKED_ATTRIBUTES, GUEST_MODULE, REFUSED_DUNDERS
 from mcp_code_mode.sandbox.child.tools_view import Frozen
 
-__all__ = ["AttributeTarget", "guarded_names", "safe_delattr", "safe_setattr", "write_refusal"]
+__all__ = [
+    "AttributeTarget",
+    "guarded_names",
+    "guarded_update_wrapper",
+    "safe_delattr",
+    "safe_setattr",
+    "write_refusal",
+]
 
 _MRO = type.__dict__["__mro__"].__get__
 _VARS = type.__dict__["__dict__"].__get__
@@ -81,19 +88,24 @@ def write_refusal(obj: Any) -> str | None:
 
 _CHECKED_NAMES = REFUSED_DUNDERS | BLOCKED_ATTRIBUTES | {"__module__", "__dict__", "__class__"}
 _MODULE = "module"
+_OURS = "mcp_code_mode."
 _KEPT_TYPES = 4096  # verdicts kept by type (a run making classes in a loop starts over)
 _BY_TYPE: dict[int, tuple[type, str | None]] = {}
 
 
 def _type_refusal(cls: type) -> str | None:
-    """The part of `write_refusal` that depends on the object's type alone: a module, or
-    a class whose writes a library's Python code handles (a class's own attributes: its
-    metaclass). Classes cannot change that later: their `__setattr__`, `__delattr__` and
-    `__bases__` are not the guest's to set."""
+    """The part of `write_refusal` that depends on the object's type alone: a module, an
+    object of the sandbox's own (its runtime, outside attack 14), or a class whose writes a
+    library's Python code handles (a class's own attributes: its metaclass). Classes
+    cannot change that later: their `__setattr__`, `__delattr__` and `__bases__` are not
+    the guest's to set."""
     if issubclass(cls, types.ModuleType | ModuleView):
         return _MODULE
     if issubclass(cls, Frozen):  # the tools view: its own `__setattr__` says why not
         return None
+    module = _VARS(cls).get("__module__")
+    if type(module) is str and module.startswith(_OURS):
+        return f"a {cls.__name__!r} object (the sandbox's own)"
     handler = _library_handler(cls)
     if handler is None:
         return None
@@ -149,6 +161,22 @@ class AttributeTarget:
 
     def __getitem__(self, name: str) -> Any:
         return guest_getattr(self._obj, name)
+
+
+def guarded_update_wrapper(update_wrapper: Callable[..., Any]) -> Callable[..., Any]:
+    """`functools.update_wrapper` (and `wraps`, which calls it by name) for a wrapper guest
+    code may change only: it sets `__wrapped__` with a plain store, past `setattr`
+    (`update_wrapper(json.JSONEncoder, f)` set it on a library class, outside attack 14)."""
+
+    def guarded(wrapper: Any, wrapped: Any, *args: Any, **kwargs: Any) -> Any:
+        reason = write_refusal(wrapper)
+        if reason is not None:
+            raise AttributeError(f"setting attributes of {reason} is not allowed")
+        return update_wrapper(wrapper, wrapped, *args, **kwargs)
+
+    guarded.__name__ = guarded.__qualname__ = "update_wrapper"
+    guarded.__doc__ = update_wrapper.__doc__
+    return guarded
 
 
 def guarded_names() -> dict[str, Callable[..., Any]]:
