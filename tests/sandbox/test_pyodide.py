@@ -68,7 +68,9 @@ async def test_a_file_left_in_proc_does_not_outlive_a_run(reuse_gateway: Gateway
         "os.write(fd, b'left')\nos.close(fd)\n'mcp_left' in os.listdir('/proc/self')"
     )
     assert await _result(reuse_gateway, write) is True
-    assert await _result(reuse_gateway, "import os\n'mcp_left' in os.listdir('/proc/self')") is False
+    assert (
+        await _result(reuse_gateway, "import os\n'mcp_left' in os.listdir('/proc/self')") is False
+    )
 
 
 async def test_no_web_storage_outlives_a_run(js_gateway: Gateway) -> None:

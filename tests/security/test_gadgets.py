@@ -371,6 +371,18 @@ GADGETS = table(
         "'ESCAPED' + repr(sys.modules['builtins'].eval)",
         STOPPED,
     ),
+    # (outside attack 15: a guest reducer's state went into `tools.__dict__` past its own
+    # check, and `tools.x.y` is read without the private-name guard)
+    (
+        "copy_state_written_into_the_tools_view",
+        "import copy, enum\nclass R:\n    def __init__(self, target, state):\n"
+        "        self.t, self.s = target, state\n    def __reduce_ex__(self, proto):\n"
+        "        return (lambda x: x, (self.t,), self.s)\n"
+        "copy.copy(R(tools, {'e': enum.Enum}))\n"
+        "E = tools.e._convert_('Leak', 'dataclasses', lambda n: n == 'sys')\n"
+        "'ESCAPED' + str(E['sys'].value.modules)",
+        STOPPED,
+    ),
     (
         "asdict_reads_a_module_views_dict",
         "import dataclasses, json\n@dataclasses.dataclass\nclass A:\n    a: int = 0\n"
@@ -771,6 +783,12 @@ async def test_a_trusted_loader_with_its_own_code_is_not_trusted(sys_gateway: Ga
 
 WRITES = table(
     ("the_sandboxs_own_object", "e = ToolError('s', 't', 'm')\ne.note = 1", "sandbox's own"),
+    (
+        "copy_state_onto_a_library_object",
+        "import copy, typing\nclass R:\n    def __reduce_ex__(self, p):\n"
+        "        return (lambda x: x, (typing.List,), {'_name': 'Hacked'})\ncopy.copy(R())",
+        "handles writes",
+    ),
     (
         "update_wrapper_on_a_library_class",
         "import functools, json\ndef f():\n    pass\n"

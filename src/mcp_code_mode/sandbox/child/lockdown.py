@@ -39,6 +39,7 @@ from mcp_code_mode.sandbox.child.trusted import trusted_helpers
 from mcp_code_mode.sandbox.child.writes import (
     AttributeTarget,
     guarded_names,
+    guarded_reconstruct,
     guarded_update_wrapper,
     safe_delattr,
     safe_setattr,
@@ -93,6 +94,9 @@ def lock_down(
     if functools is not None:
         functools.cached_property = guarded_cached_property(functools.cached_property)
         functools.update_wrapper = guarded_update_wrapper(functools.update_wrapper)
+    copy: Any = loaded.get("copy")
+    if copy is not None:
+        copy._reconstruct = guarded_reconstruct(copy._reconstruct)
     own: list[tuple[Callable[..., Any], frozenset[str]]] = [
         (GuestRuntime._import, audit.IMPORT_EVENTS),
         (outcome.guest_line, frozenset(["object.__getattr__"])),

@@ -35,6 +35,7 @@ from mcp_code_mode.sandbox.child.tools_view import Frozen
 __all__ = [
     "AttributeTarget",
     "guarded_names",
+    "guarded_reconstruct",
     "guarded_update_wrapper",
     "safe_delattr",
     "safe_setattr",
@@ -101,8 +102,8 @@ def _type_refusal(cls: type) -> str | None:
     the guest's to set."""
     if issubclass(cls, types.ModuleType | ModuleView):
         return _MODULE
-    if issubclass(cls, Frozen):  # the tools view: its own `__setattr__` says why not
-        return None
+    if issubclass(cls, Frozen):  # the tools view (`copy` writes `__dict__` past its own check)
+        return "`tools` or one of its servers (they cannot be changed)"
     module = _VARS(cls).get("__module__")
     if type(module) is str and module.startswith(_OURS):
         return f"a {cls.__name__!r} object (the sandbox's own)"
@@ -176,6 +177,30 @@ def guarded_update_wrapper(update_wrapper: Callable[..., Any]) -> Callable[..., 
 
     guarded.__name__ = guarded.__qualname__ = "update_wrapper"
     guarded.__doc__ = update_wrapper.__doc__
+    return guarded
+
+
+def guarded_reconstruct(reconstruct: Callable[..., Any]) -> Callable[..., Any]:
+    """`copy._reconstruct` that applies a reducer's state only to an object guest code may
+    write: it updates `__dict__` or calls `__setstate__` itself, past `setattr`, on whatever
+    the reducer's callable returned (`(lambda x: x, (tools,), {...})` wrote the tools view,
+    `typing.List`'s name, outside attack 15). Checked on the object made, before any state."""
+
+    def guarded(
+        x: Any, memo: Any, func: Callable[..., Any], args: Any, *rest: Any, **kw: Any
+    ) -> Any:
+        state = rest[0] if rest else kw.get("state")
+
+        def make(*made_from: Any) -> Any:
+            made = func(*made_from)
+            reason = None if state is None else write_refusal(made)
+            if reason is not None:
+                raise AttributeError(f"copying state onto {reason} is not allowed")
+            return made
+
+        return reconstruct(x, memo, make, args, *rest, **kw)
+
+    guarded.__name__ = guarded.__qualname__ = "_reconstruct"
     return guarded
 
 
