@@ -383,6 +383,29 @@ GADGETS = table(
         "'ESCAPED' + str(E['sys'].value.modules)",
         STOPPED,
     ),
+    # (outside attack 16: enum handed out the real getattr in a reducer's tuple, and a
+    # `__class__` property ran library code under a helper the hook trusted for `__code__`)
+    (
+        "pickle_by_enum_name_hands_out_the_real_getattr",
+        "import enum\nclass K:\n    _name_ = 'x'\nrg = enum.pickle_by_enum_name(K(), 4)[0]\n"
+        "eg = rg(enum.pickle_by_enum_name, '__glo' + 'bals__')\n'ESCAPED' + str(eg['sys'])",
+        STOPPED,
+    ),
+    (
+        "class_property_reads_frames_under_a_trusted_helper",
+        "import asyncio, functools\n"
+        "cache = functools.lru_cache(maxsize=None)(asyncio.Task.get_stack)\n"
+        "T = type('T', (asyncio.Task,), {'__class__': property(cache), "
+        "'_coro': asyncio.current_task().get_coro()})\nasync def idle():\n    pass\n"
+        "t = T(idle())\nasyncio.iscoroutinefunction(t)\nr = [str(f) for f in cache(t)]\n"
+        "await t\n'ESCAPED' + str(r)",
+        STOPPED,
+    ),
+    (
+        "class_body_assigns_its_class",
+        "import asyncio\nclass T(asyncio.Task):\n    __class__ = property(lambda s: 1)\n'ESCAPED'",
+        POLICY,
+    ),
     (
         "asdict_reads_a_module_views_dict",
         "import dataclasses, json\n@dataclasses.dataclass\nclass A:\n    a: int = 0\n"

@@ -57,7 +57,11 @@ _DUNDER_HINTS = {
     "__reduce__": "use copy.copy() / copy.deepcopy()",
     "__reduce_ex__": "use copy.copy() / copy.deepcopy()",
 }
-_UNASSIGNABLE = frozenset({"__module__", "__annotations__", "__qualname__", "__dict__"})
+_UNASSIGNABLE = frozenset(
+    # `__class__` too: a class-body property answers `isinstance` with library code the
+    # hook would vouch for (outside attack 16)
+    {"__module__", "__annotations__", "__qualname__", "__dict__", "__class__"}
+)
 _IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
 
 

@@ -206,7 +206,7 @@ class _Judge:
         if event == "compile":
             return None  # a code object is inert: running it is `exec` or `function.__new__`
         innermost = frame
-        owner, guest, nearest = self._owner(event, frame)
+        owner, guest, nearest = self._owner(event, frame, args)
         if owner is not None:
             return _checked(event, args, self.checked.get(owner), innermost, self.forbidden_names)
         if not self.armed and not guest:
@@ -225,11 +225,14 @@ class _Judge:
         return None
 
     def _owner(
-        self, event: str, frame: types.FrameType | None
+        self, event: str, frame: types.FrameType | None, args: tuple[Any, ...]
     ) -> tuple[types.CodeType | None, bool, bool]:
         """Walking out from `frame`: the trusted helper's code that may cause `event` (or
         None), whether guest code came first, and whether only import machinery stood
-        between (a lazy stdlib import, not the guest's own)."""
+        between (a lazy stdlib import, not the guest's own). A helper may be trusted for
+        one attribute only (`object.__getattr__:__code__`): whatever library code runs
+        beneath it may read no other (outside attack 16 read frames under it)."""
+        detail = f"{event}:{text_arg(args, 1)}" if event == "object.__getattr__" else event
         nearest = True
         while frame is not None:
             code = frame.f_code
@@ -238,7 +241,7 @@ class _Judge:
                 return None, True, nearest  # guest code, or a guard acting for it
             events = self.trusted.get(code)
             if events is not None:
-                return (code if event in events else None), False, nearest
+                return (code if event in events or detail in events else None), False, nearest
             # the first frame that is not the import machinery's
             nearest = nearest and filename.startswith("<frozen importlib")
             frame = frame.f_back

@@ -31,6 +31,7 @@ __all__ = [
     "guarded_dataclass",
     "guarded_global_enum",
     "guarded_make_dataclass",
+    "guarded_pickle_by_enum_name",
     "guest_getattr",
     "install_guards",
     "is_blocked",
@@ -201,6 +202,18 @@ def guarded_global_enum(global_enum: Callable[..., Any], enum_type: type) -> Cal
 
     guarded.__name__ = guarded.__qualname__ = "global_enum"
     guarded.__doc__ = global_enum.__doc__
+    return guarded
+
+
+def guarded_pickle_by_enum_name(pickle_by_enum_name: Callable[..., Any]) -> Callable[..., Any]:
+    """`enum.pickle_by_enum_name` returns `(getattr, (cls, name))` with the real `getattr`:
+    guest code gets its own guarded one instead (outside attack 16)."""
+
+    def guarded(self: Any, proto: Any) -> Any:
+        _, args = pickle_by_enum_name(self, proto)
+        return guest_getattr, args
+
+    guarded.__name__ = guarded.__qualname__ = "pickle_by_enum_name"
     return guarded
 
 

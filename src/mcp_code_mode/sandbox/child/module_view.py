@@ -11,6 +11,7 @@ from mcp_code_mode.sandbox.child.guards import (
     exact_name,
     guarded_dataclass,
     guarded_make_dataclass,
+    guarded_pickle_by_enum_name,
     is_blocked,
     is_private,
 )
@@ -23,6 +24,7 @@ __all__ = ["ModuleView"]
 _GUARDED: dict[tuple[str, str], Callable[[Any], Any]] = {
     ("dataclasses", "dataclass"): guarded_dataclass,
     ("dataclasses", "make_dataclass"): guarded_make_dataclass,
+    ("enum", "pickle_by_enum_name"): guarded_pickle_by_enum_name,
 }
 
 

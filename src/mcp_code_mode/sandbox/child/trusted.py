@@ -50,7 +50,7 @@ def trusted_helpers(
     add("asyncio.events", "Handle.__init__", ["sys._getframe"])
     add("traceback", "extract_stack", ["sys._getframe", "object.__getattr__", "open"])
     # a function's flags (asyncio.iscoroutinefunction); where a log line was made (text)
-    add("inspect", "_has_code_flag", ["object.__getattr__"])
+    add("inspect", "_has_code_flag", ["object.__getattr__:__code__"])
     add("logging", "Logger.findCaller", ["sys._getframe", "object.__getattr__"])
     add("asyncio.futures", "Future.__init__", ["sys._getframe"])
     add("asyncio.selector_events", "BaseSelectorEventLoop._make_self_pipe", ["socket.__new__"])
