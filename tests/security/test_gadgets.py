@@ -762,6 +762,18 @@ async def test_the_hook_runs_no_guest_code(sys_gateway: Gateway) -> None:
     assert out["result"] == ["refused"], out
 
 
+# `import json.zzz` through a finder first on the real `sys.meta_path` that answers with
+# `{loader}`; what happened lands in the guest's list `seen`.
+_IMPORT_THROUGH = (
+    "spec = sys.modules['_frozen_importlib'].ModuleSpec\n"
+    "class F:\n    def find_spec(self, name, path, target=None):\n"
+    "        return spec(name, {loader}) if name == 'json.zzz' else None\n"
+    "sys.meta_path.insert(0, F())\ntry:\n    import json.zzz\n"
+    "    seen.append('imported')\nexcept Exception as exc:\n"
+    "    seen.append(type(exc).__name__)\nseen"
+)
+
+
 async def test_the_hook_hashes_no_guest_loader(sys_gateway: Gateway) -> None:
     """Whether a module's own code is run by one of importlib's loaders is decided by the
     loader's type by identity: a set lookup hashed it, and a metaclass `__hash__` ran guest
@@ -772,12 +784,7 @@ async def test_the_hook_hashes_no_guest_loader(sys_gateway: Gateway) -> None:
         "base = sys.modules['_frozen_importlib_external'].SourceFileLoader\n"
         "class L(base, metaclass=Meta):\n    def get_code(self, name):\n"
         "        return sys.modules['builtins'].compile('x = 1', 'zzz', 'exec')\n"
-        "spec = sys.modules['_frozen_importlib'].ModuleSpec\n"
-        "class F:\n    def find_spec(self, name, path, target=None):\n"
-        "        return spec(name, L(name, 'zzz')) if name == 'json.zzz' else None\n"
-        "sys.meta_path.insert(0, F())\ntry:\n    import json.zzz\n"
-        "    seen.append('imported')\nexcept Exception as exc:\n"
-        "    seen.append(type(exc).__name__)\nseen"
+        + _IMPORT_THROUGH.format(loader="L(name, 'zzz')")
     )
     out = await attempt(sys_gateway, code)
     assert out["result"] and "hashed" not in out["result"], out
@@ -793,12 +800,7 @@ async def test_a_trusted_loader_with_its_own_code_is_not_trusted(sys_gateway: Ga
         "ld = base('json.zzz', 'zzz')\n"
         "unchecked = sys.modules['builtins'].compile('x = 1', 'zzz', 'exec')\n"
         "ld.get_code = lambda name: unchecked\n"
-        "spec = sys.modules['_frozen_importlib'].ModuleSpec\n"
-        "class F:\n    def find_spec(self, name, path, target=None):\n"
-        "        return spec(name, ld) if name == 'json.zzz' else None\n"
-        "sys.meta_path.insert(0, F())\nseen = []\ntry:\n    import json.zzz\n"
-        "    seen.append('imported')\nexcept Exception as exc:\n"
-        "    seen.append(type(exc).__name__)\nseen"
+        "seen = []\n" + _IMPORT_THROUGH.format(loader="ld")
     )
     out = await attempt(sys_gateway, code)
     assert out["result"] and "imported" not in out["result"], out
@@ -806,6 +808,11 @@ async def test_a_trusted_loader_with_its_own_code_is_not_trusted(sys_gateway: Ga
 
 WRITES = table(
     ("the_sandboxs_own_object", "e = ToolError('s', 't', 'm')\ne.note = 1", "sandbox's own"),
+    (
+        "a_class_with_a_name_that_is_not_str",
+        "class K(str):\n    pass\nG = type('G', (), {K('x'): 1})\ng = G()\ng.y = 1",
+        "not str",
+    ),
     (
         "copy_state_onto_a_library_object",
         "import copy, typing\nclass R:\n    def __reduce_ex__(self, p):\n"

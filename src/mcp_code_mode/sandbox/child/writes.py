@@ -104,6 +104,10 @@ def _type_refusal(cls: type) -> str | None:
         return _MODULE
     if issubclass(cls, Frozen):  # the tools view (`copy` writes `__dict__` past its own check)
         return "`tools` or one of its servers (they cannot be changed)"
+    # A name that is not an exact str could answer the lookups below one way and Python's
+    # own attribute lookup another (its `__eq__` is the guest's).
+    if any(type(k) is not str for klass in _MRO(cls) for k in _VARS(klass)):
+        return f"a {cls.__name__!r} object (its class has attribute names that are not str)"
     module = _VARS(cls).get("__module__")
     if type(module) is str and module.startswith(_OURS):
         return f"a {cls.__name__!r} object (the sandbox's own)"
