@@ -406,6 +406,35 @@ GADGETS = table(
         "import asyncio\nclass T(asyncio.Task):\n    __class__ = property(lambda s: 1)\n'ESCAPED'",
         POLICY,
     ),
+    # (outside attack 17: dataclass read a class's annotations and module past its guard,
+    # and typing.overload vouched for frames read beneath it)
+    (
+        "dataclass_field_names_from_an_annotations_subclass",
+        'import dataclasses\nP = \'"+str(self.sink.append(sys.modules["builtins"].getattr))+"\'\n'
+        "class A(dict):\n    def items(self):\n        return [(P, int)]\n"
+        "C = dataclasses.dataclass(init=False, eq=False)(type('C', (), "
+        "{'__annotations__': A(x=int), 'x': 0}))\nc = C()\nc.sink = []\nrepr(c)\n"
+        "'ESCAPED' + str(c.sink)",
+        STOPPED,
+    ),
+    (
+        "dataclass_module_from_a_metaclass_property",
+        "import dataclasses\nN = [0]\ndef mod(cls):\n    N[0] += 1\n"
+        "    return '__main__' if N[0] == 1 else 'dataclasses'\n"
+        "Meta = type('Meta', (type,), {'__module__': property(mod)})\n"
+        "C = dataclasses.dataclass(Meta('C', (), {'__annotations__': {'x': int}}))\n"
+        "'ESCAPED' + str(N)",
+        STOPPED,
+    ),
+    (
+        "overload_reads_frames_beneath_it",
+        "import typing, asyncio\nL = []\nasync def main():\n"
+        "    t = asyncio.current_task()\n    class It:\n        def __iter__(self):\n"
+        "            return map(asyncio.Task.get_stack, [t])\n"
+        "    typing.overload(type('O', (It,), {'__func__': property(L.extend)})())\n"
+        "await main()\n'ESCAPED' + str(L)",
+        STOPPED,
+    ),
     (
         "asdict_reads_a_module_views_dict",
         "import dataclasses, json\n@dataclasses.dataclass\nclass A:\n    a: int = 0\n"

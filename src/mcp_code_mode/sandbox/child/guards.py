@@ -163,12 +163,16 @@ def guarded_dataclass(dataclass: Callable[..., Any]) -> Callable[..., Any]:
     def check(cls: Any) -> None:
         if not isinstance(cls, type):
             return
-        if getattr(cls, "__module__", None) != GUEST_MODULE:
+        # Read from the real `__dict__`s, once: a metaclass `__module__` property answered
+        # the guard one way and dataclasses another, and an annotations dict subclass gave
+        # dataclasses other names than it gave the guard (outside attack 17).
+        module = _VARS(cls).get("__module__")
+        if not (type(module) is str and module == GUEST_MODULE) or _odd_metaclass(cls):
             raise TypeError("dataclass() takes classes defined by this code only")
-        import inspect  # the guest never gets this module; the guard only reads annotations
-
-        names = inspect.get_annotations(cls)
-        bad = [n for n in names if not (type(n) is str and n.isidentifier())]
+        annotations = _VARS(cls).get("__annotations__", {})
+        if type(annotations) is not dict:
+            raise TypeError("dataclass() takes a class whose annotations are a plain dict")
+        bad = [n for n in annotations if not (type(n) is str and n.isidentifier())]
         if bad:
             raise TypeError(f"dataclass field names must be identifiers, not {bad[0]!r}")
 
@@ -186,6 +190,18 @@ def guarded_dataclass(dataclass: Callable[..., Any]) -> Callable[..., Any]:
     guarded.__name__ = guarded.__qualname__ = "dataclass"
     guarded.__doc__ = dataclass.__doc__
     return guarded
+
+
+def _odd_metaclass(cls: type) -> bool:
+    """Whether `cls`'s metaclass (or one of its bases) defines `__module__` other than as a
+    str: a descriptor there answers `cls.__module__` instead of the class's own."""
+    for meta in _MRO(type(cls)):
+        if meta is type or meta is object:  # `type`'s own is the descriptor that reads it
+            continue
+        value = _VARS(meta).get("__module__")
+        if value is not None and type(value) is not str:
+            return True
+    return False
 
 
 def guarded_global_enum(global_enum: Callable[..., Any], enum_type: type) -> Callable[..., Any]:

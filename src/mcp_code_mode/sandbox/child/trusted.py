@@ -41,7 +41,7 @@ def trusted_helpers(
     add("dataclasses", "_add_slots", ["object.__setattr__"])
     add("typing", "ForwardRef._evaluate", ["exec"], check="type")
     add("typing", "_caller", ["sys._getframe"])
-    add("typing", "overload", ["object.__getattr__"])
+    add("typing", "overload", ["object.__getattr__:__code__"])
     add("typing", "NamedTupleMeta.__new__", ["object.__setattr__"])
     add("enum", "EnumType._create_", ["sys._getframe"])
     add("asyncio.coroutines", "_format_coroutine", ["object.__getattr__"])
