@@ -39,6 +39,19 @@ _FIELD_A = (
     "f = dataclasses.fields(A)[0]\nout = []\n"
 )
 
+# A Task whose `__class__`, truth and `f_lineno` are `Task.get_stack` (cached), with the
+# guest's own async generator as its coroutine: run by a helper the hook trusts for some
+# attribute reads, it reads `ag_frame` beneath it, and the guest then takes the frames from
+# the cache. `_STACK_END` returns them.
+_STACK_TASK = (
+    "import asyncio, dataclasses, functools\n"
+    "cache = functools.lru_cache(maxsize=None)(asyncio.Task.get_stack)\n"
+    "async def ag():\n    yield 1\nasync def idle():\n    pass\n"
+    "T = type('T', (asyncio.Task,), {'__class__': property(cache), '__bool__': cache, "
+    "'f_lineno': property(cache), '_coro': ag()})\nt = T(idle())\n"
+)
+_STACK_END = "\nr = [str(f) for f in cache(t)]\nawait t\n'ESCAPED' + str(r)"
+
 GADGETS = table(
     # -- functools: update_wrapper / wraps read and write the names they are given ----------
     (
@@ -434,6 +447,33 @@ GADGETS = table(
         "    typing.overload(type('O', (It,), {'__func__': property(L.extend)})())\n"
         "await main()\n'ESCAPED' + str(L)",
         STOPPED,
+    ),
+    # (helpers trusted for every attribute read: a library callable the guest set as a
+    # property or dunder, run beneath one, read any frame)
+    (
+        "dataclass_default_class_property_reads_frames",
+        _STACK_TASK + "try:\n    dataclasses.dataclass(type('C', (), "
+        "{'__annotations__': {'x': int}, 'x': t}))\nexcept ValueError:\n    pass" + _STACK_END,
+        POLICY,
+    ),
+    (
+        "find_caller_truth_reads_frames",
+        _STACK_TASK
+        + "try:\n    asyncio.log.logger.findCaller(t)\nexcept TypeError:\n    pass"
+        + _STACK_END,
+        POLICY,
+    ),
+    (
+        "debug_stack_walk_reads_frames",
+        _STACK_TASK + "try:\n    asyncio.format_helpers.extract_stack(t)\n"
+        "except AttributeError:\n    pass" + _STACK_END,
+        POLICY,
+    ),
+    (
+        "coroutine_repr_reads_frames",
+        _STACK_TASK + "R = type('R', (asyncio.Task,), {'_coro': t})\n"
+        "try:\n    repr(R(idle()))\nexcept TypeError:\n    pass" + _STACK_END,
+        POLICY,
     ),
     (
         "asdict_reads_a_module_views_dict",

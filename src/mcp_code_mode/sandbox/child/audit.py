@@ -54,6 +54,8 @@ _FINE = frozenset(
         "object.__delattr__",
     ]
 )
+# Events about one attribute (the second argument): a helper may be trusted per attribute.
+_NAMED = ("object.__getattr__", "object.__setattr__")
 # Attributes whose setting is an audit event but harmless on any object.
 _FINE_TO_SET = frozenset(["__doc__", "__qualname__", "__name__", "__defaults__", "__kwdefaults__"])
 
@@ -230,9 +232,10 @@ class _Judge:
         """Walking out from `frame`: the trusted helper's code that may cause `event` (or
         None), whether guest code came first, and whether only import machinery stood
         between (a lazy stdlib import, not the guest's own). A helper may be trusted for
-        one attribute only (`object.__getattr__:__code__`): whatever library code runs
-        beneath it may read no other (outside attack 16 read frames under it)."""
-        detail = f"{event}:{text_arg(args, 1)}" if event == "object.__getattr__" else event
+        some attributes only (`object.__getattr__:__code__`, `object.__setattr__:__module__`):
+        whatever library code runs beneath it may read or set no other (outside attack 16
+        read frames under one; a guest property run by dataclasses or logging could too)."""
+        detail = f"{event}:{text_arg(args, 1)}" if event in _NAMED else event
         nearest = True
         while frame is not None:
             code = frame.f_code

@@ -35,7 +35,7 @@ from mcp_code_mode.sandbox.child.rules import (
     REFUSED_DUNDERS,
     REMOVED_BUILTINS,
 )
-from mcp_code_mode.sandbox.child.trusted import trusted_helpers
+from mcp_code_mode.sandbox.child.trusted import reads, trusted_helpers
 from mcp_code_mode.sandbox.child.writes import (
     AttributeTarget,
     guarded_names,
@@ -99,8 +99,8 @@ def lock_down(
         copy._reconstruct = guarded_reconstruct(copy._reconstruct)
     own: list[tuple[Callable[..., Any], frozenset[str]]] = [
         (GuestRuntime._import, audit.IMPORT_EVENTS),
-        (outcome.guest_line, frozenset(["object.__getattr__"])),
-        (outcome.format_traceback, frozenset(["object.__getattr__", "open"])),
+        (outcome.guest_line, frozenset(reads("tb_frame", "f_code"))),
+        (outcome.format_traceback, frozenset([*reads("tb_frame", "f_code"), "open"])),
     ]
     trusted, checked = trusted_helpers(loaded, own)
     runners = {rewrite.compile_guest.__code__: "compile", worker.run_guest_code.__code__: "exec"}
