@@ -74,3 +74,17 @@ def test_generated_code_may_set_attributes_but_not_walk() -> None:
     walks = {"__base__", "__subclasses__", "__globals__", "__dict__", "f_globals", "gi_frame"}
     assert walks <= GENERATED_CODE_FORBIDS
     assert {"os", "sys", "builtins", "mro"}.isdisjoint(GENERATED_CODE_FORBIDS)
+
+
+def test_the_hooks_rules_run_no_guest_code() -> None:
+    """A guest object's `__class__` property would run inside the hook under `isinstance`
+    (outside attack 18 switched the hook off from there): only exact types are looked at."""
+    from mcp_code_mode.sandbox.child import audit, audit_rules
+
+    ran: list[bool] = []
+    Fake = type("Fake", (), {"__class__": property(lambda self: ran.append(True) or object)})
+    fake = Fake()
+    assert audit_rules.name_refusal(fake, frozenset()) is not None
+    assert audit_rules.type_expression_refusal(fake) is not None
+    assert not audit._names_guest_code("exec", (fake,), "<guest>")
+    assert ran == []

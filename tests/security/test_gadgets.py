@@ -53,6 +53,29 @@ _STACK_TASK = (
 _STACK_END = "\nr = [str(f) for f in cache(t)]\nawait t\n'ESCAPED' + str(r)"
 
 GADGETS = table(
+    # -- a class body's names come from its metaclass's `__prepare__` (outside attack 18) ----
+    (
+        "prepare_answers_for_a_self_matching_builtin",
+        "import json\nclass Meta(type):\n    def __instancecheck__(cls, obj):\n        return True\n"
+        "class Evil(metaclass=Meta):\n    __match_args__ = ('__globals__',)\n"
+        "class P(type):\n    @classmethod\n    def __prepare__(mcs, name, bases, **kw):\n"
+        "        return {'int': Evil}\n"
+        "class C(metaclass=P):\n    match json.dumps:\n        case int(g):\n            got = g\n"
+        "'ESCAPED' + str(C.got['__builtins__']['open'])",
+        STOPPED,
+    ),
+    (
+        "prepare_answers_for_tools",
+        "import json, typing\nclass P(type):\n    @classmethod\n"
+        "    def __prepare__(mcs, name, bases, **kw):\n"
+        "        return {'tools': '{0.__globals__[__builtins__][open]}'}\n"
+        "class C(metaclass=P):\n    text = tools.format(json.dumps)\n"
+        "class Q(type):\n    @classmethod\n    def __prepare__(mcs, name, bases, **kw):\n"
+        "        return {'tools': typing.List}\n"
+        "class D(metaclass=Q):\n    private = tools._inst\n"
+        "'ESCAPED' + C.text + str(D.private)",
+        STOPPED | {"TOOL_ERROR"},
+    ),
     # -- functools: update_wrapper / wraps read and write the names they are given ----------
     (
         "update_wrapper_reads_func_then_globals",
@@ -619,6 +642,15 @@ IDIOMS = table(
         "        obj.label = label\n        return obj\n    X = (0, 'x')\n"
         "[Size(9).name, Size.L._value_, list(Size._member_map_), Auto.A.value, Coord.X.label]",
         ["S", 3, ["S", "L"], "a", "x"],
+    ),
+    (
+        "trusted_names_in_class_bodies",
+        "import enum\nclass Kind(enum.Enum):\n    'Kinds.'\n    A = 1\n"
+        "    match 3:\n        case int(n):\n            B = n\n"
+        "class Uses:\n    t = tools\n    width = [int(x) for x in '12']\n"
+        "    def f(self):\n        return str(7)\n"
+        "[Kind.B.value, Kind.__doc__, Uses.t is tools, Uses.width, Uses().f()]",
+        [3, "Kinds.", True, [1, 2], "7"],
     ),
     (
         "class_patterns_by_keyword_and_builtins_by_position",

@@ -22,6 +22,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from .child.rules import ALWAYS_IMPORTABLE, BLOCKED_ATTRIBUTES, REFUSED_DUNDERS
+from .child.scopes import SELF_MATCHING, bound_names
 
 __all__ = ["BLOCKED_NAMES", "PolicyViolation", "check_policy"]
 
@@ -225,22 +226,6 @@ def _check_name(node: ast.Name) -> str | None:
     return None
 
 
-# Builtin types whose class pattern `case int(x)` binds the subject itself: no attribute read.
-_SELF_MATCHING = frozenset(
-    [
-        "bool",
-        "bytearray",
-        "bytes",
-        "dict",
-        "float",
-        "frozenset",
-        "int",
-        "list",
-        "set",
-        "str",
-        "tuple",
-    ]
-)
 _POSITIONAL = (
     "a class pattern with positional sub-patterns reads the attributes `__match_args__` names "
     "with the real getattr; use keyword sub-patterns instead (`case Point(x=x, y=y)`)"
@@ -251,42 +236,22 @@ def _positional_class_patterns(tree: ast.AST) -> list[tuple[int, int, str]]:
     """`case C(a, b)` reads `subject.<C.__match_args__[i]>` with no guard in between, and the
     guest's metaclass decides what matches (outside attack 9: `__match_args__ =
     ('__globals__',)` on any function); only a builtin that matches itself, by a name the
-    code never rebinds, may take one positional sub-pattern."""
+    code never rebinds, may take one positional sub-pattern (in a class body the rewrite
+    looks that name up past the class namespace: `scopes.class_globals`)."""
     patterns = [n for n in ast.walk(tree) if isinstance(n, ast.MatchClass) and n.patterns]
     if not patterns:
         return []
-    bound = _bound_names(tree)
+    bound = bound_names(tree)
     return [
         (node.lineno, node.end_col_offset or 0, _POSITIONAL)
         for node in patterns
         if not (
             len(node.patterns) == 1
             and isinstance(node.cls, ast.Name)
-            and node.cls.id in _SELF_MATCHING
+            and node.cls.id in SELF_MATCHING
             and node.cls.id not in bound
         )
     ]
-
-
-def _bound_names(tree: ast.AST) -> set[str]:
-    """Every name the code binds anywhere (assignment, def, class, import, argument, except,
-    match capture, global), so a builtin's name is known to still mean the builtin."""
-    bound: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
-            bound.add(node.id)
-        elif isinstance(node, ast.alias):
-            bound.add((node.asname or node.name).partition(".")[0])
-        elif isinstance(node, ast.Global | ast.Nonlocal):
-            bound.update(node.names)
-        elif isinstance(node, ast.MatchMapping) and node.rest:
-            bound.add(node.rest)
-        else:
-            for field in ("name", "arg"):
-                value = getattr(node, field, None)
-                if isinstance(value, str) and not isinstance(node, ast.alias):
-                    bound.add(value)
-    return bound
 
 
 _GUARDED_READS = frozenset(["format", "format_map"])

@@ -268,7 +268,7 @@ def _names_guest_code(event: str, args: tuple[Any, ...], guest_filename: str) ->
         # and a filename of any other type is no guest code's (refused below all the same)
         return text_arg(args, 1) == guest_filename or (len(args) > 1 and type(args[1]) is not str)
     code = args[0] if args else None
-    if not isinstance(code, types.CodeType):
+    if type(code) is not types.CodeType:  # `isinstance` would read a guest's `__class__` here
         return False
     return type(code.co_filename) is not str or code.co_filename == guest_filename
 

@@ -34,7 +34,7 @@ def names_in(code: types.CodeType) -> Iterable[str]:
     while stack:
         current = stack.pop()
         yield from current.co_names
-        stack.extend(c for c in current.co_consts if isinstance(c, types.CodeType))
+        stack.extend(c for c in current.co_consts if type(c) is types.CodeType)
 
 
 def text_arg(args: tuple[Any, ...], index: int) -> str:
@@ -104,7 +104,7 @@ def granted(
 
 
 def name_refusal(code: Any, forbidden: frozenset[str]) -> str | None:
-    if not isinstance(code, types.CodeType):
+    if type(code) is not types.CodeType:  # never `isinstance`: see `text_arg`
         return "running code the policy did not check is not allowed"
     bad = next((name for name in names_in(code) if name in forbidden), None)
     if bad is None:
@@ -141,7 +141,7 @@ _TYPE_OPS = frozenset(
 
 def type_expression_refusal(code: Any) -> str | None:
     """Why code `typing` compiled from a string annotation is no type expression, or None."""
-    if not isinstance(code, types.CodeType):
+    if type(code) is not types.CodeType:  # never `isinstance`: see `text_arg`
         return "running code the policy did not check is not allowed"
     ops = code.co_code
     private = any(type(n) is not str or n.startswith("_") for n in names_in(code))

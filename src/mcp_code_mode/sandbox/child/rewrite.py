@@ -3,7 +3,8 @@
 `await tools.x.y(...)` becomes a plain call (guest calls are synchronous), `obj._x` reads
 go through the run-time check, attribute stores and deletes (`obj.a = v`, `obj.a += v`,
 `del obj.a`, `for obj.a in ...`) become item stores on `_mcp_target_(obj)`, which apply the
-guest's write rule (`writes`), and the last expression is bound to the result. Only
+guest's write rule (`writes`), class bodies look the names the policy trusts up outside the
+class namespace (`scopes`), and the last expression is bound to the result. Only
 `compile_guest` may compile code named `GUEST_FILENAME` (the audit hook's rule).
 """
 
@@ -14,6 +15,7 @@ from types import CodeType
 
 from mcp_code_mode.sandbox.child.guest_api import HOST_CALLS
 from mcp_code_mode.sandbox.child.rules import GUEST_ONLY_DUNDERS, PRIVATE_OK
+from mcp_code_mode.sandbox.child.scopes import class_globals
 
 __all__ = ["GUEST_FILENAME", "RESULT_NAME", "compile_guest"]
 
@@ -85,6 +87,7 @@ def _is_api_call(node: ast.AST) -> bool:
 def compile_guest(source: str) -> CodeType:
     """Compile guest code with top-level await, binding the last expression to the result."""
     tree: ast.Module = _Rewrite().visit(ast.parse(source, GUEST_FILENAME))
+    class_globals(tree)  # `tools` and `int` mean the real ones in class bodies too
     if tree.body and isinstance(tree.body[-1], ast.Expr):
         last = tree.body[-1]
         target = ast.Name(id=RESULT_NAME, ctx=ast.Store())

@@ -178,6 +178,6 @@ def is_identifier_of(obj: Any, name: object) -> bool:
     """A server of `tools` or a tool of `tools.<server>`: `_2fa` and `format` are fine there."""
     if not isinstance(name, str) or name in GUEST_ONLY_DUNDERS:
         return False  # `__dict__` & co. find the object's own, not a server or tool so named
-    if isinstance(obj, Tools):
+    if type(obj) is Tools:  # exactly: `isinstance` believes a guest's `__class__` property
         return name in obj.__dict__.get(_INDEX, ())
-    return isinstance(obj, _Server) and name in obj._tools
+    return type(obj) is _Server and name in obj._tools
