@@ -5,18 +5,21 @@
 The floor under any design that runs each snippet in a process of its own (as ours does, for
 isolation), with none of the isolation: a child forked ahead of time (two kept ready, the next
 forked after a reply is sent) reads the code from a socket, evaluates it, sends the result and
-exits. The code may call `call("get-note", {...})`, which asks the parent, which calls the notes
-server (examples/servers/notes_server.py, over stdio, one fastmcp `Client`) and answers: an
-upstream call from code in a child process, with nothing else in the way. What a code tool of
-this shape costs beyond plain `exec` (bench/servers/bare_exec_server.py) is the cost of the
-process boundary itself. As in any such design (ours included) the children are forked from a
-small zygote (a process started before fastmcp is imported, holding only the stdlib), not from
-the server: forking the server would copy its page tables and make both sides fault in every
-page either writes. Never serve this to anything untrusted.
+exits (each child touches its run path while it waits, and the zygote freezes its objects for
+the collector, as ours do). The code may call `call("get-note", {...})`, which asks the parent,
+which calls the notes server (examples/servers/notes_server.py, over stdio, one fastmcp
+`Client`) and answers: an upstream call from code in a child process, with nothing else in the
+way. What a code tool of this shape costs beyond plain `exec`
+(bench/servers/bare_exec_server.py) is the cost of the process boundary itself. As in any such
+design (ours included) the children are forked from a small zygote (a process started before
+fastmcp is imported, holding only the stdlib), not from the server: forking the server would
+copy its page tables and make both sides fault in every page either writes.
+Never serve this to anything untrusted.
 """
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import socket
@@ -50,6 +53,9 @@ def _child(sock: socket.socket) -> None:
         _send(sock, {"call": tool, "args": args})
         return _recv(sock)["value"]
 
+    # Touch the run path before the code arrives, as our workers do (`zygote._warm_up`): its
+    # copy-on-write page faults then happen while the child waits, not during the run.
+    json.loads(json.dumps({"done": eval(compile("1+1", "<code>", "eval"), {"call": call})}))
     code = _recv(sock)["code"]
     namespace: dict[str, Any] = {"call": call}
     try:
@@ -62,6 +68,7 @@ def _child(sock: socket.socket) -> None:
 
 def _zygote(control: socket.socket) -> None:
     """Fork a child for every byte the server sends; hand the server its socket end."""
+    gc.freeze()  # as our zygote does: the collector copies no inherited object in a child
     while control.recv(1):
         mine, theirs = socket.socketpair()
         pid = os.fork()

@@ -159,6 +159,8 @@ def confine(*, workdir: str | None, memory_mb: int, layers: dict[str, bool]) -> 
     _set_limits(memory_mb, nproc=bool(layers.get("rlimit_nproc")))
     if layers.get("landlock"):
         _require(landlock.restrict())  # late: it also forbids reading /proc/self, used above
+    else:
+        landlock.release()
     if layers.get("seccomp"):
         _require(seccomp.install())  # last: guest code runs next
 
@@ -169,12 +171,7 @@ def _require(applied: bool) -> None:
 
 
 def _set_limits(memory_mb: int, *, nproc: bool) -> None:
-    mapped_kb = 0
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith("VmSize:"):
-                mapped_kb = int(line.split()[1])
-    address_space = (mapped_kb + memory_mb * 1024) * 1024
+    address_space = _mapped_bytes() + memory_mb * 1024 * 1024
     limits = {
         resource.RLIMIT_AS: address_space,
         resource.RLIMIT_CORE: 0,
@@ -186,6 +183,17 @@ def _set_limits(memory_mb: int, *, nproc: bool) -> None:
     for which, value in limits.items():
         with contextlib.suppress(ValueError, OSError):
             resource.setrlimit(which, (value, value))
+
+
+def _mapped_bytes() -> int:
+    """This process's address space now (VmSize): `/proc/self/statm`'s first field, read
+    with one system call (parsing `/proc/self/status` cost a worker 0.3 ms)."""
+    fd = os.open("/proc/self/statm", os.O_RDONLY)
+    try:
+        pages = int(os.read(fd, 128).split()[0])
+    finally:
+        os.close(fd)
+    return pages * resource.getpagesize()
 
 
 def set_cpu_limit(seconds: float) -> None:

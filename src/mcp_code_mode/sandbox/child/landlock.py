@@ -13,12 +13,13 @@ What it does not stop: connecting to an already world-writable pathname Unix soc
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import platform
 import sys
 from collections.abc import Iterable
 
-__all__ = ["abi_version", "restrict"]
+__all__ = ["abi_version", "prepare", "release", "restrict"]
 
 _SYSCALLS = {"x86_64": (444, 445, 446), "aarch64": (444, 445, 446)}
 _CREATE_RULESET_VERSION = 1
@@ -44,10 +45,18 @@ class _PathBeneath(ctypes.Structure):
     _fields_ = (("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32))
 
 
-def _syscall(number: int, *args: object) -> int:
+_prepared: int | None = None  # a ruleset built ahead by `prepare`, in this process
+
+
+@functools.cache
+def _libc() -> ctypes.CDLL:
     libc = ctypes.CDLL(None, use_errno=True)
     libc.syscall.restype = ctypes.c_long
-    return int(libc.syscall(ctypes.c_long(number), *args))
+    return libc
+
+
+def _syscall(number: int, *args: object) -> int:
+    return int(_libc().syscall(ctypes.c_long(number), *args))
 
 
 def abi_version() -> int:
@@ -66,15 +75,50 @@ def _fs_rights(abi: int) -> int:
     return _FS_BY_ABI[max(k for k in _FS_BY_ABI if k <= abi)]
 
 
+def prepare() -> None:
+    """Build the ruleset once (in the zygote), so that a worker forked from here only has to
+    put it in force (`restrict()`): the same rules for every worker, without each one
+    opening every import path again (about 0.6 ms of a worker's start)."""
+    global _prepared
+    if _prepared is None:
+        _prepared = _ruleset(None)
+
+
+def release() -> None:
+    """Close this process's copy of the prepared ruleset, unused (Landlock is off)."""
+    global _prepared
+    if _prepared is not None:
+        os.close(_prepared)
+        _prepared = None
+
+
 def restrict(readable: Iterable[str] | None = None) -> bool:
     """Confine this process (and any child) for good; True when the ruleset is in force.
 
-    `no_new_privs` must already be set (the worker sets it just before).
+    `no_new_privs` must already be set (the worker sets it just before). Uses the ruleset
+    `prepare` built when there is one and `readable` is not given; this process's copy of
+    its descriptor is closed either way (guest code must not add rules to it: it would
+    change the workers forked after).
     """
+    global _prepared
+    ruleset, _prepared = (_prepared, None) if readable is None else (None, _prepared)
+    if ruleset is None:
+        ruleset = _ruleset(readable)
+    if ruleset is None:
+        return False
+    restrict_self = _SYSCALLS[platform.machine()][2]
+    try:
+        return _syscall(restrict_self, ruleset, ctypes.c_uint32(0)) == 0
+    finally:
+        os.close(ruleset)
+
+
+def _ruleset(readable: Iterable[str] | None) -> int | None:
+    """A new ruleset's descriptor: reads beneath `readable` (default: the import paths)."""
     abi = abi_version()
     if abi < 1:
-        return False
-    create, add_rule, restrict_self = _SYSCALLS[platform.machine()]
+        return None
+    create, add_rule, _ = _SYSCALLS[platform.machine()]
     attr = _RulesetAttr(
         handled_access_fs=_fs_rights(abi),
         handled_access_net=_NET_TCP if abi >= 4 else 0,
@@ -83,23 +127,18 @@ def restrict(readable: Iterable[str] | None = None) -> bool:
     size = ctypes.sizeof(_RulesetAttr) if abi >= 6 else (16 if abi >= 4 else 8)
     ruleset = _syscall(create, ctypes.byref(attr), ctypes.c_size_t(size), ctypes.c_uint32(0))
     if ruleset < 0:
-        return False
-    try:
-        for path in readable if readable is not None else _import_paths():
-            try:
-                fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
-            except OSError:
-                continue
-            try:
-                rule = _PathBeneath(allowed_access=_READ_FILE | _READ_DIR, parent_fd=fd)
-                _syscall(
-                    add_rule, ruleset, _RULE_PATH_BENEATH, ctypes.byref(rule), ctypes.c_uint32(0)
-                )
-            finally:
-                os.close(fd)
-        return _syscall(restrict_self, ruleset, ctypes.c_uint32(0)) == 0
-    finally:
-        os.close(ruleset)
+        return None
+    for path in readable if readable is not None else _import_paths():
+        try:
+            fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+        except OSError:
+            continue
+        try:
+            rule = _PathBeneath(allowed_access=_READ_FILE | _READ_DIR, parent_fd=fd)
+            _syscall(add_rule, ruleset, _RULE_PATH_BENEATH, ctypes.byref(rule), ctypes.c_uint32(0))
+        finally:
+            os.close(fd)
+    return ruleset
 
 
 def _import_paths() -> list[str]:

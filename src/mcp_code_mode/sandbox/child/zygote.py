@@ -32,7 +32,7 @@ import tempfile
 import time
 from typing import Any
 
-from mcp_code_mode.sandbox.child import rewrite, worker
+from mcp_code_mode.sandbox.child import landlock, rewrite, seccomp, worker
 from mcp_code_mode.sandbox.child.guest import GuestRuntime
 from mcp_code_mode.sandbox.child.isolation import (
     confine,
@@ -195,6 +195,9 @@ def _prepare(requests: _Control, control: socket.socket) -> tuple[list[str], dic
         os._exit(3)
     allowed = list(init["allowed_imports"])
     _preload([*allowed, *LAZY_HELPERS])
+    # Built once here, put in force by each worker (and by the probe, which checks them).
+    landlock.prepare()
+    seccomp.prepare()
     layers = detect_layers()
     lock_down(allowed, warm_up=_warm_up)  # every worker forked from here inherits it
     gc.freeze()  # keep the collector from touching (and so copying) preloaded objects in workers
