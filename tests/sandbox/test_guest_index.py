@@ -242,9 +242,10 @@ REFUSED = [
         "(available: get_note, _2fa, __repr__, _name)",
     ),
     ("tools.down.anything()", "ToolError: down.anything: server 'down' is error: boom"),
-    (
+    (  # the view's own state is not the guest's to read, let alone change
         "tools.notes._tools['x'] = 'y'",
-        "TypeError: 'mappingproxy' object does not support item assignment",
+        "AttributeError: access to private attribute '_tools' of a _Server object is not "
+        "allowed (private attributes of your own classes are fine)",
     ),
 ]
 

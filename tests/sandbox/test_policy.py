@@ -133,6 +133,19 @@ def test_server_and_tool_identifiers_may_look_private(code: str) -> None:
     assert check(code) is None
 
 
+def test_private_and_refused_names_in_a_tools_chain_are_checked_at_run_time() -> None:
+    """The policy lets them through for the real `tools`; the rewrite sends them through the
+    run-time check, which lets them through only for a server or tool of the real `tools`
+    (the name could be made to mean an enum member, outside attack 19)."""
+    from mcp_code_mode.sandbox.child.rewrite import compile_guest
+
+    code = compile_guest("a = tools.s._b\nb = tools._s.format\nc = tools.s.t\nd = x.y")
+    assert "_mcp_getattr_" in code.co_names
+    assert {"_b", "_s", "format", "s", "t"}.isdisjoint(code.co_names)
+    assert {"_b", "_s", "format", "s", "t"} <= set(code.co_consts)
+    assert "y" in code.co_names  # elsewhere a public name stays a plain attribute read
+
+
 @pytest.mark.parametrize(
     ("code", "needle"),
     [

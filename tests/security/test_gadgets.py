@@ -65,6 +65,21 @@ GADGETS = table(
         STOPPED,
     ),
     (
+        "global_enum_member_stands_in_for_tools",
+        "import enum\nclass B(enum.Enum):\n    def __getattr__(self, name):\n"
+        "        if name == 'E':\n            return enum.Enum\n        raise AttributeError(name)\n"
+        "E = B('E', [('tools', 1)])\nenum.global_enum(E)\n"
+        "X = tools.E._convert_('X', 'enum', lambda n: n in ('sys', 'bltns'))\n"
+        "'ESCAPED' + str(X['bltns'].value)",
+        STOPPED,
+    ),
+    (
+        "global_enum_writes_a_trusted_name",
+        "import enum\nE = enum.Enum('E', [('tools', 1), ('int', 2)])\nenum.global_enum(E)\n"
+        "'ESCAPED' + repr(tools)",
+        STOPPED,
+    ),
+    (
         "prepare_answers_for_tools",
         "import json, typing\nclass P(type):\n    @classmethod\n"
         "    def __prepare__(mcs, name, bases, **kw):\n"

@@ -56,6 +56,8 @@ _FINE = frozenset(
 )
 # Events about one attribute (the second argument): a helper may be trusted per attribute.
 _NAMED = ("object.__getattr__", "object.__setattr__")
+# The events the judge's own code causes while it decides (frames, their code).
+_JUDGES_OWN = frozenset(["sys._getframe", "object.__getattr__"])
 # Attributes whose setting is an audit event but harmless on any object.
 _FINE_TO_SET = frozenset(["__doc__", "__qualname__", "__name__", "__defaults__", "__kwdefaults__"])
 
@@ -159,8 +161,15 @@ def _install(
     inside: list[bool] = []
 
     def hook(event: str, args: tuple[Any, ...]) -> None:
-        if event in _FINE or inside:
+        if event in _FINE:
             return
+        if inside:
+            # The judge's own frame reads. Anything else comes from code the judge ran by
+            # mistake (a guest's `__getattribute__` on a loader class, outside attack 19):
+            # refused, never let through.
+            if event in _JUDGES_OWN:
+                return
+            raise Refused(f"{event} is not allowed while a guard decides")
         if event == "sys.addaudithook":
             raise _HookRefused("audit hooks cannot be added in a sandbox worker")
         if event == "object.__setattr__" and text_arg(args, 1) in _FINE_TO_SET:

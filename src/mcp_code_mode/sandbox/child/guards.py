@@ -23,6 +23,7 @@ from mcp_code_mode.sandbox.child.rules import (
     PRIVATE_OK,
     REFUSED_DUNDERS,
 )
+from mcp_code_mode.sandbox.child.scopes import TRUSTED_NAMES
 from mcp_code_mode.sandbox.child.tools_view import Frozen, is_identifier_of
 
 __all__ = [
@@ -214,6 +215,11 @@ def guarded_global_enum(global_enum: Callable[..., Any], enum_type: type) -> Cal
         own = type(cls) is enum_type and vars(cls).get("__module__") == GUEST_MODULE
         if not own or type(vars(cls).get("__module__")) is not str:
             raise TypeError("global_enum() takes enums defined by this code only")
+        # The members become the guest's globals: none may stand in for a name the policy
+        # trusts (a member named `tools`, outside attack 19) or one of the sandbox's own.
+        taken = [n for n in cls.__members__ if n in TRUSTED_NAMES or n.startswith("_mcp")]
+        if taken:
+            raise TypeError(f"global_enum(): a member may not be named {taken[0]!r}")
         return global_enum(cls, *args, **kwargs)
 
     guarded.__name__ = guarded.__qualname__ = "global_enum"

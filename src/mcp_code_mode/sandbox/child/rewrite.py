@@ -30,10 +30,12 @@ class _Rewrite(ast.NodeTransformer):
     → `_mcp_target_(obj)["a"]` (`writes.AttributeTarget`; `obj.a += v` reads through it)."""
 
     def visit_Await(self, node: ast.Await) -> ast.AST:
+        api = _is_api_call(node.value)  # on the source's own call, before it is rewritten
         self.generic_visit(node)
-        return node.value if _is_api_call(node.value) else node
+        return node.value if api else node
 
     def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
+        checked = _is_checked(node)  # on the source's own chain, before it is rewritten
         self.generic_visit(node)
         name = node.attr
         if not isinstance(node.ctx, ast.Load):  # a store or delete: `writes` decides
@@ -42,7 +44,7 @@ class _Rewrite(ast.NodeTransformer):
             )
             item = ast.Subscript(value=target, slice=ast.Constant(value=name), ctx=node.ctx)
             return ast.copy_location(item, node)
-        if not _is_checked(node):
+        if not checked:
             return node
         call = ast.Call(
             func=ast.Name(id="_mcp_getattr_", ctx=ast.Load()),
@@ -53,16 +55,17 @@ class _Rewrite(ast.NodeTransformer):
 
 
 def _is_checked(node: ast.Attribute) -> bool:
-    """Whether reading this attribute goes through the run-time check."""
+    """Whether reading this attribute goes through the run-time check.
+
+    Every name of `tools.<server>.<tool>` is: one refused elsewhere (`_2fa`, `format`) is
+    fine when it names a server or tool of the real `tools` (`tools_view.is_identifier_of`,
+    at run time), and the name `tools` itself may have been made to mean something else
+    (an enum's members written into the guest's globals, outside attack 19)."""
     name = node.attr
     dunder = name.startswith("__") and name.endswith("__")
-    return (
-        name.startswith("_")
-        and not (dunder and name not in GUEST_ONLY_DUNDERS)
-        and name not in PRIVATE_OK
-        # `tools.__dict__` is no server: through it `tools.x` could become anything.
-        and (name in GUEST_ONLY_DUNDERS or not _is_tools_chain(node))
-    )
+    if dunder and name not in GUEST_ONLY_DUNDERS:
+        return False  # the policy refuses those that reach anything, on any object
+    return _is_tools_chain(node) or (name.startswith("_") and name not in PRIVATE_OK)
 
 
 def _is_tools_chain(node: ast.Attribute) -> bool:
