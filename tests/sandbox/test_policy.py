@@ -21,6 +21,15 @@ def check(code: str, **limits: int):  # type: ignore[no-untyped-def]
     ("code", "line", "needle"),
     [
         ("import os", 1, "'os'"),
+        # typing's internals take `_root=True` to be subclassed (outside attack 20)
+        ("import typing\nclass A(type(typing.List[int]), _root=True):\n    pass", 2, "'_root'"),
+        # a helper C code imports lazily is handed out as it is: not even in a guarded try
+        ("try:\n    import locale\nexcept ImportError:\n    pass", 2, "'locale'"),
+        (
+            "try:\n    from _strptime import _TimeRE_cache\nexcept ImportError:\n    pass",
+            2,
+            "_strptime",
+        ),
         ("x = 1\nimport subprocess", 2, "subprocess"),
         ("from os import path", 1, "'os'"),
         ("from . import x", 1, "relative"),

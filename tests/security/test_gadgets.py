@@ -74,6 +74,12 @@ GADGETS = table(
         STOPPED,
     ),
     (
+        "a_library_getattr_forwards_a_private_name",
+        "import typing, enum\nA = type('A', (type(typing.List[int]),), {}, _root=True)\n"
+        "'ESCAPED' + str(A(enum.Enum, (int,))._convert_)",
+        STOPPED,
+    ),
+    (
         "global_enum_writes_a_trusted_name",
         "import enum\nE = enum.Enum('E', [('tools', 1), ('int', 2)])\nenum.global_enum(E)\n"
         "'ESCAPED' + repr(tools)",

@@ -21,7 +21,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from .child.rules import ALWAYS_IMPORTABLE, BLOCKED_ATTRIBUTES, REFUSED_DUNDERS
+from .child.rules import ALWAYS_IMPORTABLE, BLOCKED_ATTRIBUTES, LAZY_HELPERS, REFUSED_DUNDERS
 from .child.scopes import SELF_MATCHING, bound_names
 
 __all__ = ["BLOCKED_NAMES", "PolicyViolation", "check_policy"]
@@ -129,9 +129,19 @@ def _guarded_imports(nodes: list[ast.AST]) -> set[ast.AST]:
         ):
             for statement in node.body:
                 guarded.update(
-                    n for n in ast.walk(statement) if isinstance(n, ast.Import | ast.ImportFrom)
+                    n
+                    for n in ast.walk(statement)
+                    if isinstance(n, ast.Import | ast.ImportFrom) and not _lazy_helper(n)
                 )
     return guarded
+
+
+def _lazy_helper(node: ast.Import | ast.ImportFrom) -> bool:
+    """An import of a helper C code imports lazily (`_strptime`, `locale`): the run-time
+    importer hands those out as they are, so only the allowlist may let guest code have
+    them (outside attack 20)."""
+    names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+    return any(name in LAZY_HELPERS or name.partition(".")[0] in LAZY_HELPERS for name in names)
 
 
 def _catches_import_error(handler: ast.ExceptHandler) -> bool:
@@ -192,6 +202,10 @@ def _check_node(
         return _check_name(node)
     if isinstance(node, ast.MatchClass):
         return _check_class_pattern(node)
+    if isinstance(node, ast.ClassDef):
+        private = next((k.arg for k in node.keywords if (k.arg or "").startswith("_")), None)
+        if private is not None:  # `_root=True` lets a class subclass typing's internals
+            return f"class keyword {private!r} is not allowed"
     if isinstance(node, ast.Attribute):
         return _dunder_message(node.attr) if node in tool_names else _check_attribute(node)
     return None

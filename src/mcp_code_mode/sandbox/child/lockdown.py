@@ -22,13 +22,12 @@ from types import CodeType
 from typing import Any
 
 from mcp_code_mode.sandbox.child import audit, module_view, outcome, rewrite, worker
-from mcp_code_mode.sandbox.child.guards import (
+from mcp_code_mode.sandbox.child.guards import guest_getattr, safe_hasattr
+from mcp_code_mode.sandbox.child.guest import GuestRuntime
+from mcp_code_mode.sandbox.child.library_guards import (
     guarded_cached_property,
     guarded_global_enum,
-    guest_getattr,
-    safe_hasattr,
 )
-from mcp_code_mode.sandbox.child.guest import GuestRuntime
 from mcp_code_mode.sandbox.child.rules import (
     BLOCKED_ATTRIBUTES,
     GUEST_ONLY_DUNDERS,

@@ -7,13 +7,11 @@ import builtins
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from mcp_code_mode.sandbox.child.guards import (
-    exact_name,
+from mcp_code_mode.sandbox.child.guards import exact_name, is_blocked, is_private
+from mcp_code_mode.sandbox.child.library_guards import (
     guarded_dataclass,
     guarded_make_dataclass,
     guarded_pickle_by_enum_name,
-    is_blocked,
-    is_private,
 )
 from mcp_code_mode.sandbox.child.rules import GUEST_ONLY_DUNDERS, LAZY_HELPERS
 

@@ -21,6 +21,8 @@ from collections.abc import Callable
 from typing import Any
 
 from mcp_code_mode.sandbox.child.guards import (
+    MRO,
+    VARS,
     exact_name,
     guest_getattr,
     is_blocked,
@@ -41,9 +43,6 @@ __all__ = [
     "safe_setattr",
     "write_refusal",
 ]
-
-_MRO = type.__dict__["__mro__"].__get__
-_VARS = type.__dict__["__dict__"].__get__
 
 
 def safe_setattr(obj: Any, name: str, value: Any) -> None:
@@ -106,9 +105,9 @@ def _type_refusal(cls: type) -> str | None:
         return "`tools` or one of its servers (they cannot be changed)"
     # A name that is not an exact str could answer the lookups below one way and Python's
     # own attribute lookup another (its `__eq__` is the guest's).
-    if any(type(k) is not str for klass in _MRO(cls) for k in _VARS(klass)):
+    if any(type(k) is not str for klass in MRO(cls) for k in VARS(klass)):
         return f"a {cls.__name__!r} object (its class has attribute names that are not str)"
-    module = _VARS(cls).get("__module__")
+    module = VARS(cls).get("__module__")
     if type(module) is str and module.startswith(_OURS):
         return f"a {cls.__name__!r} object (the sandbox's own)"
     handler = _library_handler(cls)
@@ -122,8 +121,8 @@ def _library_handler(cls: type) -> str | None:
     writes to `cls`'s objects; None when the interpreter or the guest's own code does.
     Read from the classes' real `__dict__`s and MROs, never through their descriptors."""
     for hook in ("__setattr__", "__delattr__"):
-        for klass in _MRO(cls):
-            namespace = _VARS(klass)
+        for klass in MRO(cls):
+            namespace = VARS(klass)
             if hook not in namespace:
                 continue
             module = namespace.get("__module__")

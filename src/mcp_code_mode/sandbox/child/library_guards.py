@@ -1,0 +1,142 @@
+"""Stdlib entry points handed out wrapped: each applies names, modules or classes the guest
+chose, so each takes the guest's own only (see `lockdown` and `module_view`, which install
+them; `guards` has the attribute checks they rest on)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from mcp_code_mode.sandbox.child.guards import MRO, VARS, guest_getattr, is_guest_object
+from mcp_code_mode.sandbox.child.rules import GUEST_MODULE
+from mcp_code_mode.sandbox.child.scopes import TRUSTED_NAMES
+
+__all__ = [
+    "guarded_cached_property",
+    "guarded_dataclass",
+    "guarded_global_enum",
+    "guarded_make_dataclass",
+    "guarded_pickle_by_enum_name",
+]
+
+
+def guarded_dataclass(dataclass: Callable[..., Any]) -> Callable[..., Any]:
+    """`dataclasses.dataclass` for guest classes: it compiles source text from the field
+    names, with the globals of `sys.modules[cls.__module__]` (the real builtins when that
+    module does not exist), so the names must be identifiers and the class the guest's."""
+
+    def check(cls: Any) -> None:
+        if not isinstance(cls, type):
+            return
+        # Read from the real `__dict__`s, once: a metaclass `__module__` property answered
+        # the guard one way and dataclasses another, and an annotations dict subclass gave
+        # dataclasses other names than it gave the guard (outside attack 17).
+        module = VARS(cls).get("__module__")
+        if not (type(module) is str and module == GUEST_MODULE) or _odd_metaclass(cls):
+            raise TypeError("dataclass() takes classes defined by this code only")
+        annotations = VARS(cls).get("__annotations__", {})
+        if type(annotations) is not dict:
+            raise TypeError("dataclass() takes a class whose annotations are a plain dict")
+        bad = [n for n in annotations if not (type(n) is str and n.isidentifier())]
+        if bad:
+            raise TypeError(f"dataclass field names must be identifiers, not {bad[0]!r}")
+
+    def guarded(cls: Any = None, /, **options: Any) -> Any:
+        if cls is None:
+
+            def wrap(inner: Any) -> Any:
+                check(inner)
+                return dataclass(inner, **options)
+
+            return wrap
+        check(cls)
+        return dataclass(cls, **options)
+
+    guarded.__name__ = guarded.__qualname__ = "dataclass"
+    guarded.__doc__ = dataclass.__doc__
+    return guarded
+
+
+def _odd_metaclass(cls: type) -> bool:
+    """Whether `cls`'s metaclass (or one of its bases) defines `__module__` other than as a
+    str: a descriptor there answers `cls.__module__` instead of the class's own."""
+    for meta in MRO(type(cls)):
+        if meta is type or meta is object:  # `type`'s own is the descriptor that reads it
+            continue
+        value = VARS(meta).get("__module__")
+        if value is not None and type(value) is not str:
+            return True
+    return False
+
+
+def guarded_global_enum(global_enum: Callable[..., Any], enum_type: type) -> Callable[..., Any]:
+    """`enum.global_enum` for the guest's own enums only: it writes the members into
+    `sys.modules[cls.__module__].__dict__`, and the functional API lets an enum name any
+    module (outside attack 6 rewrote the audit hook's and the guards' globals so). Its
+    metaclass must be enum's own, so that `__module__` is what the class holds."""
+
+    def guarded(cls: Any, *args: Any, **kwargs: Any) -> Any:
+        own = type(cls) is enum_type and vars(cls).get("__module__") == GUEST_MODULE
+        if not own or type(vars(cls).get("__module__")) is not str:
+            raise TypeError("global_enum() takes enums defined by this code only")
+        # The members become the guest's globals: none may stand in for a name the policy
+        # trusts (a member named `tools`, outside attack 19) or one of the sandbox's own.
+        taken = [n for n in cls.__members__ if n in TRUSTED_NAMES or n.startswith("_mcp")]
+        if taken:
+            raise TypeError(f"global_enum(): a member may not be named {taken[0]!r}")
+        return global_enum(cls, *args, **kwargs)
+
+    guarded.__name__ = guarded.__qualname__ = "global_enum"
+    guarded.__doc__ = global_enum.__doc__
+    return guarded
+
+
+def guarded_pickle_by_enum_name(pickle_by_enum_name: Callable[..., Any]) -> Callable[..., Any]:
+    """`enum.pickle_by_enum_name` returns `(getattr, (cls, name))` with the real `getattr`:
+    guest code gets its own guarded one instead (outside attack 16)."""
+
+    def guarded(self: Any, proto: Any) -> Any:
+        _, args = pickle_by_enum_name(self, proto)
+        return guest_getattr, args
+
+    guarded.__name__ = guarded.__qualname__ = "pickle_by_enum_name"
+    return guarded
+
+
+def guarded_make_dataclass(make_dataclass: Callable[..., Any]) -> Callable[..., Any]:
+    """`dataclasses.make_dataclass` with field names that are exact `str` identifiers (a
+    subclass's `isidentifier` and `__format__` put any text into the source it compiles,
+    outside attack 12) and no `__module__` but the guest's (it picks the globals)."""
+
+    def guarded(cls_name: Any, fields: Any, /, *args: Any, **options: Any) -> Any:
+        specs = list(fields)
+        for spec in specs:
+            name = spec if isinstance(spec, str) else spec[0]
+            if not (type(name) is str and name.isidentifier()):
+                raise TypeError(f"make_dataclass field names must be identifiers, not {name!r}")
+        namespace = options.get("namespace") or {}
+        module = options.get("module", namespace.get("__module__", GUEST_MODULE))
+        if not (type(module) is str and module == GUEST_MODULE):
+            raise TypeError("make_dataclass() makes classes of this code's own module only")
+        options["namespace"] = {**namespace, "__module__": GUEST_MODULE}  # 3.11 says `types`
+        return make_dataclass(cls_name, specs, *args, **options)
+
+    guarded.__name__ = guarded.__qualname__ = "make_dataclass"
+    guarded.__doc__ = make_dataclass.__doc__
+    return guarded
+
+
+def guarded_cached_property(base: type) -> type:
+    """`functools.cached_property` for the guest's own objects only: its `__get__` reads
+    `instance.__dict__[attrname]`, so on a builtin type (`object`) with an attrname the
+    guest chose it would hand out `object.__getattribute__`, a getattr with no guard."""
+
+    class cached_property(base):  # type: ignore[misc]
+        def __get__(self, instance: Any, owner: Any = None) -> Any:
+            if instance is not None and not is_guest_object(instance):
+                raise TypeError("cached_property works on instances of your own classes only")
+            return super().__get__(instance, owner)
+
+    cached_property.__module__ = base.__module__
+    cached_property.__doc__ = base.__doc__
+    return cached_property
