@@ -88,3 +88,20 @@ def test_the_hooks_rules_run_no_guest_code() -> None:
     assert audit_rules.type_expression_refusal(fake) is not None
     assert not audit._names_guest_code("exec", (fake,), "<guest>")
     assert ran == []
+
+
+def test_a_reducers_builtin_is_the_guests_own() -> None:
+    """`copy` calls what a reducer returns: the real `getattr` (a bound method's reducer,
+    outside attack 21) becomes the guest's guarded one, a removed builtin is refused."""
+    import builtins
+    import copy
+    import json
+
+    from mcp_code_mode.sandbox.child.writes import guarded_reconstruct
+
+    reconstruct = guarded_reconstruct(copy._reconstruct)  # type: ignore[attr-defined]
+    with pytest.raises(AttributeError, match="__globals__"):
+        reconstruct(None, None, builtins.getattr, (json.dumps, "__globals__"))
+    with pytest.raises(TypeError, match="eval"):
+        reconstruct(None, None, builtins.eval, ("1",))
+    assert reconstruct(None, None, builtins.getattr, (json, "dumps")) is json.dumps

@@ -74,6 +74,13 @@ GADGETS = table(
         STOPPED,
     ),
     (
+        "copy_of_a_bound_method_calls_the_real_getattr",
+        "import copy, json\nclass F:\n    def __call__(self):\n        pass\nf = F()\n"
+        "f.__name__ = '__builtins__'\nclass A:\n    def m(self):\n        pass\n"
+        "m = type(A().m)(f, json.dumps)\nb = copy.copy(m)\n'ESCAPED' + str(b['__import__'])",
+        STOPPED,
+    ),
+    (
         "a_library_getattr_forwards_a_private_name",
         "import typing, enum\nA = type('A', (type(typing.List[int]),), {}, _root=True)\n"
         "'ESCAPED' + str(A(enum.Enum, (int,))._convert_)",

@@ -117,12 +117,6 @@ class UpstreamConnection:
                 self._supervise(), name=f"mcp-code-mode upstream {self.name}"
             )
 
-    @property
-    def settled(self) -> bool:
-        """Whether `settle()` would return at once: no attempt to start or wait for."""
-        task = self._attempt
-        return self.state != "connecting" and (task is None or task.done())
-
     async def settle(self) -> None:
         """Wait until the first attempt has answered, failed, or gone past its start-up
         deadline (it keeps going then, reported `starting`)."""

@@ -144,10 +144,10 @@ class MCPServerManager:
         """Wait until each named upstream (default: all) has answered, failed or passed its
         start-up deadline once; one not started yet starts now. Unknown names are ignored."""
         names = self._upstreams if servers is None else dict.fromkeys(servers)
-        ups = [self._upstreams[n] for n in names if n in self._upstreams]
-        # Settled ones are skipped without a task each: every tool call passes here.
-        pending = [up.settle() for up in ups if not up.settled]
-        if pending:
+        pending = [self._upstreams[n].settle() for n in names if n in self._upstreams]
+        if len(pending) == 1:  # every tool call passes here: no task for the one upstream
+            await pending[0]
+        elif pending:
             await asyncio.gather(*pending)
 
     async def aclose(self, *, exit_grace_s: float | None = None) -> None:

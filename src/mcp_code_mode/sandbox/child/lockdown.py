@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Iterable
-from types import CodeType
+from types import CodeType, MethodType
 from typing import Any
 
 from mcp_code_mode.sandbox.child import audit, module_view, outcome, rewrite, worker
@@ -96,6 +96,8 @@ def lock_down(
     copy: Any = loaded.get("copy")
     if copy is not None:
         copy._reconstruct = guarded_reconstruct(copy._reconstruct)
+        # A bound method copies as itself (as `deepcopy` has it), never through its reducer.
+        copy._copy_dispatch[MethodType] = copy._copy_immutable
     own: list[tuple[Callable[..., Any], frozenset[str]]] = [
         (GuestRuntime._import, audit.IMPORT_EVENTS),
         (outcome.guest_line, frozenset(reads("tb_frame", "f_code"))),

@@ -16,6 +16,7 @@ the guest named use them too (`guarded_names`).
 
 from __future__ import annotations
 
+import builtins
 import types
 from collections.abc import Callable
 from typing import Any
@@ -31,7 +32,12 @@ from mcp_code_mode.sandbox.child.guards import (
     safe_hasattr,
 )
 from mcp_code_mode.sandbox.child.module_view import ModuleView
-from mcp_code_mode.sandbox.child.rules import BLOCKED_ATTRIBUTES, GUEST_MODULE, REFUSED_DUNDERS
+from mcp_code_mode.sandbox.child.rules import (
+    BLOCKED_ATTRIBUTES,
+    GUEST_MODULE,
+    REFUSED_DUNDERS,
+    REMOVED_BUILTINS,
+)
 from mcp_code_mode.sandbox.child.tools_view import Frozen
 
 __all__ = [
@@ -193,9 +199,10 @@ def guarded_reconstruct(reconstruct: Callable[..., Any]) -> Callable[..., Any]:
         x: Any, memo: Any, func: Callable[..., Any], args: Any, *rest: Any, **kw: Any
     ) -> Any:
         state = rest[0] if rest else kw.get("state")
+        call = _as_guest_builtin(func)
 
         def make(*made_from: Any) -> Any:
-            made = func(*made_from)
+            made = call(*made_from)
             reason = None if state is None else write_refusal(made)
             if reason is not None:
                 raise AttributeError(f"copying state onto {reason} is not allowed")
@@ -205,6 +212,30 @@ def guarded_reconstruct(reconstruct: Callable[..., Any]) -> Callable[..., Any]:
 
     guarded.__name__ = guarded.__qualname__ = "_reconstruct"
     return guarded
+
+
+def _as_guest_builtin(func: Any) -> Callable[..., Any]:
+    """A reducer's callable as guest code would have it: a builtin the guest's builtins
+    replace is the guest's version (a bound method reduces to `(getattr, (obj, name))` with
+    the real `getattr`, and `copy.copy` applied it, outside attack 21); one they remove is
+    refused. By identity: nothing of the guest's runs here."""
+    for name in REMOVED_BUILTINS:
+        if func is _REAL_BUILTINS.get(name, _NONE):
+            raise TypeError(f"copying by calling {name}() is not allowed")
+    swaps: dict[str, Callable[..., Any]] = {
+        "getattr": guest_getattr,
+        "setattr": safe_setattr,
+        "delattr": safe_delattr,
+        "hasattr": safe_hasattr,
+    }
+    for name, guest in swaps.items():
+        if func is _REAL_BUILTINS[name]:
+            return guest
+    return func  # type: ignore[no-any-return]
+
+
+_REAL_BUILTINS = dict(vars(builtins))  # taken in the zygote, before any guest code
+_NONE = object()
 
 
 def guarded_names() -> dict[str, Callable[..., Any]]:
