@@ -74,6 +74,33 @@ GADGETS = table(
         STOPPED,
     ),
     (
+        "a_view_of_tools_built_by_the_guest",
+        "T = type(tools)\nclass M(dict):\n    def __contains__(self, k):\n        return True\n"
+        "t = T(lambda a, b: None, {'s': {'name': 's', 'tools': {}}})\n"
+        "srv = type(t.s)(lambda a, b: None, {'name': 'n', 'tools': M()})\n"
+        "'ESCAPED' + str(getattr(srv, '__reduce_ex__')(2))",
+        STOPPED,
+    ),
+    (
+        "a_view_init_run_on_a_library_object",
+        "import json\nS = type(tools.t)\n"
+        "S.__init__(json.dumps, lambda a, b: 'planted', {'name': 'n', 'tools': {'__doc__': 'x'}})\n"
+        "'ESCAPED' + json.dumps.__doc__",
+        STOPPED,
+    ),
+    (
+        "enum_property_set_up_to_read_with_the_real_getattr",
+        "import enum, typing\np = enum.property()\np._attr_type = 'attr'\np._cls_type = typing.cast\n"
+        "p.name = '__globals__'\n'ESCAPED' + str(p.__get__(1)['__builtins__'])",
+        STOPPED,
+    ),
+    (
+        "a_library_getattr_called_directly",
+        "import typing\nA = type(typing.List[int])(typing.cast, (int,), name='x')\n"
+        "f = getattr(A, '__getattr__')\n'ESCAPED' + str(f('_caller'))",
+        STOPPED,
+    ),
+    (
         "copy_of_a_bound_method_calls_the_real_getattr",
         "import copy, json\nclass F:\n    def __call__(self):\n        pass\nf = F()\n"
         "f.__name__ = '__builtins__'\nclass A:\n    def m(self):\n        pass\n"
@@ -959,6 +986,16 @@ WRITES = table(
     ("a_library_class_deleted", "import json\ndel json.JSONEncoder.encode", "class"),
     ("through_a_generic_alias", "import typing\ntyping.List[int].x = 1", "handles writes"),
     ("a_module", "import json\njson.x = 1", "module"),
+    (
+        "a_library_objects_private_state",
+        "import enum\np = enum.property()\np._attr_type = 'attr'",
+        "private attribute",
+    ),
+    (
+        "a_library_objects_private_state_by_setattr",
+        "import enum\nsetattr(enum.property(), '_cls_type', 1)",
+        "private attribute",
+    ),
     ("in_a_for_target", "import json\nfor json.JSONEncoder.x in [1]:\n    pass", "class"),
 )
 

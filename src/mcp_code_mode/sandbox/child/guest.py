@@ -26,7 +26,7 @@ from mcp_code_mode.sandbox.child.rules import (
     LAZY_HELPERS,
     REMOVED_BUILTINS,
 )
-from mcp_code_mode.sandbox.child.tools_view import GuestIndex, ToolError, Tools
+from mcp_code_mode.sandbox.child.tools_view import MADE, GuestIndex, ToolError, Tools
 from mcp_code_mode.sandbox.child.writes import AttributeTarget, safe_delattr, safe_setattr
 
 if TYPE_CHECKING:
@@ -101,7 +101,7 @@ class GuestRuntime:
             **extra,
             "__builtins__": safe,
             "__name__": GUEST_MODULE,
-            "tools": Tools(_plain(self.tool_function, "tool_function"), index),
+            "tools": Tools(_plain(self.tool_function, "tool_function"), index, made=MADE),
             **{f.name: self._function(f) for f in GUEST_API},
             "input": input_value,
             "ToolError": ToolError,

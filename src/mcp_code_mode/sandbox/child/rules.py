@@ -27,6 +27,7 @@ REFUSED_DUNDERS = frozenset(
         "__builtins__",
         "__subclasses__",
         "__getattribute__",
+        "__getattr__",  # a library's, called directly, forwards with the real getattr
         "__setattr__",
         "__delattr__",
         "__reduce__",

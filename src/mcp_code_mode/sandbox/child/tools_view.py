@@ -15,6 +15,7 @@ from typing import Any
 from mcp_code_mode.sandbox.child.rules import GUEST_ONLY_DUNDERS
 
 __all__ = [
+    "MADE",
     "Frozen",
     "GuestIndex",
     "ToolError",
@@ -82,10 +83,16 @@ def freeze_index(servers: Mapping[str, Any]) -> GuestIndex:
     )
 
 
-def _refuse_reinit(obj: Frozen) -> None:
+MADE = object()
+"""What the runtime passes to make a view (`made=MADE`): guest code has no way to it, so it
+cannot build a `_Server` of its own (with a dict subclass that says every name is a tool)
+or run `__init__` on another object (which wrote its `__dict__`, outside attack 22)."""
+
+
+def _refuse_reinit(obj: Frozen, made: object) -> None:
     """`tools.__class__.__init__(tools, ...)` would change what the policy trusts."""
-    if _BIND in obj.__dict__:
-        raise AttributeError(f"{type(obj).__name__} objects cannot be changed")
+    if made is not MADE or _BIND in obj.__dict__ or type(obj) not in (Tools, _Server):
+        raise AttributeError(f"{type(obj).__name__} objects are made by the sandbox only")
 
 
 class _Server(Frozen):
@@ -95,8 +102,8 @@ class _Server(Frozen):
     _error: str | None
     _tools: Mapping[str, str]
 
-    def __init__(self, bind: _Bind, spec: Mapping[str, Any]) -> None:
-        _refuse_reinit(self)
+    def __init__(self, bind: _Bind, spec: Mapping[str, Any], *, made: object = None) -> None:
+        _refuse_reinit(self, made)
         name: str = spec["name"]
         tools: Mapping[str, str] = types.MappingProxyType(spec.get("tools", {}))
         self.__dict__[_BIND] = bind
@@ -135,21 +142,21 @@ class Tools(Frozen):
 
     _names: list[str]
 
-    def __init__(self, bind: _Bind, index: GuestIndex) -> None:
-        _refuse_reinit(self)
+    def __init__(self, bind: _Bind, index: GuestIndex, *, made: object = None) -> None:
+        _refuse_reinit(self, made)
         self.__dict__[_BIND] = bind
         self.__dict__[_INDEX] = index
         # A server named like an attribute of this class would be hidden by it: made now.
         for ident in _TOOLS_ATTRIBUTES:
             if ident in index:
-                self.__dict__[ident] = _Server(bind, index[ident])
+                self.__dict__[ident] = _Server(bind, index[ident], made=MADE)
         self.__dict__["_names"] = list(index)
 
     def __getattr__(self, name: str) -> Any:
         state = self.__dict__
         index = state.get(_INDEX)
         if index is not None and name in index:
-            server = state[name] = _Server(state[_BIND], index[name])
+            server = state[name] = _Server(state[_BIND], index[name], made=MADE)
             return server
         if name.startswith("_"):
             raise AttributeError(name)

@@ -28,6 +28,7 @@ from mcp_code_mode.sandbox.child.guards import (
     guest_getattr,
     is_blocked,
     is_guest_object,
+    is_private,
     library_getattr,
     safe_hasattr,
 )
@@ -57,7 +58,7 @@ def safe_setattr(obj: Any, name: str, value: Any) -> None:
     relabel = name == "__module__" and isinstance(obj, type)
     if is_blocked(name) or relabel or name in ("__dict__", "__class__"):
         raise AttributeError(f"setting attribute {name!r} is not allowed")
-    _check(obj, "setting")
+    _check(obj, "setting", name)
     setattr(obj, name, value)
 
 
@@ -66,14 +67,21 @@ def safe_delattr(obj: Any, name: str) -> None:
     name = exact_name(name)
     if is_blocked(name):
         raise AttributeError(f"deleting attribute {name!r} is not allowed")
-    _check(obj, "deleting")
+    _check(obj, "deleting", name)
     delattr(obj, name)
 
 
-def _check(obj: Any, doing: str) -> None:
+def _check(obj: Any, doing: str, name: str) -> None:
     reason = write_refusal(obj)
     if reason is not None:
         raise AttributeError(f"{doing} attributes of {reason} is not allowed")
+    # As for reads: a library object's private state is its own (`enum.property`'s
+    # `_attr_type`/`_cls_type` made its `__get__` the real getattr, outside attack 22).
+    if is_private(name) and not is_guest_object(obj):
+        raise AttributeError(
+            f"{doing} private attribute {name!r} of a {type(obj).__name__} object is not "
+            "allowed (private attributes of your own objects are fine)"
+        )
 
 
 def write_refusal(obj: Any) -> str | None:
@@ -160,6 +168,7 @@ class AttributeTarget:
             and known[1] is None
             and type(name) is str
             and name not in _CHECKED_NAMES
+            and not name.startswith("_")
             and not isinstance(obj, type)
         ):
             setattr(obj, name, value)
