@@ -89,6 +89,14 @@ GADGETS = table(
         STOPPED,
     ),
     (
+        "copy_state_sets_a_library_objects_private_fields",
+        "import copy, enum, typing\nclass R:\n    def __reduce_ex__(self, proto):\n"
+        "        return (enum.property, (), {'_attr_type': 'attr', '_cls_type': typing.cast, "
+        "'name': '__globals__'})\np = copy.copy(R())\n"
+        "'ESCAPED' + str(p.__get__(1)['__builtins__'])",
+        STOPPED,
+    ),
+    (
         "enum_property_set_up_to_read_with_the_real_getattr",
         "import enum, typing\np = enum.property()\np._attr_type = 'attr'\np._cls_type = typing.cast\n"
         "p.name = '__globals__'\n'ESCAPED' + str(p.__get__(1)['__builtins__'])",
@@ -697,6 +705,19 @@ IDIOMS = table(
         "        obj.label = label\n        return obj\n    X = (0, 'x')\n"
         "[Size(9).name, Size.L._value_, list(Size._member_map_), Auto.A.value, Coord.X.label]",
         ["S", 3, ["S", "L"], "a", "x"],
+    ),
+    (
+        "copies_of_library_and_own_objects",
+        "import copy, dataclasses, random, collections, datetime, decimal, fractions, string\n"
+        "@dataclasses.dataclass\nclass P:\n    _x: int = 1\n"
+        "class Q:\n    def __init__(self):\n        self._y = [1]\n"
+        "r = random.Random(3)\n"
+        "[copy.deepcopy(P())._x, copy.copy(P(3))._x, copy.deepcopy(Q())._y, "
+        "copy.deepcopy(r).random() == random.Random(3).random(), "
+        "copy.deepcopy(collections.OrderedDict(a=1)), str(copy.deepcopy(datetime.date(2020, 1, 2))), "
+        "str(copy.deepcopy(decimal.Decimal('1.5'))), str(copy.copy(fractions.Fraction(1, 3))), "
+        "copy.deepcopy(string.Template('$a')).template]",
+        [1, 3, [1], True, {"a": 1}, "2020-01-02", "1.5", "1/3", "$a"],
     ),
     (
         "trusted_names_in_class_bodies",

@@ -212,7 +212,7 @@ def guarded_reconstruct(reconstruct: Callable[..., Any]) -> Callable[..., Any]:
 
         def make(*made_from: Any) -> Any:
             made = call(*made_from)
-            reason = None if state is None else write_refusal(made)
+            reason = None if state is None else write_refusal(made) or _state_refusal(made, state)
             if reason is not None:
                 raise AttributeError(f"copying state onto {reason} is not allowed")
             return made
@@ -221,6 +221,23 @@ def guarded_reconstruct(reconstruct: Callable[..., Any]) -> Callable[..., Any]:
 
     guarded.__name__ = guarded.__qualname__ = "_reconstruct"
     return guarded
+
+
+def _state_refusal(made: Any, state: Any) -> str | None:
+    """What is wrong with `state` as attribute writes to `made`, by the rules of
+    `safe_setattr`: `copy` applies it to `__dict__` natively (private fields of an
+    `enum.property` made its `__get__` the real getattr on 3.13, outside attack 23).
+    A state of some other type is a library `__setstate__`'s own format, left to it."""
+    parts = state if type(state) is tuple and len(state) == 2 else (state,)
+    for part in parts:
+        if isinstance(part, dict) and type(part) is not dict:
+            return "an object from a dict subclass"  # its keys could differ from its items
+        for key in list(dict.keys(part)) if type(part) is dict else ():
+            if type(key) is not str or is_blocked(key) or key in ("__dict__", "__class__"):
+                return f"an object with the attribute {key!r}"
+            if is_private(key) and not is_guest_object(made):
+                return f"a {type(made).__name__} object's private attribute {key!r}"
+    return None
 
 
 def _as_guest_builtin(func: Any) -> Callable[..., Any]:
