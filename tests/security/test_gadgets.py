@@ -89,6 +89,21 @@ GADGETS = table(
         STOPPED,
     ),
     (
+        "enum_member_named_like_a_base_descriptor_reads_its_value",
+        "import enum\nclass D:\n    def __get__(self, inst, owner=None):\n        return 'desc'\n"
+        "class Base:\n    _names = D()\nclass E(Base, enum.Enum):\n    _names = 1\n"
+        "    t = enum.member(tools)\nn = E.t._names\nassert isinstance(n, list), 'the member'\n"
+        "'ESCAPED' + repr(n)",
+        STOPPED,
+    ),
+    (
+        "str_format_through_super",
+        "import json\nclass S(str):\n    def fmt(self, *a):\n"
+        "        return getattr(super(), 'format')(*a)\n"
+        "'ESCAPED' + S('{0.__globals__[__builtins__][open]}').fmt(json.dumps)",
+        STOPPED,
+    ),
+    (
         "copy_state_sets_a_library_objects_private_fields",
         "import copy, enum, typing\nclass R:\n    def __reduce_ex__(self, proto):\n"
         "        return (enum.property, (), {'_attr_type': 'attr', '_cls_type': typing.cast, "
@@ -1007,6 +1022,13 @@ WRITES = table(
     ("a_library_class_deleted", "import json\ndel json.JSONEncoder.encode", "class"),
     ("through_a_generic_alias", "import typing\ntyping.List[int].x = 1", "handles writes"),
     ("a_module", "import json\njson.x = 1", "module"),
+    ("a_library_function", "import json\njson.dumps.mark = 1", "function"),
+    (
+        "a_library_function_by_setattr",
+        "import json\nsetattr(json.dumps, '__wrapped__', len)",
+        "function",
+    ),
+    ("the_guest_apis_function", "log.__wrapped__ = len", "function"),
     (
         "a_library_objects_private_state",
         "import enum\np = enum.property()\np._attr_type = 'attr'",

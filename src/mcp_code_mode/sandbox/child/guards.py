@@ -145,14 +145,27 @@ def guest_getattr(obj: Any, name: str, *default: Any) -> Any:
             return default[0]
         raise AttributeError(reason)
     value = getattr(obj, name, *default)
-    if name in ("format", "format_map") and _is_str_or_kind(obj):
-        return _guarded_format(obj, name)
+    if name in ("format", "format_map"):
+        owner = obj if _is_str_or_kind(obj) else _str_of_method(value)
+        if owner is not None:
+            return _guarded_format(owner, name)
     return value
 
 
 def _is_str_or_kind(obj: Any) -> bool:
     """A str, or str or a subclass of it (whose `format` is str's own)."""
     return isinstance(obj, str) or (isinstance(obj, type) and issubclass(obj, str))
+
+
+def _str_of_method(value: Any) -> Any:
+    """The str a `format` method read through something else is bound to, or `str` for the
+    unbound one; None for anything else (`getattr(super(), 'format')` in a str subclass
+    handed out the real one, outside attack 23). By exact type: no guest code runs."""
+    if type(value) is types.BuiltinMethodType and isinstance(value.__self__, str):
+        return value.__self__
+    if type(value) is types.MethodDescriptorType and value.__objclass__ is str:
+        return str
+    return None
 
 
 def _guarded_format(obj: Any, name: str) -> Callable[..., str]:

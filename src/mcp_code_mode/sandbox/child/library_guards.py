@@ -14,6 +14,7 @@ from mcp_code_mode.sandbox.child.scopes import TRUSTED_NAMES
 __all__ = [
     "guarded_cached_property",
     "guarded_dataclass",
+    "guarded_enum_property_get",
     "guarded_global_enum",
     "guarded_make_dataclass",
     "guarded_pickle_by_enum_name",
@@ -140,3 +141,19 @@ def guarded_cached_property(base: type) -> type:
     cached_property.__module__ = base.__module__
     cached_property.__doc__ = base.__doc__
     return cached_property
+
+
+def guarded_enum_property_get(get: Callable[..., Any]) -> Callable[..., Any]:
+    """`enum.property.__get__`: on 3.12+ a member named like a base class's attribute is
+    read through `getattr(cls or value, name)`, the real getattr on whatever value the guest
+    gave the member, by the member's name (`_names` of the tools view, outside attack 23).
+    Those two cases read through the guest's guarded `getattr`."""
+
+    def __get__(self: Any, instance: Any, ownerclass: Any = None) -> Any:
+        kind = getattr(self, "_attr_type", None)  # the property's own: enum set it
+        if instance is not None and self.fget is None and kind in ("attr", "desc"):
+            target = self._cls_type if kind == "attr" else instance._value_
+            return guest_getattr(target, self.name)
+        return get(self, instance, ownerclass)
+
+    return __get__

@@ -26,6 +26,7 @@ from mcp_code_mode.sandbox.child.guards import guest_getattr, safe_hasattr
 from mcp_code_mode.sandbox.child.guest import GuestRuntime
 from mcp_code_mode.sandbox.child.library_guards import (
     guarded_cached_property,
+    guarded_enum_property_get,
     guarded_global_enum,
 )
 from mcp_code_mode.sandbox.child.rules import (
@@ -89,6 +90,8 @@ def lock_down(
     enum: Any = loaded.get("enum")
     if enum is not None:
         enum.global_enum = guarded_global_enum(enum.global_enum, enum.EnumType)
+    if enum is not None:
+        enum.property.__get__ = guarded_enum_property_get(enum.property.__get__)
     functools: Any = loaded.get("functools")
     if functools is not None:
         functools.cached_property = guarded_cached_property(functools.cached_property)

@@ -46,6 +46,7 @@ __all__ = [
     "guarded_names",
     "guarded_reconstruct",
     "guarded_update_wrapper",
+    "library_setattr",
     "safe_delattr",
     "safe_setattr",
     "write_refusal",
@@ -54,6 +55,13 @@ __all__ = [
 
 def safe_setattr(obj: Any, name: str, value: Any) -> None:
     """`setattr` for guest code (and what its attribute stores come to)."""
+    _refuse_foreign_function(obj, "setting")
+    library_setattr(obj, name, value)
+
+
+def library_setattr(obj: Any, name: str, value: Any) -> None:
+    """`setattr` for stdlib code that sets names the guest chose (`update_wrapper`): the
+    guest's rule, except that library code may set attributes of its own functions."""
     name = exact_name(name)
     relabel = name == "__module__" and isinstance(obj, type)
     if is_blocked(name) or relabel or name in ("__dict__", "__class__"):
@@ -62,11 +70,21 @@ def safe_setattr(obj: Any, name: str, value: Any) -> None:
     setattr(obj, name, value)
 
 
+def _refuse_foreign_function(obj: Any, doing: str) -> None:
+    """A library's function or the guest API's is not the guest's to change (`__wrapped__`
+    on `json.dumps` feeds `inspect`, outside attack 23)."""
+    if type(obj) is types.FunctionType and not is_guest_object(obj):
+        raise AttributeError(
+            f"{doing} attributes of a function your code did not define is not allowed"
+        )
+
+
 def safe_delattr(obj: Any, name: str) -> None:
     """`delattr` for guest code (and what its `del x.a` comes to)."""
     name = exact_name(name)
     if is_blocked(name):
         raise AttributeError(f"deleting attribute {name!r} is not allowed")
+    _refuse_foreign_function(obj, "deleting")
     _check(obj, "deleting", name)
     delattr(obj, name)
 
@@ -169,7 +187,7 @@ class AttributeTarget:
             and type(name) is str
             and name not in _CHECKED_NAMES
             and not name.startswith("_")
-            and not isinstance(obj, type)
+            and not isinstance(obj, type | types.FunctionType)
         ):
             setattr(obj, name, value)
             return
@@ -268,7 +286,7 @@ def guarded_names() -> dict[str, Callable[..., Any]]:
     """The guarded builtins by name, for stdlib modules that apply the guest's names."""
     return {
         "getattr": library_getattr,
-        "setattr": safe_setattr,
+        "setattr": library_setattr,
         "hasattr": safe_hasattr,
         "delattr": safe_delattr,
     }
