@@ -97,6 +97,18 @@ GADGETS = table(
         STOPPED,
     ),
     (
+        "a_format_field_whose_key_holds_a_bracket",
+        "import json\nt = '{0[a[b].__init__.__globals__[__builtins__][open]}'\n"
+        "'ESCAPED' + getattr(t, 'format')({'a[b': json.JSONEncoder})",
+        STOPPED,
+    ),
+    (
+        "user_string_format_passes_on_to_str_format",
+        "import collections\nu = collections.UserString('{0.__init__.__globals__[_sys].modules}')\n"
+        "'ESCAPED' + getattr(u, 'format')(collections.UserString)",
+        STOPPED,
+    ),
+    (
         "str_format_through_super",
         "import json\nclass S(str):\n    def fmt(self, *a):\n"
         "        return getattr(super(), 'format')(*a)\n"
@@ -720,6 +732,14 @@ IDIOMS = table(
         "        obj.label = label\n        return obj\n    X = (0, 'x')\n"
         "[Size(9).name, Size.L._value_, list(Size._member_map_), Auto.A.value, Coord.X.label]",
         ["S", 3, ["S", "L"], "a", "x"],
+    ),
+    (
+        "formats_with_items_and_user_strings",
+        "import collections\nu = collections.UserString('{0} {a[k]} {0[x]}')\n"
+        "v = collections.UserString('{a[k]}')\n"
+        "[getattr(u, 'format')({'x': 1}, a={'k': 2}), getattr('{0[a[b]}', 'format')({'a[b': 3}), "
+        "getattr(v, 'format_map')({'a': {'k': 4}})]",
+        ["{'x': 1} 2 1", "3", "4"],
     ),
     (
         "copies_of_library_and_own_objects",

@@ -29,6 +29,7 @@ __all__ = [
     "MRO",
     "VARS",
     "exact_name",
+    "guarded_format",
     "guest_getattr",
     "install_guards",
     "is_blocked",
@@ -148,7 +149,7 @@ def guest_getattr(obj: Any, name: str, *default: Any) -> Any:
     if name in ("format", "format_map"):
         owner = obj if _is_str_or_kind(obj) else _str_of_method(value)
         if owner is not None:
-            return _guarded_format(owner, name)
+            return guarded_format(owner, name)
     return value
 
 
@@ -168,7 +169,7 @@ def _str_of_method(value: Any) -> Any:
     return None
 
 
-def _guarded_format(obj: Any, name: str) -> Callable[..., str]:
+def guarded_format(obj: Any, name: str) -> Callable[..., str]:
     unbound = isinstance(obj, type)
 
     def call(*args: Any, **kwargs: Any) -> str:
@@ -183,14 +184,16 @@ def _guarded_format(obj: Any, name: str) -> Callable[..., str]:
 
 
 def _outside_brackets(field: str) -> str:
-    """The parts of a field name outside `[...]`: `0[a.b].c` -> `0.c` (items may hold dots)."""
-    out, depth = [], 0
+    """The parts of a field name outside `[...]`: `0[a.b].c` -> `0.c` (items may hold dots).
+    As Python reads a field: an index ends at the first `]`, brackets do not nest (`0[a[b].x`
+    is the key `a[b` and then the attribute `x`, outside attack 24)."""
+    out, inside = [], False
     for char in field:
-        if char == "[":
-            depth += 1
-        elif char == "]":
-            depth = max(0, depth - 1)
-        elif depth == 0:
+        if inside:
+            inside = char != "]"
+        elif char == "[":
+            inside = True
+        else:
             out.append(char)
     return "".join(out)
 

@@ -7,7 +7,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from mcp_code_mode.sandbox.child.guards import MRO, VARS, guest_getattr, is_guest_object
+from mcp_code_mode.sandbox.child.guards import (
+    MRO,
+    VARS,
+    guarded_format,
+    guest_getattr,
+    is_guest_object,
+)
 from mcp_code_mode.sandbox.child.rules import GUEST_MODULE
 from mcp_code_mode.sandbox.child.scopes import TRUSTED_NAMES
 
@@ -18,6 +24,7 @@ __all__ = [
     "guarded_global_enum",
     "guarded_make_dataclass",
     "guarded_pickle_by_enum_name",
+    "guarded_user_string",
 ]
 
 
@@ -157,3 +164,17 @@ def guarded_enum_property_get(get: Callable[..., Any]) -> Callable[..., Any]:
         return get(self, instance, ownerclass)
 
     return __get__
+
+
+def guarded_user_string(user_string: type) -> None:
+    """`collections.UserString.format`/`format_map` pass the call on to `str.format` of
+    their data: guarded as str's own are (outside attack 24), in place."""
+
+    def format(self: Any, *args: Any, **kwargs: Any) -> str:
+        return guarded_format(self.data, "format")(*args, **kwargs)
+
+    def format_map(self: Any, mapping: Any) -> str:
+        return guarded_format(self.data, "format_map")(mapping)
+
+    user_string.format = format  # type: ignore[attr-defined]
+    user_string.format_map = format_map  # type: ignore[attr-defined]

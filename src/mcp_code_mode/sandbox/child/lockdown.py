@@ -28,6 +28,7 @@ from mcp_code_mode.sandbox.child.library_guards import (
     guarded_cached_property,
     guarded_enum_property_get,
     guarded_global_enum,
+    guarded_user_string,
 )
 from mcp_code_mode.sandbox.child.rules import (
     BLOCKED_ATTRIBUTES,
@@ -87,20 +88,7 @@ def lock_down(
         module = loaded.get(name)
         if module is not None:
             module.__dict__.update({b: guarded[b] for b in builtins})
-    enum: Any = loaded.get("enum")
-    if enum is not None:
-        enum.global_enum = guarded_global_enum(enum.global_enum, enum.EnumType)
-    if enum is not None:
-        enum.property.__get__ = guarded_enum_property_get(enum.property.__get__)
-    functools: Any = loaded.get("functools")
-    if functools is not None:
-        functools.cached_property = guarded_cached_property(functools.cached_property)
-        functools.update_wrapper = guarded_update_wrapper(functools.update_wrapper)
-    copy: Any = loaded.get("copy")
-    if copy is not None:
-        copy._reconstruct = guarded_reconstruct(copy._reconstruct)
-        # A bound method copies as itself (as `deepcopy` has it), never through its reducer.
-        copy._copy_dispatch[MethodType] = copy._copy_immutable
+    _wrap_libraries(loaded)
     own: list[tuple[Callable[..., Any], frozenset[str]]] = [
         (GuestRuntime._import, audit.IMPORT_EVENTS),
         (outcome.guest_line, frozenset(reads("tb_frame", "f_code"))),
@@ -119,6 +107,27 @@ def lock_down(
         allowed_imports=allowed_imports,
         runners=runners,
     )
+
+
+def _wrap_libraries(loaded: dict[str, Any]) -> None:
+    """The stdlib entry points that apply the guest's names, objects or state, wrapped in
+    place (see `library_guards`, `writes`)."""
+    enum: Any = loaded.get("enum")
+    if enum is not None:
+        enum.global_enum = guarded_global_enum(enum.global_enum, enum.EnumType)
+        enum.property.__get__ = guarded_enum_property_get(enum.property.__get__)
+    collections: Any = loaded.get("collections")
+    if collections is not None:
+        guarded_user_string(collections.UserString)
+    functools: Any = loaded.get("functools")
+    if functools is not None:
+        functools.cached_property = guarded_cached_property(functools.cached_property)
+        functools.update_wrapper = guarded_update_wrapper(functools.update_wrapper)
+    copy: Any = loaded.get("copy")
+    if copy is not None:
+        copy._reconstruct = guarded_reconstruct(copy._reconstruct)
+        # A bound method copies as itself (as `deepcopy` has it), never through its reducer.
+        copy._copy_dispatch[MethodType] = copy._copy_immutable
 
 
 def _guest_proxies() -> list[Any]:
