@@ -363,3 +363,40 @@ async def test_listeners_work_from_the_host(listeners: Listeners) -> None:
             break
         await asyncio.sleep(0.01)
     assert len(listeners.accepted) == before + 1
+
+
+_NAMESPACES = "import os\n[os.readlink(f'/proc/self/ns/{kind}') for kind in ('net', 'ipc')]"
+_LEAVE_BEHIND = (
+    "import socket\nout = []\n"
+    "for family, name in ((socket.AF_UNIX, '\\0mcp-left-behind'), (socket.AF_INET, ('127.0.0.1', 0))):\n"
+    "    try:\n"
+    "        s = socket.socket(family)\n"
+    "        s.bind(name)\n"
+    "        s.listen()\n"
+    "        out.append('listening')\n"
+    "    except OSError as exc:\n"
+    "        out.append(exc.errno)\n"
+    "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+    "out.append((libc.shmget(0, 4096, 0o1666), ctypes.get_errno()))\n"
+    "out"
+)
+
+
+async def test_workers_share_an_empty_namespace_nothing_can_be_left_in(
+    os_gateway: Gateway,
+) -> None:
+    """With seccomp, one gateway's workers join one network and IPC namespace made once
+    (not the host's), and no worker can create anything there for the next run to find:
+    no socket of any family (an abstract Unix name lives in the network namespace), no
+    SysV IPC object."""
+    if "seccomp" not in os_gateway.sandbox_info()["layers"]:
+        pytest.skip("without seccomp each worker makes namespaces of its own")
+    seen = [await attempt(os_gateway, _NAMESPACES) for _ in range(2)]
+    assert all(out["ok"] for out in seen), seen
+    first, second = (out["result"] for out in seen)
+    assert first == second, "two runs of one gateway: one shared namespace of each kind"
+    host = [os.readlink(f"/proc/self/ns/{kind}") for kind in ("net", "ipc")]
+    assert not set(first) & set(host), "a worker is in the host's namespace"
+    left = await attempt(os_gateway, _LEAVE_BEHIND)
+    # EPERM (1): seccomp refuses socket() and shmget()
+    assert left["ok"] and left["result"] == [1, 1, [-1, 1]], left

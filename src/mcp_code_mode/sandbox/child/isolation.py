@@ -5,11 +5,13 @@ Stdlib only (runs in the zygote and its forked workers). Each layer is tried, no
 which ones took effect; a worker that cannot apply a reported layer exits before `ready`.
 
 Layers, in the order a worker applies them:
-- `network_namespace`, `ipc_namespace`: fresh network (no interfaces but a down loopback)
-  and IPC namespaces, checked by the namespace's inode. As root directly; as another user
-  inside a user namespace of the worker's own, with no uid mapped (it appears as 65534
-  and gains no rights over any file). Without a network namespace, `socket_block` also
-  disables connect/bind/sendto in-process, which alone is weak.
+- `network_namespace`, `ipc_namespace`: an empty network (no interfaces but a down
+  loopback) and IPC namespace, not the host's, checked by the namespace's inode. As root
+  directly; as another user inside a user namespace with no uid mapped (it appears as
+  65534 and gains no rights over any file). Per worker, or, when seccomp holds (nothing
+  can be created in them), made once in the zygote and joined (see `namespaces`).
+  Without a network namespace, `socket_block` also disables connect/bind/sendto
+  in-process, which alone is weak.
 - `uid_drop`: each worker runs as a uid of its own (1,000,000 + its pid) with no groups
   (only when the zygote is root), so workers cannot signal or trace one another; with
   it, `rlimit_nproc` stops fork (root ignores RLIMIT_NPROC).
@@ -35,7 +37,7 @@ import signal
 import socket
 from typing import Any
 
-from mcp_code_mode.sandbox.child import landlock, seccomp
+from mcp_code_mode.sandbox.child import landlock, namespaces, seccomp
 
 __all__ = [
     "NOBODY",
@@ -49,9 +51,6 @@ __all__ = [
 
 NOBODY = 65534
 WORKER_UID_BASE = 1_000_000  # + the worker's pid: above any real account, one uid per worker
-_CLONE_NEWNET = 0x40000000
-_CLONE_NEWIPC = 0x08000000
-_CLONE_NEWUSER = 0x10000000
 _CONFINE_FAILED = 4  # exit status of a worker that could not apply a detected layer
 _PR_SET_PDEATHSIG = 1
 _PR_SET_NO_NEW_PRIVS = 38
@@ -73,36 +72,6 @@ def die_with_parent(signum: int = signal.SIGKILL) -> bool:
         return bool(_c().prctl(_PR_SET_PDEATHSIG, signum, 0, 0, 0) == 0)
     except (OSError, AttributeError):
         return False
-
-
-def _unshare(flags: int) -> bool:
-    try:
-        return bool(_c().unshare(flags) == 0)
-    except (OSError, AttributeError):
-        return False
-
-
-def _namespace_id(kind: str) -> int | None:
-    try:
-        return os.stat(f"/proc/self/ns/{kind}").st_ino
-    except OSError:
-        return None
-
-
-def _enter_namespaces() -> dict[str, bool]:
-    """New network and IPC namespaces for this process; which ones it really got.
-
-    Root unshares them directly; another user first enters a user namespace of its own.
-    """
-    before = {kind: _namespace_id(kind) for kind in ("net", "ipc")}
-    if os.getuid() != 0:
-        _unshare(_CLONE_NEWUSER)
-    _unshare(_CLONE_NEWNET)
-    _unshare(_CLONE_NEWIPC)
-    return {
-        f"{name}_namespace": before[kind] is not None and _namespace_id(kind) != before[kind]
-        for kind, name in (("net", "network"), ("ipc", "ipc"))
-    }
 
 
 def worker_uid() -> int:
@@ -137,15 +106,22 @@ def _block_sockets() -> None:
     socket.create_connection = refuse  # type: ignore[assignment]
 
 
-def confine(*, workdir: str | None, memory_mb: int, layers: dict[str, bool]) -> None:
+def confine(
+    *,
+    workdir: str | None,
+    memory_mb: int,
+    layers: dict[str, bool],
+    shared: namespaces.Shared | None = None,
+) -> None:
     """Apply the layers `detect_layers()` found working, in the current (worker) process.
 
-    A layer reported active that does not take effect here ends the process (status 4)
-    rather than let guest code run without it.
+    `shared`: the zygote's namespaces to join instead of making new ones. A layer reported
+    active that does not take effect here ends the process (status 4) rather than let guest
+    code run without it.
     """
     os.setsid()
     if layers.get("network_namespace") or layers.get("ipc_namespace"):
-        entered = _enter_namespaces()
+        entered = shared.enter() if shared is not None else namespaces.enter_new()
         _require(all(entered[k] for k in entered if layers.get(k)))
     if not layers.get("network_namespace"):
         _block_sockets()
@@ -213,7 +189,7 @@ def detect_layers() -> dict[str, bool]:
     pid = os.fork()
     if pid == 0:  # the probe
         os.close(read_fd)
-        found = {"die_with_parent": die_with_parent(), **_enter_namespaces()}
+        found = {"die_with_parent": die_with_parent(), **namespaces.enter_new()}
         found["uid_drop"] = _drop_privileges(None)
         with contextlib.suppress(OSError):
             found["no_new_privs"] = _c().prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0

@@ -32,7 +32,7 @@ import tempfile
 import time
 from typing import Any
 
-from mcp_code_mode.sandbox.child import landlock, rewrite, seccomp, worker
+from mcp_code_mode.sandbox.child import landlock, namespaces, rewrite, seccomp, worker
 from mcp_code_mode.sandbox.child.guest import GuestRuntime
 from mcp_code_mode.sandbox.child.isolation import (
     confine,
@@ -159,14 +159,14 @@ def main() -> None:
     forked = _Forked()
     _exit_with_the_host(forked)
     requests = _Control(control)
-    allowed, layers = _prepare(requests, control)
+    prepared = _prepare(requests, control)
     index = worker.KnownIndex()
     while (request := requests.next()) is not None:
         if request.get("op") == "index":
             index = worker.KnownIndex(int(request["version"]), request["index"])
             gc.freeze()  # as in `_prepare`: workers share the index without copying it
             continue
-        options = {"allowed_imports": allowed, "layers": layers, "index": index}
+        options = {**prepared, "index": index}
         if not _fork_one(request, requests.take_fds(), control, forked, options):
             break  # the host closed the pool mid-fork
     # The host closed the channel: what it did not dispose of is ours to clean up.
@@ -188,8 +188,9 @@ def _exit_with_the_host(forked: _Forked) -> None:
     die_with_parent(signal.SIGTERM)
 
 
-def _prepare(requests: _Control, control: socket.socket) -> tuple[list[str], dict[str, bool]]:
-    """Read `init`, preload, probe the layers, lock the guest's view down, say `ready`."""
+def _prepare(requests: _Control, control: socket.socket) -> dict[str, Any]:
+    """Read `init`, preload, probe the layers, lock the guest's view down, say `ready`;
+    the options every worker is served with."""
     init = requests.next()
     if init is None or init.get("op") != "init":
         os._exit(3)
@@ -199,11 +200,12 @@ def _prepare(requests: _Control, control: socket.socket) -> tuple[list[str], dic
     landlock.prepare()
     seccomp.prepare()
     layers = detect_layers()
+    shared = namespaces.Shared.make() if layers["seccomp"] else None
     lock_down(allowed, warm_up=_warm_up)  # every worker forked from here inherits it
     gc.freeze()  # keep the collector from touching (and so copying) preloaded objects in workers
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # workers are reaped by the kernel
     control.sendall(encode({"op": "ready", "pid": os.getpid(), "layers": layers}))
-    return allowed, layers
+    return {"allowed_imports": allowed, "layers": layers, "shared": shared}
 
 
 def _fork_one(
@@ -252,12 +254,14 @@ def serve(
     allowed_imports: list[str],
     layers: dict[str, bool],
     index: worker.KnownIndex,
+    shared: namespaces.Shared | None = None,
     mirror_fd: int | None = None,
 ) -> None:
     """In a freshly forked worker: confine this process, say `ready`, run one snippet (or a
     session's), report.
 
-    `index` is the guest index inherited from the zygote (maybe none yet).
+    `index` is the guest index inherited from the zygote (maybe none yet); `shared`, the
+    zygote's namespaces for this worker to join.
     """
     sock = socket.socket(fileno=fd)
     mirror = None
@@ -269,7 +273,7 @@ def serve(
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 2)
     os.close(devnull)
-    confine(workdir=workdir, memory_mb=memory_mb, layers=layers)
+    confine(workdir=workdir, memory_mb=memory_mb, layers=layers, shared=shared)
     _warm_up(allowed_imports)
     try:
         write_message(pipe_out, {"op": "ready", "pid": os.getpid()})
