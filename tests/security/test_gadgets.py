@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 import pytest_asyncio
@@ -17,6 +18,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from mcp_code_mode.gateway import Gateway
+from mcp_code_mode.sandbox.child import isolation
 
 from ..conftest import require_pyodide
 from .helpers import attempt, error_type, reached, table
@@ -52,7 +54,68 @@ _STACK_TASK = (
 )
 _STACK_END = "\nr = [str(f) for f in cache(t)]\nawait t\n'ESCAPED' + str(r)"
 
+# A planted library callable run beneath a helper the hook trusts: a `defaultdict` whose
+# factory is `Task.get_stack`, read as a coroutine's `gi_frame` by asyncio's repr; the guest
+# takes the frames from the dict (outside attack 25).
+_PLANTED_FACTORY = (
+    "import asyncio, collections, functools\nimport collections.abc as cabc\n"
+    "d = collections.defaultdict(functools.partial(asyncio.Task.get_stack, "
+    "asyncio.current_task()))\n"
+    "class C(cabc.Coroutine):\n    cr_code = 1\n    gi_frame = property(d.__getitem__)\n"
+    "    def send(self, v):\n        raise StopIteration(None)\n"
+    "    def throw(self, *a):\n        raise StopIteration(None)\n"
+    "    def __await__(self):\n        return iter(())\n"
+    "t = asyncio.get_running_loop().create_task(C())\n"
+    "try:\n    repr(t)\nexcept Exception:\n    pass\nawait asyncio.sleep(0)\n"
+    "'ESCAPED' + str(list(d.values())) if d else 'kept out'"
+)
+# An exception whose `__str__` prints a Task's stack, whose frames are the guest's (any
+# file name): linecache opened the file under the worker's trusted traceback formatting.
+_SOURCE = str(Path(isolation.__file__))
+_PLANTED_STR = (
+    f"import asyncio, functools\nclass Code:\n    co_filename = {_SOURCE!r}\n"
+    "    co_name = 'x'\nclass Frame:\n    f_code = Code()\n    f_globals = {}\n"
+    "    def __init__(self, n):\n        self.f_lineno = n\n"
+    "class T(asyncio.Task):\n    def get_stack(self, *, limit=None):\n"
+    "        return [Frame(i) for i in range(1, 40)]\n"
+    "class W:\n    def write(self, s):\n        if 'import' in s:\n"
+    "            print('ESCAPED', s)\n    def flush(self):\n        pass\n"
+    "async def nop():\n    pass\nt = T(nop())\nawait asyncio.sleep(0)\n"
+    "class E(Exception):\n    __str__ = functools.partial(asyncio.Task.print_stack, t, file=W())\n"
+    "raise E()"
+)
+
 GADGETS = table(
+    # -- a guest subclass of a C type whose lookup reads another object (outside attack 25) --
+    (
+        "generic_alias_subclass_hands_out_an_objects_dict",
+        "class G(type(list[int])):\n    pass\n"
+        "oga = G(object, ()).__dict__['__getattribute__']\nimport json\n"
+        "real = oga(G(type(json).__repr__, ()).__closure__[0], 'cell_contents')\n"
+        "'ESCAPED' + str(G(real, ()).__dict__['__builtins__']['open'])",
+        STOPPED,
+    ),
+    (
+        "generic_alias_subclass_through_a_modules_getattr",
+        "import functools, json\nclass G(type(list[int])):\n    pass\n"
+        "cells = functools.getattr(G(type(json).__repr__, ()), '__closure__')\n"
+        "real = functools.getattr(G(cells[0], ()), 'cell_contents')\n'ESCAPED' + repr(real)",
+        STOPPED,
+    ),
+    ("planted_factory_beneath_a_trusted_helper_reads_frames", _PLANTED_FACTORY, {"OK"}),
+    ("planted_str_beneath_traceback_formatting_opens_files", _PLANTED_STR, STOPPED),
+    (
+        "class_body_binds_its_module_by_a_pattern",
+        "class A:\n    match 'sys':\n        case str() as __module__:\n            pass\n"
+        "'ESCAPED' + A.__module__",
+        POLICY,
+    ),
+    (
+        "class_body_property_named_class",
+        "class A:\n    @property\n    def __class__(self):\n        return int\n"
+        "'ESCAPED' if isinstance(A(), int) else 'no'",
+        POLICY,
+    ),
     # -- a class body's names come from its metaclass's `__prepare__` (outside attack 18) ----
     (
         "prepare_answers_for_a_self_matching_builtin",
@@ -692,6 +755,22 @@ async def test_text_compiled_by_a_library_is_checked(
 
 
 IDIOMS = table(
+    (
+        # a module's `getattr` global is the one stdlib code uses (it trusts the guest's
+        # own objects further); read from guest code it is the guest's own
+        "a_modules_getattr_is_the_guests",
+        "import copy, functools\n[functools.getattr is getattr, "
+        "functools.setattr is setattr, copy.setattr is setattr]",
+        [True, True, True],
+    ),
+    (
+        "own_classes_keep_their_private_names",
+        "import enum\nclass E(enum.Enum):\n    A = 1\n    @classmethod\n"
+        "    def _pick(cls):\n        return cls.A\n"
+        "class Err(Exception):\n    _code = 7\nclass D(dict):\n    _k = 'v'\n"
+        "[E._pick().value, Err()._code, D()._k, Err().__dict__]",
+        [1, 7, "v", {}],
+    ),
     (
         "namedtuple_with_defaults",
         "import collections\nP = collections.namedtuple('P', 'x y', defaults=[0])\n"

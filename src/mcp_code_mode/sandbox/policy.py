@@ -200,6 +200,8 @@ def _check_node(
         return _check_import_from(node, allowed)
     if isinstance(node, ast.Name):
         return _check_name(node)
+    if isinstance(node, _BINDERS) and (name := _bound_by(node)) in _UNASSIGNABLE:
+        return f"binding {name!r} is not allowed"  # `case str() as __module__`, `def __class__`
     if isinstance(node, ast.MatchClass):
         return _check_class_pattern(node)
     if isinstance(node, ast.ClassDef):
@@ -209,6 +211,29 @@ def _check_node(
     if isinstance(node, ast.Attribute):
         return _dunder_message(node.attr) if node in tool_names else _check_attribute(node)
     return None
+
+
+_BINDERS = (
+    ast.FunctionDef,
+    ast.AsyncFunctionDef,
+    ast.ClassDef,
+    ast.ExceptHandler,
+    ast.MatchAs,
+    ast.MatchStar,
+    ast.MatchMapping,
+    ast.alias,
+    ast.arg,
+)
+
+
+def _bound_by(node: ast.AST) -> str | None:
+    """The name a binding other than an assignment's target binds (`_BINDERS`)."""
+    if isinstance(node, ast.alias):
+        return (node.asname or node.name).partition(".")[0]
+    if isinstance(node, ast.MatchMapping):
+        return node.rest
+    found = getattr(node, "arg" if isinstance(node, ast.arg) else "name", None)
+    return found if isinstance(found, str) else None
 
 
 def _check_import(node: ast.Import, allowed: frozenset[str]) -> str | None:

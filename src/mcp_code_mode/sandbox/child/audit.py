@@ -40,6 +40,7 @@ from mcp_code_mode.sandbox.child.audit_rules import (
     text_arg,
     type_expression_refusal,
 )
+from mcp_code_mode.sandbox.child.trusted import Trusted
 
 __all__ = ["IMPORT_EVENTS", "Refused", "granted", "install", "names_in"]
 
@@ -73,17 +74,17 @@ class _HookRefused(RuntimeError):
 def install(
     *,
     guest_filename: str,
-    trusted: Mapping[types.CodeType, frozenset[str]],
-    checked: Mapping[types.CodeType, str],
+    trusted: Trusted,
     forbidden_names: frozenset[str],
     allowed_imports: Iterable[str],
     runners: Mapping[types.CodeType, str],
 ) -> None:
     """Add the hook (once per process; an audit hook cannot be removed).
 
-    `trusted` maps a code object to the events it may cause (for the guest, or on its own
-    after a run); `checked` are those whose `exec` must pass the name check
-    (`forbidden_names`). `runners` are the worker's own functions that compile guest code
+    `trusted.events` maps a code object to the events it may cause (for the guest, or on
+    its own after a run); `trusted.checked` are those whose `exec` must pass the name check
+    (`forbidden_names`); `trusted.beneath`, the files whose code may run between such a
+    helper and the event. `runners` are the worker's own functions that compile guest code
     ("compile") and run it ("exec"): only they may make or run code named `guest_filename`;
     those marked "guest" (the guarded `getattr`/`setattr` & co.) act for the guest and count
     as guest frames, so a trusted helper further out does not vouch for them,
@@ -97,7 +98,6 @@ def install(
     _sealed()["_install"](
         guest_filename=guest_filename,
         trusted=trusted,
-        checked=checked,
         forbidden_names=forbidden_names,
         allowed_imports=allowed_imports,
         runners=runners,
@@ -144,8 +144,7 @@ def _rebound(function: Any, namespace: dict[str, Any]) -> Any:
 def _install(
     *,
     guest_filename: str,
-    trusted: Mapping[types.CodeType, frozenset[str]],
-    checked: Mapping[types.CodeType, str],
+    trusted: Trusted,
     forbidden_names: frozenset[str],
     allowed_imports: Iterable[str],
     runners: Mapping[types.CodeType, str],
@@ -153,7 +152,6 @@ def _install(
     judge = _Judge(
         guest_filename=guest_filename,
         trusted=trusted,
-        checked=checked,
         forbidden_names=forbidden_names,
         allowed=frozenset(allowed_imports),
         runners=runners,
@@ -192,15 +190,15 @@ class _Judge:
         self,
         *,
         guest_filename: str,
-        trusted: Mapping[types.CodeType, frozenset[str]],
-        checked: Mapping[types.CodeType, str],
+        trusted: Trusted,
         forbidden_names: frozenset[str],
         allowed: frozenset[str],
         runners: Mapping[types.CodeType, str],
     ) -> None:
         self.guest_filename = guest_filename
-        self.trusted = trusted
-        self.checked = checked
+        self.trusted = dict(trusted.events)
+        self.checked = dict(trusted.checked)
+        self.beneath = dict(trusted.beneath)
         self.forbidden_names = forbidden_names
         self.allowed = allowed
         self.runners = runners
@@ -245,7 +243,7 @@ class _Judge:
         whatever library code runs beneath it may read or set no other (outside attack 16
         read frames under one; a guest property run by dataclasses or logging could too)."""
         detail = f"{event}:{text_arg(args, 1)}" if event in _NAMED else event
-        nearest = True
+        nearest, passed = True, set[str]()
         while frame is not None:
             code = frame.f_code
             filename = code.co_filename if type(code.co_filename) is str else ""
@@ -253,9 +251,13 @@ class _Judge:
                 return None, True, nearest  # guest code, or a guard acting for it
             events = self.trusted.get(code)
             if events is not None:
-                return (code if event in events or detail in events else None), False, nearest
+                vouched = event in events or detail in events
+                under = self.beneath.get(code, frozenset())
+                vouched = vouched and (under is None or passed <= under)
+                return (code if vouched else None), False, nearest
             # the first frame that is not the import machinery's
             nearest = nearest and filename.startswith("<frozen importlib")
+            passed.add(filename)
             frame = frame.f_back
         return None, False, nearest
 

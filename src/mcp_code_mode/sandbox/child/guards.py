@@ -10,6 +10,7 @@ not the boundary: the OS layers of the worker are.
 
 from __future__ import annotations
 
+import enum
 import sys
 import types
 from collections.abc import Callable
@@ -66,15 +67,49 @@ def _is_dunder(name: str) -> bool:
 
 def is_guest_object(obj: Any) -> bool:
     """The guest's own: a function it defined (its globals are the guest's namespace), a
-    method of one, an instance of a class it defined, or such a class."""
+    method of one, an instance of a class it defined, or such a class; in each case one
+    whose attributes are read from itself or by the guest's own code (`_plain_lookup`)."""
     if isinstance(obj, types.MethodType):
         obj = obj.__func__
     if isinstance(obj, types.FunctionType):
-        main = sys.modules.get(GUEST_MODULE)
-        return main is not None and obj.__globals__ is getattr(main, "__dict__", None)
+        return _guest_function(obj)
     cls = obj if isinstance(obj, type) else type(obj)
     # `__module__` of a class cannot be set by the guest (`safe_setattr`, the policy).
-    return getattr(cls, "__module__", None) == GUEST_MODULE and not issubclass(cls, Frozen)
+    own = getattr(cls, "__module__", None) == GUEST_MODULE and not issubclass(cls, Frozen)
+    return own and _plain_lookup(type(obj))
+
+
+def _guest_function(function: types.FunctionType) -> bool:
+    main = sys.modules.get(GUEST_MODULE)
+    return main is not None and function.__globals__ is getattr(main, "__dict__", None)
+
+
+# C types whose attribute lookup reads another object's attributes: a guest subclass's
+# instance `G(x, ())` of GenericAlias handed out `x.__dict__`, `x.__closure__` (outside
+# attack 25); `super` reads along another class's MRO; a module's reads its `__getattr__`.
+_FORWARDING = (types.GenericAlias, super, types.ModuleType)
+
+
+def _plain_lookup(cls: type) -> bool:
+    """Whether reading an attribute of an instance of `cls` finds it on the instance or its
+    classes (the interpreter's own lookup), or runs the guest's own code: no class in its
+    MRO forwards reads to another object (`_FORWARDING`), reads names in a library's Python
+    `__getattr__`/`__getattribute__` (typing's aliases), or has a hook that is not a
+    function of the guest's (a library callable set as a guest class's `__getattr__`)."""
+    for klass in MRO(cls):
+        if any(klass is forwarding for forwarding in _FORWARDING):
+            return False
+        namespace = VARS(klass)
+        guest = _is_guest_namespace(namespace)
+        for hook in ("__getattr__", "__getattribute__"):
+            value = namespace.get(hook)
+            if value is None or any(value is benign for benign in _BENIGN_HOOKS):
+                continue
+            if guest and not (type(value) is types.FunctionType and _guest_function(value)):
+                return False
+            if not guest and type(value) is not _SLOT_WRAPPER:
+                return False
+    return True
 
 
 def _refusal(obj: Any, name: str) -> str | None:
@@ -96,6 +131,11 @@ def _refusal(obj: Any, name: str) -> str | None:
     return None
 
 
+_SLOT_WRAPPER = type(object.__dict__["__getattribute__"])
+# enum's metaclass (3.11) looks a missing name up in the class's own member map only
+_BENIGN_HOOKS = tuple(
+    hook for hook in (enum.EnumType.__dict__.get("__getattr__"),) if hook is not None
+)
 MRO = type.__dict__["__mro__"].__get__
 VARS = type.__dict__["__dict__"].__get__
 """A class's real MRO and `__dict__`, past any descriptor or metaclass of the guest's."""

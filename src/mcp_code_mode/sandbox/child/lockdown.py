@@ -36,7 +36,7 @@ from mcp_code_mode.sandbox.child.rules import (
     REFUSED_DUNDERS,
     REMOVED_BUILTINS,
 )
-from mcp_code_mode.sandbox.child.trusted import reads, trusted_helpers
+from mcp_code_mode.sandbox.child.trusted import LINES, reads, trusted_helpers
 from mcp_code_mode.sandbox.child.writes import (
     AttributeTarget,
     guarded_names,
@@ -84,17 +84,24 @@ def lock_down(
     _DONE.append(True)
     loaded = sys.modules if modules is None else modules
     guarded = guarded_names()
+    guests: dict[str, Callable[..., Any]] = {
+        "getattr": guest_getattr,
+        "setattr": safe_setattr,
+        "delattr": safe_delattr,
+    }
+    for name, guest in guests.items():
+        module_view.GUEST_VERSIONS[id(guarded[name])] = (guarded[name], guest)
     for name, builtins in _NAME_TAKERS.items():
         module = loaded.get(name)
         if module is not None:
             module.__dict__.update({b: guarded[b] for b in builtins})
     _wrap_libraries(loaded)
-    own: list[tuple[Callable[..., Any], frozenset[str]]] = [
-        (GuestRuntime._import, audit.IMPORT_EVENTS),
-        (outcome.guest_line, frozenset(reads("tb_frame", "f_code"))),
-        (outcome.format_traceback, frozenset([*reads("tb_frame", "f_code"), "open"])),
+    own: list[tuple[Callable[..., Any], frozenset[str], tuple[str, ...] | None]] = [
+        (GuestRuntime._import, audit.IMPORT_EVENTS, None),  # whatever a module's code runs
+        (outcome.guest_line, frozenset(reads("tb_frame", "f_code")), ()),
+        (outcome.guest_frames, frozenset([*reads("tb_frame", "f_code"), "open"]), LINES),
     ]
-    trusted, checked = trusted_helpers(loaded, own)
+    trusted = trusted_helpers(loaded, own)
     runners = {rewrite.compile_guest.__code__: "compile", worker.run_guest_code.__code__: "exec"}
     if warm_up is not None:
         runners[warm_up.__code__] = "exec before"
@@ -102,7 +109,6 @@ def lock_down(
     audit.install(
         guest_filename=rewrite.GUEST_FILENAME,
         trusted=trusted,
-        checked=checked,
         forbidden_names=GENERATED_CODE_FORBIDS,
         allowed_imports=allowed_imports,
         runners=runners,

@@ -26,6 +26,12 @@ _GUARDED: dict[tuple[str, str], Callable[[Any], Any]] = {
 }
 
 
+GUEST_VERSIONS: dict[int, tuple[Any, Any]] = {}
+"""id -> (a guarded builtin stdlib modules use, the guest's own version of it): set by
+`lockdown`. A module's `getattr` global is `library_getattr` (it trusts the guest's own
+objects as `update_wrapper` needs); the guest reading `functools.getattr` gets its own."""
+
+
 def _module_view_class(module: Any, allowed: frozenset[str], private: bool) -> type:
     """A view class of its own per module: the module is held in closures, not in a slot
     or attribute a guest could read (`type(view)._module` would hand out the real one)."""
@@ -36,6 +42,9 @@ def _module_view_class(module: Any, allowed: frozenset[str], private: bool) -> t
         if hidden or (not private and is_private(name)):
             raise AttributeError(f"access to attribute {name!r} is not allowed")
         value = getattr(module, name)
+        guests = GUEST_VERSIONS.get(id(value))
+        if guests is not None and guests[0] is value:
+            return guests[1]
         wrap = _GUARDED.get((module.__name__, name))
         if wrap is not None:
             return wrap(value)

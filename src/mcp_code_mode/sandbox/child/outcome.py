@@ -51,6 +51,18 @@ def guest_line(tb: Any) -> int | None:
     return line
 
 
+def guest_frames(tb: Any) -> list[tuple[int, str]]:
+    """(line, function name) of the traceback's guest frames: what the hook trusts to read
+    frames and source lines, and nothing else."""
+    if type(tb) is not TracebackType:
+        return []
+    return [
+        (frame.lineno, frame.name)
+        for frame in traceback.extract_tb(tb)
+        if frame.filename == GUEST_FILENAME and frame.lineno is not None
+    ]
+
+
 def line_of(exc: BaseException) -> int | None:
     try:
         return guest_line(exc.__traceback__)
@@ -80,10 +92,11 @@ def _guest_traceback(exc: BaseException, source: str) -> str:
 def format_traceback(exc: BaseException, source: str) -> str:
     lines = source.splitlines()
     out = ["Traceback (guest code):"]
-    for frame in traceback.extract_tb(exc.__traceback__):
-        if frame.filename == GUEST_FILENAME and frame.lineno is not None:
-            text = lines[frame.lineno - 1].strip() if 0 < frame.lineno <= len(lines) else ""
-            out.append(f"  line {frame.lineno}, in {frame.name}: {text}")
+    for lineno, name in guest_frames(exc.__traceback__):
+        text = lines[lineno - 1].strip() if 0 < lineno <= len(lines) else ""
+        out.append(f"  line {lineno}, in {name}: {text}")
+    # Not in `guest_frames`, which the hook trusts to read frames: a guest `__str__` that
+    # is a library callable runs with no frame of its own (outside attack 25).
     try:
         text = str(exc)
     except BaseException:  # a guest exception's __str__ may raise anything
