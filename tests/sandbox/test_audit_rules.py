@@ -58,13 +58,28 @@ def test_names_in_sees_nested_code() -> None:
 
 
 def test_trusted_helpers_are_found_in_the_loaded_stdlib() -> None:
-    table, checked = trusted_helpers(sys.modules, [(test_names_in_sees_nested_code, IMPORT_EVENTS)])
-    assert table[collections.namedtuple.__code__] >= {"exec", "sys._getframe"}
-    assert collections.namedtuple.__code__ in checked
-    assert table[test_names_in_sees_nested_code.__code__] is IMPORT_EVENTS
+    extra = [(test_names_in_sees_nested_code, IMPORT_EVENTS, None)]
+    found = trusted_helpers(sys.modules, extra)
+    assert found.events[collections.namedtuple.__code__] >= {"exec", "sys._getframe"}
+    assert collections.namedtuple.__code__ in found.checked
+    assert found.events[test_names_in_sees_nested_code.__code__] is IMPORT_EVENTS
+    assert found.beneath[test_names_in_sees_nested_code.__code__] is None  # any code beneath
     create = getattr(dataclasses, "_create_fn", None)
     if create is not None:  # 3.11; 3.13 compiles in _FuncBuilder.add_fns_to_class
-        assert create.__code__ in checked
+        assert create.__code__ in found.checked
+
+
+def test_a_helper_vouches_only_for_the_code_listed_beneath_it() -> None:
+    """A helper's own code, by default; one that formats stacks, the modules that read
+    frames and source lines for it (outside attack 25: a factory planted under asyncio's
+    coroutine repr read frames)."""
+    import asyncio.coroutines
+    import traceback
+
+    found = trusted_helpers(sys.modules)
+    assert found.beneath[asyncio.coroutines._format_coroutine.__code__] == frozenset()
+    assert found.beneath[traceback.extract_stack.__code__] >= {traceback.__file__}
+    assert asyncio.base_tasks.__file__ not in found.beneath[traceback.extract_stack.__code__]
 
 
 def test_generated_code_may_set_attributes_but_not_walk() -> None:

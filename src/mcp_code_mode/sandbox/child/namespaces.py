@@ -74,6 +74,7 @@ class Shared:
     @classmethod
     def make(cls) -> Shared | None:
         """A child enters new namespaces and waits while we open them; None if it failed."""
+        _c()  # loaded here once, not in every worker
         said, tell = os.pipe()
         wait, release = os.pipe()
         pid = os.fork()
@@ -98,13 +99,11 @@ class Shared:
         return cls(fds) if fds else None
 
     def enter(self) -> dict[str, bool]:
-        """In a worker: join the shared namespaces, then close their descriptors."""
-        before = {kind: _namespace_id(kind) for kind in ("net", "ipc")}
-        for fd, flag in self._fds:
-            with contextlib.suppress(OSError, AttributeError):
-                _c().setns(fd, flag)
+        """In a worker: join the shared namespaces, then close their descriptors. Joined
+        is what `setns` says (that they are new was checked when they were made)."""
+        joined = all(_c().setns(fd, flag) == 0 for fd, flag in self._fds)
         self.close()
-        return _entered(before)
+        return {"network_namespace": joined, "ipc_namespace": joined}
 
     def close(self) -> None:
         for fd, _ in self._fds:
