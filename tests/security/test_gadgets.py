@@ -86,6 +86,31 @@ _PLANTED_STR = (
 )
 
 GADGETS = table(
+    # -- the object a failed lookup was made on (outside attack 26) --------------------------
+    (
+        "attribute_error_holds_the_real_module",
+        "import enum\ntry:\n    enum.zz\nexcept AttributeError as e:\n    m = e.obj\n"
+        "'ESCAPED' + str(m.bltns.getattr(enum.unique, '__globals__')['sys'])",
+        STOPPED,
+    ),
+    (
+        "attribute_error_as_a_library_errors_context",
+        "import dataclasses, json\ntry:\n    dataclasses.fields(json)\n"
+        "except TypeError as e:\n    c = e.__context__\n"
+        "m = getattr(c, 'obj', None)\n'ESCAPED' + str(m.codecs) if m is not None else 'none'",
+        STOPPED | {"OK"},
+    ),
+    (
+        "attribute_error_obj_in_a_class_pattern",
+        "import enum\ntry:\n    enum.zz\nexcept AttributeError as e:\n    match e:\n"
+        "        case AttributeError(obj=m):\n            got = m\n'ESCAPED' + str(got.bltns)",
+        POLICY,
+    ),
+    (
+        "find_caller_names_the_workers_frames",
+        "import asyncio\n'ESCAPED' + str(asyncio.log.logger.findCaller(True, 3))",
+        STOPPED,
+    ),
     # -- a guest subclass of a C type whose lookup reads another object (outside attack 25) --
     (
         "generic_alias_subclass_hands_out_an_objects_dict",

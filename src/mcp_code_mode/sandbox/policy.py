@@ -293,7 +293,8 @@ def _positional_class_patterns(tree: ast.AST) -> list[tuple[int, int, str]]:
     ]
 
 
-_GUARDED_READS = frozenset(["format", "format_map"])
+# read through the run-time guards: str's format methods, an AttributeError's `obj`
+_GUARDED_READS = frozenset(["format", "format_map", "obj"])
 
 
 def _check_class_pattern(node: ast.MatchClass) -> str | None:

@@ -26,10 +26,30 @@ _GUARDED: dict[tuple[str, str], Callable[[Any], Any]] = {
 }
 
 
+_MISSING = object()
 GUEST_VERSIONS: dict[int, tuple[Any, Any]] = {}
 """id -> (a guarded builtin stdlib modules use, the guest's own version of it): set by
 `lockdown`. A module's `getattr` global is `library_getattr` (it trusts the guest's own
 objects as `update_wrapper` needs); the guest reading `functools.getattr` gets its own."""
+
+
+def _as_shown(module: Any, name: str, value: Any, allowed: frozenset[str]) -> Any:
+    """`module.<name>` as a guest sees it: a guarded builtin's guest version, a wrapped
+    entry point, a view of an allowed module; a module not allowed is refused."""
+    guests = GUEST_VERSIONS.get(id(value))
+    if guests is not None and guests[0] is value:
+        return guests[1]
+    wrap = _GUARDED.get((module.__name__, name))
+    if wrap is not None:
+        return wrap(value)
+    if isinstance(value, type(builtins)):
+        root = value.__name__.partition(".")[0]
+        if root not in allowed and value.__name__ not in LAZY_HELPERS:
+            raise AttributeError(
+                f"{module.__name__}.{name} is the module {value.__name__!r}, which is not allowed"
+            )
+        return ModuleView(value, allowed)
+    return value
 
 
 def _module_view_class(module: Any, allowed: frozenset[str], private: bool) -> type:
@@ -41,22 +61,12 @@ def _module_view_class(module: Any, allowed: frozenset[str], private: bool) -> t
         hidden = is_blocked(name) or name in GUEST_ONLY_DUNDERS
         if hidden or (not private and is_private(name)):
             raise AttributeError(f"access to attribute {name!r} is not allowed")
-        value = getattr(module, name)
-        guests = GUEST_VERSIONS.get(id(value))
-        if guests is not None and guests[0] is value:
-            return guests[1]
-        wrap = _GUARDED.get((module.__name__, name))
-        if wrap is not None:
-            return wrap(value)
-        if isinstance(value, type(builtins)):
-            root = value.__name__.partition(".")[0]
-            if root not in allowed and value.__name__ not in LAZY_HELPERS:
-                raise AttributeError(
-                    f"{module.__name__}.{name} is the module {value.__name__!r}, "
-                    "which is not allowed"
-                )
-            return ModuleView(value, allowed)
-        return value
+        value = getattr(module, name, _MISSING)
+        if value is _MISSING:
+            # Raised here, not passed on: the interpreter's own AttributeError holds the
+            # real module as `.obj` (outside attack 26), and as `__context__` it would too.
+            raise AttributeError(f"module {module.__name__!r} has no attribute {name!r}")
+        return _as_shown(module, name, value, allowed)
 
     def setattr_(self: Any, name: str, value: Any) -> None:
         # The module is the one the sandbox's own code uses (json for its messages, typing,

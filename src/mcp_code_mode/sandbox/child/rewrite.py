@@ -14,7 +14,7 @@ import ast
 from types import CodeType
 
 from mcp_code_mode.sandbox.child.guest_api import HOST_CALLS
-from mcp_code_mode.sandbox.child.rules import GUEST_ONLY_DUNDERS, PRIVATE_OK
+from mcp_code_mode.sandbox.child.rules import CHECKED_READS, GUEST_ONLY_DUNDERS, PRIVATE_OK
 from mcp_code_mode.sandbox.child.scopes import class_globals
 
 __all__ = ["GUEST_FILENAME", "RESULT_NAME", "compile_guest"]
@@ -65,7 +65,8 @@ def _is_checked(node: ast.Attribute) -> bool:
     dunder = name.startswith("__") and name.endswith("__")
     if dunder and name not in GUEST_ONLY_DUNDERS:
         return False  # the policy refuses those that reach anything, on any object
-    return _is_tools_chain(node) or (name.startswith("_") and name not in PRIVATE_OK)
+    private = name.startswith("_") and name not in PRIVATE_OK
+    return _is_tools_chain(node) or private or name in CHECKED_READS
 
 
 def _is_tools_chain(node: ast.Attribute) -> bool:

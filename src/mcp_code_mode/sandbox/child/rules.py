@@ -6,6 +6,7 @@ from __future__ import annotations
 __all__ = [
     "ALWAYS_IMPORTABLE",
     "BLOCKED_ATTRIBUTES",
+    "CHECKED_READS",
     "GUEST_MODULE",
     "GUEST_ONLY_DUNDERS",
     "LAZY_HELPERS",
@@ -62,6 +63,9 @@ REFUSED_DUNDERS = frozenset(
 GUEST_ONLY_DUNDERS = frozenset(["__dict__", "__closure__", "__mro__", "__bases__", "__base__"])
 # Private names any object may show: namedtuple's public API starts with `_`.
 PRIVATE_OK = frozenset(["_asdict", "_replace", "_fields", "_make", "_field_defaults"])
+# Public names whose reads go through the run-time check all the same: an AttributeError's
+# `obj` is the object a failed lookup was made on, a library's own (outside attack 26).
+CHECKED_READS = frozenset(["obj"])
 # Imported whatever MCP_CODE_ALLOWED_IMPORTS says: a compiler directive, and two modules
 # ordinary code expects that reach nothing the OS layers do not hold (`operator`'s
 # attribute getters are blocked by name like everywhere else).
@@ -122,6 +126,7 @@ BLOCKED_ATTRIBUTES = frozenset(
         "attrgetter",  # operator's getters resolve dotted names with the real getattr
         "methodcaller",
         "cell_contents",  # what a closure holds: a library closure holds the library
+        "findCaller",  # logging's frame walk, which names the worker's frames as text
     ]
 )
 # Helpers that allowed modules import lazily; loaded ahead so the import succeeds in a worker.
