@@ -29,13 +29,11 @@ with the system calls left to it.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import errno
 import os
 import resource
 import signal
 import socket
-from typing import Any
 
 from mcp_code_mode.sandbox.child import landlock, namespaces, seccomp
 
@@ -56,14 +54,7 @@ _PR_SET_PDEATHSIG = 1
 _PR_SET_NO_NEW_PRIVS = 38
 _OPEN_FILES = 64
 
-_libc: Any = None
-
-
-def _c() -> Any:
-    global _libc
-    if _libc is None:
-        _libc = ctypes.CDLL(None, use_errno=True)
-    return _libc
+_c = namespaces.libc
 
 
 def die_with_parent(signum: int = signal.SIGKILL) -> bool:

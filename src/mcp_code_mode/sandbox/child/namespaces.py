@@ -20,7 +20,7 @@ import ctypes
 import os
 from typing import Any
 
-__all__ = ["Shared", "enter_new"]
+__all__ = ["Shared", "enter_new", "libc"]
 
 _CLONE_NEWNET = 0x40000000
 _CLONE_NEWIPC = 0x08000000
@@ -31,7 +31,8 @@ _KINDS = (("user", _CLONE_NEWUSER), ("net", _CLONE_NEWNET), ("ipc", _CLONE_NEWIP
 _libc: Any = None
 
 
-def _c() -> Any:
+def libc() -> Any:
+    """The C library, loaded once per process (the zygote's is what workers inherit)."""
     global _libc
     if _libc is None:
         _libc = ctypes.CDLL(None, use_errno=True)
@@ -61,7 +62,7 @@ def enter_new() -> dict[str, bool]:
     for kind, flag in _KINDS:
         if kind != "user" or os.getuid() != 0:
             with contextlib.suppress(OSError, AttributeError):
-                _c().unshare(flag)
+                libc().unshare(flag)
     return _entered(before)
 
 
@@ -74,7 +75,7 @@ class Shared:
     @classmethod
     def make(cls) -> Shared | None:
         """A child enters new namespaces and waits while we open them; None if it failed."""
-        _c()  # loaded here once, not in every worker
+        libc()  # loaded here once, not in every worker
         said, tell = os.pipe()
         wait, release = os.pipe()
         pid = os.fork()
@@ -101,7 +102,7 @@ class Shared:
     def enter(self) -> dict[str, bool]:
         """In a worker: join the shared namespaces, then close their descriptors. Joined
         is what `setns` says (that they are new was checked when they were made)."""
-        joined = all(_c().setns(fd, flag) == 0 for fd, flag in self._fds)
+        joined = all(libc().setns(fd, flag) == 0 for fd, flag in self._fds)
         self.close()
         return {"network_namespace": joined, "ipc_namespace": joined}
 
