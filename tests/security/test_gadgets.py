@@ -86,6 +86,41 @@ _PLANTED_STR = (
 )
 
 GADGETS = table(
+    # -- `import a.b as c` binds `sys.modules["a.b"]` when `a` refuses `b` (outside attack 27)
+    (
+        "import_as_of_a_blocked_submodule",
+        "import asyncio.subprocess as sp\n'ESCAPED' + str(sp.tasks.inspect.enum.bltns)",
+        POLICY,
+    ),
+    (
+        "import_as_of_a_private_submodule",
+        "import re._parser as p\n'ESCAPED' + str(p.SubPattern)",
+        POLICY,
+    ),
+    (
+        "from_import_of_a_private_submodule",
+        "from re._parser import SubPattern\n'ESCAPED' + str(SubPattern)",
+        POLICY,
+    ),
+    (
+        "deepcopy_memo_keeps_the_originals",
+        "import copy, random\nmemo = {}\ncopy.deepcopy(random.shuffle, memo)\n"
+        "kept = memo.get(id(memo), [])\n"
+        "'ESCAPED' + str(kept) if any(type(k).__name__ == 'Random' for k in kept) else 'none'",
+        {"OK"},
+    ),
+    (
+        "generic_alias_forwards_an_errors_obj",
+        "try:\n    (1).zz\nexcept AttributeError as e:\n    err = e\n"
+        "'ESCAPED' + repr(type(list[int])(err, ()).obj)",
+        STOPPED,
+    ),
+    (
+        "signal_handler_replaces_the_soft_time_limit",
+        "import asyncio\nasyncio.get_running_loop().add_signal_handler(14, lambda: None)\n"
+        "'ESCAPED'",
+        POLICY,
+    ),
     # -- the object a failed lookup was made on (outside attack 26) --------------------------
     (
         "attribute_error_holds_the_real_module",

@@ -21,7 +21,13 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from .child.rules import ALWAYS_IMPORTABLE, BLOCKED_ATTRIBUTES, LAZY_HELPERS, REFUSED_DUNDERS
+from .child.rules import (
+    ALWAYS_IMPORTABLE,
+    BLOCKED_ATTRIBUTES,
+    LAZY_HELPERS,
+    REFUSED_DUNDERS,
+    refused_component,
+)
 from .child.scopes import SELF_MATCHING, bound_names
 
 __all__ = ["BLOCKED_NAMES", "PolicyViolation", "check_policy"]
@@ -240,6 +246,8 @@ def _check_import(node: ast.Import, allowed: frozenset[str]) -> str | None:
     for alias in node.names:
         if alias.name.partition(".")[0] not in allowed:
             return _import_message(alias.name, allowed)
+        if (part := refused_component(alias.name)) is not None:
+            return f"import of {alias.name!r} is not allowed (its part {part!r})"
     return None
 
 
@@ -248,6 +256,8 @@ def _check_import_from(node: ast.ImportFrom, allowed: frozenset[str]) -> str | N
         return "relative imports are not allowed"
     if (node.module or "").partition(".")[0] not in allowed:
         return _import_message(node.module or "", allowed)
+    if (part := refused_component(node.module or "")) is not None:
+        return f"import from {node.module!r} is not allowed (its part {part!r})"
     for alias in node.names:
         if alias.name == "*" or alias.name.startswith("_") or alias.name in BLOCKED_ATTRIBUTES:
             return f"'from {node.module} import {alias.name}' is not allowed"

@@ -119,10 +119,14 @@ def _refusal(obj: Any, name: str) -> str | None:
         return None
     if is_blocked(name):
         return f"access to attribute {name!r} is not allowed"
-    if name in CHECKED_READS and issubclass(type(obj), AttributeError):
-        # the object a failed lookup was made on: a module a view holds, a library's
-        # internals (outside attack 26: `enum.zz` raised with the real `enum` as `.obj`)
-        return "an AttributeError's 'obj' is not readable (it may be an object your code never had)"
+    if name in CHECKED_READS and not (type(obj) is memoryview or is_guest_object(obj)):
+        # An AttributeError's is the object a failed lookup was made on: a module a view
+        # holds, a library's internals (outside attack 26: `enum.zz` raised with the real
+        # `enum` as `.obj`); a GenericAlias over one forwards the read (attack 27).
+        return (
+            f"reading {name!r} is allowed on your own objects only (an AttributeError's "
+            "may be an object your code never had)"
+        )
     if (is_private(name) or name in GUEST_ONLY_DUNDERS) and not is_guest_object(obj):
         return (
             f"access to private attribute {name!r} of a {type(obj).__name__} object is not "

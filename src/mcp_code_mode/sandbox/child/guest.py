@@ -19,12 +19,13 @@ from typing import TYPE_CHECKING, Any
 
 from mcp_code_mode.sandbox.child.guards import guest_getattr, safe_hasattr
 from mcp_code_mode.sandbox.child.guest_api import GUEST_API, REQUIRED, GuestFunction
-from mcp_code_mode.sandbox.child.module_view import ModuleView
+from mcp_code_mode.sandbox.child.module_view import ImportRefused, ModuleView
 from mcp_code_mode.sandbox.child.rules import (
     ALWAYS_IMPORTABLE,
     GUEST_MODULE,
     LAZY_HELPERS,
     REMOVED_BUILTINS,
+    refused_component,
 )
 from mcp_code_mode.sandbox.child.tools_view import MADE, GuestIndex, ToolError, Tools
 from mcp_code_mode.sandbox.child.writes import AttributeTarget, safe_delattr, safe_setattr
@@ -49,11 +50,6 @@ Requester = Callable[[dict[str, Any]], list[dict[str, Any]]]
 
 PROGRESS_EVERY_S = 0.1  # progress() goes to the host at most this often (the last one always)
 _PROGRESS_MESSAGE_CHARS = 200
-
-
-class ImportRefused(ImportError):
-    """An import outside the allowlist at run time; catchable as ImportError, and reported
-    as POLICY_VIOLATION (with its line) when the guest does not catch it."""
 
 
 class Fatal(BaseException):
@@ -212,6 +208,8 @@ class GuestRuntime:
                 f"import of {name!r} is not allowed; allowed modules: "
                 f"{', '.join(sorted(self.allowed_imports))} (extend with MCP_CODE_ALLOWED_IMPORTS)"
             )
+        if (part := refused_component(name)) is not None:
+            raise ImportRefused(f"import of {name!r} is not allowed (its part {part!r})")
         module = importlib.import_module(name)
         return ModuleView(module if fromlist else importlib.import_module(root), allowed)
 

@@ -39,9 +39,11 @@ from mcp_code_mode.sandbox.child.rules import (
 from mcp_code_mode.sandbox.child.trusted import LINES, reads, trusted_helpers
 from mcp_code_mode.sandbox.child.writes import (
     AttributeTarget,
+    guarded_deepcopy,
     guarded_names,
     guarded_reconstruct,
     guarded_update_wrapper,
+    keep_alive,
     safe_delattr,
     safe_setattr,
 )
@@ -132,6 +134,8 @@ def _wrap_libraries(loaded: dict[str, Any]) -> None:
     copy: Any = loaded.get("copy")
     if copy is not None:
         copy._reconstruct = guarded_reconstruct(copy._reconstruct)
+        copy.deepcopy = guarded_deepcopy(copy.deepcopy)
+        copy._keep_alive = keep_alive
         # A bound method copies as itself (as `deepcopy` has it), never through its reducer.
         copy._copy_dispatch[MethodType] = copy._copy_immutable
 

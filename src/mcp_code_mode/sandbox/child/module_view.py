@@ -4,6 +4,7 @@ the allowlist, never the module's `__dict__`, and no way to change the module.""
 from __future__ import annotations
 
 import builtins
+import sys
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -15,7 +16,7 @@ from mcp_code_mode.sandbox.child.library_guards import (
 )
 from mcp_code_mode.sandbox.child.rules import GUEST_ONLY_DUNDERS, LAZY_HELPERS
 
-__all__ = ["ModuleView"]
+__all__ = ["ImportRefused", "ModuleView"]
 
 
 # Functions a view hands out wrapped: they compile source from names the guest chose.
@@ -24,6 +25,11 @@ _GUARDED: dict[tuple[str, str], Callable[[Any], Any]] = {
     ("dataclasses", "make_dataclass"): guarded_make_dataclass,
     ("enum", "pickle_by_enum_name"): guarded_pickle_by_enum_name,
 }
+
+
+class ImportRefused(ImportError):
+    """An import outside the allowlist at run time; catchable as ImportError, and reported
+    as POLICY_VIOLATION (with its line) when the guest does not catch it."""
 
 
 _MISSING = object()
@@ -60,6 +66,10 @@ def _module_view_class(module: Any, allowed: frozenset[str], private: bool) -> t
         name = exact_name(name)
         hidden = is_blocked(name) or name in GUEST_ONLY_DUNDERS
         if hidden or (not private and is_private(name)):
+            if f"{module.__name__}.{name}" in sys.modules:
+                # Not an AttributeError: on one, `import a.b as c` and `from a import b`
+                # look `a.b` up in `sys.modules` themselves (outside attack 27).
+                raise ImportRefused(f"import of {module.__name__}.{name} is not allowed")
             raise AttributeError(f"access to attribute {name!r} is not allowed")
         value = getattr(module, name, _MISSING)
         if value is _MISSING:

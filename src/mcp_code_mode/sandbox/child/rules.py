@@ -13,6 +13,7 @@ __all__ = [
     "PRIVATE_OK",
     "REFUSED_DUNDERS",
     "REMOVED_BUILTINS",
+    "refused_component",
 ]
 
 GUEST_MODULE = "__main__"
@@ -63,8 +64,9 @@ REFUSED_DUNDERS = frozenset(
 GUEST_ONLY_DUNDERS = frozenset(["__dict__", "__closure__", "__mro__", "__bases__", "__base__"])
 # Private names any object may show: namedtuple's public API starts with `_`.
 PRIVATE_OK = frozenset(["_asdict", "_replace", "_fields", "_make", "_field_defaults"])
-# Public names whose reads go through the run-time check all the same: an AttributeError's
-# `obj` is the object a failed lookup was made on, a library's own (outside attack 26).
+# Public names whose reads go through the run-time check all the same, allowed on the
+# guest's own objects (and memoryviews) only: an AttributeError's `obj` is the object a
+# failed lookup was made on, a library's own (outside attack 26).
 CHECKED_READS = frozenset(["obj"])
 # Imported whatever MCP_CODE_ALLOWED_IMPORTS says: a compiler directive, and two modules
 # ordinary code expects that reach nothing the OS layers do not hold (`operator`'s
@@ -127,8 +129,23 @@ BLOCKED_ATTRIBUTES = frozenset(
         "methodcaller",
         "cell_contents",  # what a closure holds: a library closure holds the library
         "findCaller",  # logging's frame walk, which names the worker's frames as text
+        "add_signal_handler",  # the worker's SIGALRM is its soft time limit
+        "remove_signal_handler",
     ]
 )
+
+
+def refused_component(dotted: str) -> str | None:
+    """The first part after the root of a dotted module name that no guest may import by
+    name (private, or blocked everywhere: `asyncio.subprocess`, `re._parser`); None if
+    there is none. `import a.b as c` reads `b` from `a` and, refused there, the
+    interpreter looks `a.b` up in `sys.modules` itself (outside attack 27)."""
+    for part in dotted.split(".")[1:]:
+        if part.startswith("_") or part in BLOCKED_ATTRIBUTES or part in REFUSED_DUNDERS:
+            return part
+    return None
+
+
 # Helpers that allowed modules import lazily; loaded ahead so the import succeeds in a worker.
 LAZY_HELPERS = ("_strptime", "calendar", "locale", "encodings.idna", "unicodedata", "time")
 REMOVED_BUILTINS = (

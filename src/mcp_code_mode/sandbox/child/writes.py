@@ -43,9 +43,11 @@ from mcp_code_mode.sandbox.child.tools_view import Frozen
 
 __all__ = [
     "AttributeTarget",
+    "guarded_deepcopy",
     "guarded_names",
     "guarded_reconstruct",
     "guarded_update_wrapper",
+    "keep_alive",
     "library_setattr",
     "safe_delattr",
     "safe_setattr",
@@ -280,6 +282,33 @@ def _as_guest_builtin(func: Any) -> Callable[..., Any]:
 
 _REAL_BUILTINS = dict(vars(builtins))  # taken in the zygote, before any guest code
 _NONE = object()
+
+
+def guarded_deepcopy(deepcopy: Callable[..., Any]) -> Callable[..., Any]:
+    """`copy.deepcopy` keeping the originals it copied (its `_keep_alive`) beside the memo,
+    not in it: a guest's memo held them under `memo[id(memo)]`, a bound method's `__self__`
+    and a library object's own `__dict__` among them (outside attack 27). Kept until the
+    outermost call returns."""
+    depth = [0]
+
+    def guarded(x: Any, memo: Any = None, _nil: Any = _NONE) -> Any:
+        depth[0] += 1
+        try:
+            return deepcopy(x, memo) if _nil is _NONE else deepcopy(x, memo, _nil)
+        finally:
+            depth[0] -= 1
+            if not depth[0]:
+                _KEPT.clear()
+
+    return guarded
+
+
+def keep_alive(x: Any, memo: Any) -> None:
+    """`copy._keep_alive`, with the originals outside the memo (see `guarded_deepcopy`)."""
+    _KEPT.setdefault(id(memo), (memo, []))[1].append(x)
+
+
+_KEPT: dict[int, tuple[Any, list[Any]]] = {}
 
 
 def guarded_names() -> dict[str, Callable[..., Any]]:
