@@ -116,6 +116,15 @@ GADGETS = table(
         STOPPED,
     ),
     (
+        "log_record_stack_names_the_workers_frames",
+        "import asyncio\nlg = asyncio.log.logger\ngot = []\n"
+        "lg.addFilter(lambda rec: got.append(rec) or False)\n"
+        "for level in (1, 3, 6):\n    lg.error('x', stack_info=True, stacklevel=level)\n"
+        "seen = {g.pathname for g in got} | {g.stack_info or '' for g in got}\n"
+        "'ESCAPED' + str(seen) if any('mcp_code_mode' in t for t in seen) else 'guest only'",
+        {"OK"},
+    ),
+    (
         "signal_handler_replaces_the_soft_time_limit",
         "import asyncio\nasyncio.get_running_loop().add_signal_handler(14, lambda: None)\n"
         "'ESCAPED'",

@@ -21,6 +21,7 @@ __all__ = [
     "guarded_cached_property",
     "guarded_dataclass",
     "guarded_enum_property_get",
+    "guarded_find_caller",
     "guarded_global_enum",
     "guarded_make_dataclass",
     "guarded_pickle_by_enum_name",
@@ -178,3 +179,15 @@ def guarded_user_string(user_string: type) -> None:
 
     user_string.format = format  # type: ignore[attr-defined]
     user_string.format_map = format_map  # type: ignore[attr-defined]
+
+
+def guarded_find_caller(find_caller: Callable[..., Any]) -> Callable[..., Any]:
+    """`logging.Logger.findCaller` (trusted to read frames) names the logging call's own
+    caller only: `stack_info=True` rendered the whole stack, the worker's frames and source
+    lines among them, into a record a guest filter could read, and `stacklevel` picked any
+    frame (outside attack 27)."""
+
+    def findCaller(self: Any, stack_info: bool = False, stacklevel: int = 1) -> Any:
+        return find_caller(self, False, 2)  # 2: past this function, to the caller
+
+    return findCaller

@@ -27,6 +27,7 @@ from mcp_code_mode.sandbox.child.guest import GuestRuntime
 from mcp_code_mode.sandbox.child.library_guards import (
     guarded_cached_property,
     guarded_enum_property_get,
+    guarded_find_caller,
     guarded_global_enum,
     guarded_user_string,
 )
@@ -127,6 +128,9 @@ def _wrap_libraries(loaded: dict[str, Any]) -> None:
     collections: Any = loaded.get("collections")
     if collections is not None:
         guarded_user_string(collections.UserString)
+    logging: Any = loaded.get("logging")
+    if logging is not None:
+        logging.Logger.findCaller = guarded_find_caller(logging.Logger.findCaller)
     functools: Any = loaded.get("functools")
     if functools is not None:
         functools.cached_property = guarded_cached_property(functools.cached_property)
