@@ -58,25 +58,34 @@ def _as_shown(module: Any, name: str, value: Any, allowed: frozenset[str]) -> An
     return value
 
 
+def _looked_up(module: Any, name: str, allowed: frozenset[str], private: bool) -> Any:
+    """`module.<name>` for the guest, or an AttributeError saying why not (see `getattr_`)."""
+    hidden = is_blocked(name) or name in GUEST_ONLY_DUNDERS
+    if hidden or (not private and is_private(name)):
+        raise AttributeError(f"access to attribute {name!r} is not allowed")
+    value = getattr(module, name, _MISSING)
+    if value is _MISSING:
+        raise AttributeError(f"module {module.__name__!r} has no attribute {name!r}")
+    return _as_shown(module, name, value, allowed)
+
+
 def _module_view_class(module: Any, allowed: frozenset[str], private: bool) -> type:
     """A view class of its own per module: the module is held in closures, not in a slot
     or attribute a guest could read (`type(view)._module` would hand out the real one)."""
 
     def getattr_(self: Any, name: str) -> Any:
         name = exact_name(name)
-        hidden = is_blocked(name) or name in GUEST_ONLY_DUNDERS
-        if hidden or (not private and is_private(name)):
-            if f"{module.__name__}.{name}" in sys.modules:
-                # Not an AttributeError: on one, `import a.b as c` and `from a import b`
-                # look `a.b` up in `sys.modules` themselves (outside attack 27).
-                raise ImportRefused(f"import of {module.__name__}.{name} is not allowed")
-            raise AttributeError(f"access to attribute {name!r} is not allowed")
-        value = getattr(module, name, _MISSING)
-        if value is _MISSING:
-            # Raised here, not passed on: the interpreter's own AttributeError holds the
-            # real module as `.obj` (outside attack 26), and as `__context__` it would too.
-            raise AttributeError(f"module {module.__name__!r} has no attribute {name!r}")
-        return _as_shown(module, name, value, allowed)
+        try:
+            return _looked_up(module, name, allowed, private)
+        except AttributeError as exc:
+            refusal = str(exc)
+        # Raised here, and never an AttributeError of the interpreter's: that one holds the
+        # real module as `.obj` (outside attack 26), as a library error's `__context__` too.
+        # Nor any AttributeError for a real submodule: on one, `import a.b as c` and `from a
+        # import b` look `a.b` up in `sys.modules` themselves (outside attack 27).
+        if f"{module.__name__}.{name}" in sys.modules:
+            raise ImportRefused(f"import of {module.__name__}.{name} is not allowed")
+        raise AttributeError(refusal)
 
     def setattr_(self: Any, name: str, value: Any) -> None:
         # The module is the one the sandbox's own code uses (json for its messages, typing,
