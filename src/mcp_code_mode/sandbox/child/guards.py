@@ -92,6 +92,23 @@ _FORWARDING = (types.GenericAlias, super, types.ModuleType)
 
 
 def _plain_lookup(cls: type) -> bool:
+    """`_plain_lookup_of`, kept per class while its MRO is the same tuple (a class's hooks
+    cannot be set after it is made: `__getattr__` & co. are refused names; `__bases__`
+    assignment makes a new MRO)."""
+    mro = MRO(cls)
+    known = _PLAIN.get(id(cls))  # by id: hashing a class may run its metaclass's code
+    if known is None or known[0] is not cls or known[1] is not mro:
+        if len(_PLAIN) >= _KEPT_CLASSES:
+            _PLAIN.clear()
+        known = _PLAIN[id(cls)] = (cls, mro, _plain_lookup_of(cls))
+    return known[2]
+
+
+_PLAIN: dict[int, tuple[type, tuple[type, ...], bool]] = {}
+_KEPT_CLASSES = 4096  # verdicts kept (a run making classes in a loop starts over)
+
+
+def _plain_lookup_of(cls: type) -> bool:
     """Whether reading an attribute of an instance of `cls` finds it on the instance or its
     classes (the interpreter's own lookup), or runs the guest's own code: no class in its
     MRO forwards reads to another object (`_FORWARDING`), reads names in a library's Python
