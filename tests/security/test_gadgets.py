@@ -124,6 +124,31 @@ GADGETS = table(
         "'ESCAPED' + str(seen) if any('mcp_code_mode' in t for t in seen) else 'guest only'",
         {"OK"},
     ),
+    # (a guest subclass of an asyncio class whose methods act on the OS through private
+    # state the guest set: the loop's close() reset the worker's SIGALRM, a watcher closed
+    # any descriptor; outside attack 28)
+    (
+        "event_loop_subclass_resets_the_soft_time_limit",
+        "import asyncio\nclass Mine(asyncio.SelectorEventLoop):\n    _thread_id = None\n"
+        "    _closed = True\n    _signal_handlers = {14: None}\n    _ssock = None\n"
+        "object.__new__(Mine).close()\n'ESCAPED'",
+        STOPPED,
+    ),
+    (
+        "event_loop_subclass_made_by_type",
+        "import asyncio\nM = type('M', (asyncio.SelectorEventLoop,), {'__module__': 'asyncio.x',"
+        " '_thread_id': None, '_closed': True, '_signal_handlers': {14: None}, '_ssock': None})\n"
+        "object.__new__(M).close()\n'ESCAPED'",
+        STOPPED,
+    ),
+    (
+        "child_watcher_subclass_closes_a_descriptor",
+        "import asyncio\nclass L:\n    def is_closed(self):\n        return False\n"
+        "    def _remove_reader(self, fd):\n        return True\n"
+        "class W(asyncio.PidfdChildWatcher):\n    pass\nw = W()\nw._loop = L()\n"
+        "w._callbacks = {1: (0, None, None)}\nw.remove_child_handler(1)\n'ESCAPED'",
+        STOPPED,
+    ),
     (
         "signal_handler_replaces_the_soft_time_limit",
         "import asyncio\nasyncio.get_running_loop().add_signal_handler(14, lambda: None)\n"

@@ -38,6 +38,7 @@ __all__ = [
     "is_guest_object",
     "is_private",
     "library_getattr",
+    "os_bases",
     "safe_hasattr",
 ]
 
@@ -108,14 +109,36 @@ _PLAIN: dict[int, tuple[type, tuple[type, ...], bool]] = {}
 _KEPT_CLASSES = 4096  # verdicts kept (a run making classes in a loop starts over)
 
 
+def os_bases() -> tuple[type, ...]:
+    """Library classes whose methods act on the OS through their private state: asyncio's
+    event loops, child watchers, transports, servers and loop policies. A guest subclass's
+    instance made with `object.__new__` and given private state had the loop's `close()`
+    reset the worker's signal handlers and a watcher close any descriptor (outside attack
+    28): the private state of such an object is the library's, not the guest's, and no
+    new subclass of them may be made (`lockdown`). (Only once asyncio is loaded: before,
+    nothing can derive from them.)"""
+    names = (
+        ("asyncio.events", "AbstractEventLoop"),
+        ("asyncio.events", "AbstractEventLoopPolicy"),
+        ("asyncio.events", "AbstractServer"),
+        ("asyncio.transports", "BaseTransport"),
+        ("asyncio.unix_events", "AbstractChildWatcher"),
+    )
+    found = (getattr(sys.modules.get(module), name, None) for module, name in names)
+    return tuple(base for base in found if isinstance(base, type))
+
+
 def _plain_lookup_of(cls: type) -> bool:
-    """Whether reading an attribute of an instance of `cls` finds it on the instance or its
-    classes (the interpreter's own lookup), or runs the guest's own code: no class in its
-    MRO forwards reads to another object (`_FORWARDING`), reads names in a library's Python
-    `__getattr__`/`__getattribute__` (typing's aliases), or has a hook that is not a
-    function of the guest's (a library callable set as a guest class's `__getattr__`)."""
+    """Whether the guest may treat instances of `cls` as its own: reading an attribute
+    finds it on the instance or its classes (the interpreter's own lookup), or runs the
+    guest's own code. No class in its MRO forwards reads to another object
+    (`_FORWARDING`), acts on the OS through its private state (`os_bases`), reads names in
+    a library's Python `__getattr__`/`__getattribute__` (typing's aliases), or has a hook
+    that is not a function of the guest's (a library callable set as a guest class's
+    `__getattr__`)."""
+    forwarding = (*_FORWARDING, *os_bases())
     for klass in MRO(cls):
-        if any(klass is forwarding for forwarding in _FORWARDING):
+        if any(klass is base for base in forwarding):
             return False
         namespace = VARS(klass)
         guest = _is_guest_namespace(namespace)

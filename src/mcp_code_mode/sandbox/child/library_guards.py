@@ -26,6 +26,7 @@ __all__ = [
     "guarded_make_dataclass",
     "guarded_pickle_by_enum_name",
     "guarded_user_string",
+    "refuse_subclasses",
 ]
 
 
@@ -191,3 +192,18 @@ def guarded_find_caller(find_caller: Callable[..., Any]) -> Callable[..., Any]:
         return find_caller(self, False, 2)  # 2: past this function, to the caller
 
     return findCaller
+
+
+def refuse_subclasses(base: type) -> None:
+    """No new subclass of `base` (see `guards.os_bases`), however it is made (a class
+    statement, `type(name, bases, namespace)`, a metaclass): `type.__new__` calls the
+    base's `__init_subclass__`, here refusing. Set once locked down: the library's own
+    subclasses exist already."""
+
+    def __init_subclass__(cls: type, /, **kwargs: Any) -> None:
+        raise TypeError(
+            f"subclassing {base.__qualname__} is not allowed in the sandbox (its methods act "
+            "on the OS through the instance's private state)"
+        )
+
+    base.__init_subclass__ = classmethod(__init_subclass__)  # type: ignore[assignment]

@@ -22,7 +22,7 @@ from types import CodeType, MethodType
 from typing import Any
 
 from mcp_code_mode.sandbox.child import audit, module_view, outcome, rewrite, worker
-from mcp_code_mode.sandbox.child.guards import guest_getattr, safe_hasattr
+from mcp_code_mode.sandbox.child.guards import guest_getattr, os_bases, safe_hasattr
 from mcp_code_mode.sandbox.child.guest import GuestRuntime
 from mcp_code_mode.sandbox.child.library_guards import (
     guarded_cached_property,
@@ -30,6 +30,7 @@ from mcp_code_mode.sandbox.child.library_guards import (
     guarded_find_caller,
     guarded_global_enum,
     guarded_user_string,
+    refuse_subclasses,
 )
 from mcp_code_mode.sandbox.child.rules import (
     BLOCKED_ATTRIBUTES,
@@ -128,6 +129,8 @@ def _wrap_libraries(loaded: dict[str, Any]) -> None:
     collections: Any = loaded.get("collections")
     if collections is not None:
         guarded_user_string(collections.UserString)
+    for base in os_bases():
+        refuse_subclasses(base)
     logging: Any = loaded.get("logging")
     if logging is not None:
         logging.Logger.findCaller = guarded_find_caller(logging.Logger.findCaller)
