@@ -149,6 +149,47 @@ GADGETS = table(
         "w._callbacks = {1: (0, None, None)}\nw.remove_child_handler(1)\n'ESCAPED'",
         STOPPED,
     ),
+    # (outside attack 29)
+    (
+        "cached_property_base_get_through_super",
+        "import functools, json\ncp = functools.cached_property(lambda x: 1)\n"
+        "cp.attrname = '__getattribute__'\n"
+        "ga = super(functools.cached_property, cp).__get__(object, None)\n"
+        "'ESCAPED' + str(ga(json.dumps, '__globals__')['__builtins__'])",
+        STOPPED,
+    ),
+    (
+        "copy_state_as_pairs_onto_a_library_object",
+        "import asyncio, copy\nclass R:\n    def __reduce__(self):\n"
+        "        return (object.__new__, (asyncio.BaseEventLoop,), [('_thread_id', None)])\n"
+        "copy.copy(R())\n'ESCAPED'",
+        STOPPED,
+    ),
+    (
+        "copy_state_as_a_mapping_onto_a_library_object",
+        "import asyncio, copy\nclass M:\n    def keys(self):\n        return ['_closed']\n"
+        "    def __getitem__(self, key):\n        return True\n"
+        "class R:\n    def __reduce__(self):\n"
+        "        return (object.__new__, (asyncio.BaseEventLoop,), M())\n"
+        "copy.copy(R())\n'ESCAPED'",
+        STOPPED,
+    ),
+    (
+        "deepcopy_state_that_copies_to_a_dict",
+        "import asyncio, copy\nclass D:\n    def __deepcopy__(self, memo):\n"
+        "        return {'_closed': True}\n"
+        "class R:\n    def __reduce__(self):\n"
+        "        return (object.__new__, (asyncio.BaseEventLoop,), D())\n"
+        "copy.deepcopy(R())\n'ESCAPED'",
+        STOPPED,
+    ),
+    (
+        "child_watcher_method_on_a_guest_object",
+        "import asyncio\nclass L:\n    def _remove_reader(self, fd):\n        return True\n"
+        "class W:\n    pass\nw = W()\nw._loop = L()\nw._callbacks = {1: (299, None, None)}\n"
+        "asyncio.PidfdChildWatcher.remove_child_handler(w, 1)\n'ESCAPED'",
+        POLICY,
+    ),
     (
         "signal_handler_replaces_the_soft_time_limit",
         "import asyncio\nasyncio.get_running_loop().add_signal_handler(14, lambda: None)\n"

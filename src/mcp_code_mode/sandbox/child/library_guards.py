@@ -5,7 +5,7 @@ them; `guards` has the attribute checks they rest on)."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from mcp_code_mode.sandbox.child.guards import (
     MRO,
@@ -139,16 +139,22 @@ def guarded_make_dataclass(make_dataclass: Callable[..., Any]) -> Callable[..., 
 def guarded_cached_property(base: type) -> type:
     """`functools.cached_property` for the guest's own objects only: its `__get__` reads
     `instance.__dict__[attrname]`, so on a builtin type (`object`) with an attrname the
-    guest chose it would hand out `object.__getattribute__`, a getattr with no guard."""
+    guest chose it would hand out `object.__getattribute__`, a getattr with no guard.
 
-    class cached_property(base):  # type: ignore[misc]
-        def __get__(self, instance: Any, owner: Any = None) -> Any:
-            if instance is not None and not is_guest_object(instance):
-                raise TypeError("cached_property works on instances of your own classes only")
-            return super().__get__(instance, owner)
+    What `functools` hands out from now on is a subclass; the check is on the base's own
+    `__get__`, in place, for every instance of a subclass (`super(cached_property,
+    cp).__get__(object)` reached the unchecked one, outside attack 29). The library's
+    own, made before, are of the base class and unchecked."""
+    get = cast(Any, base).__get__
 
+    def __get__(self: Any, instance: Any, owner: Any = None) -> Any:
+        if instance is not None and type(self) is not base and not is_guest_object(instance):
+            raise TypeError("cached_property works on instances of your own classes only")
+        return get(self, instance, owner)
+
+    base.__get__ = __get__  # type: ignore[attr-defined]
+    cached_property = type("cached_property", (base,), {"__doc__": base.__doc__})
     cached_property.__module__ = base.__module__
-    cached_property.__doc__ = base.__doc__
     return cached_property
 
 

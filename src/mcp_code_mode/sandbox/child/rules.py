@@ -131,6 +131,18 @@ BLOCKED_ATTRIBUTES = frozenset(
         "findCaller",  # logging's frame walk, which names the worker's frames as text
         "add_signal_handler",  # the worker's SIGALRM is its soft time limit
         "remove_signal_handler",
+        # asyncio's child watchers and the module of its file-descriptor transports: their
+        # methods close descriptors and set signal handlers from their `self`'s state, any
+        # object's when called unbound (outside attack 29: `os.close` of any descriptor)
+        "AbstractChildWatcher",
+        "SafeChildWatcher",
+        "FastChildWatcher",
+        "PidfdChildWatcher",
+        "MultiLoopChildWatcher",
+        "ThreadedChildWatcher",
+        "get_child_watcher",
+        "set_child_watcher",
+        "unix_events",
     ]
 )
 

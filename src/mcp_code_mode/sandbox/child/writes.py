@@ -247,8 +247,14 @@ def _state_refusal(made: Any, state: Any) -> str | None:
     """What is wrong with `state` as attribute writes to `made`, by the rules of
     `safe_setattr`: `copy` applies it to `__dict__` natively (private fields of an
     `enum.property` made its `__get__` the real getattr on 3.13, outside attack 23).
-    A state of some other type is a library `__setstate__`'s own format, left to it."""
+    A state of some other type is a library `__setstate__`'s own format, left to it; with
+    no `__setstate__`, `copy` passes it to `__dict__.update`, which takes pairs and any
+    mapping as well (outside attack 29: `[("_signal_handlers", {14: None})]` onto an event
+    loop made by `object.__new__`): only a dict is applied then."""
     parts = state if type(state) is tuple and len(state) == 2 else (state,)
+    plain = not any("__setstate__" in VARS(klass) for klass in MRO(type(made)))
+    if plain and any(part is not None and type(part) is not dict for part in parts):
+        return f"a {type(made).__name__} object from a state that is not a dict"
     for part in parts:
         if isinstance(part, dict) and type(part) is not dict:
             return "an object from a dict subclass"  # its keys could differ from its items
