@@ -8,8 +8,10 @@ worker decides each such event by the nearest frame that owns it:
 
 - a trusted helper for that event (`collections.namedtuple` and `dataclasses` compiling
   their methods, `typing` evaluating a string annotation, asyncio's self-pipe, the guest
-  importer, the worker formatting a traceback): allowed, and code such a helper executes
-  must pass the policy's name check (no attribute that reaches frames, code, globals or
+  importer, the worker formatting a traceback): allowed when the helper's own code caused
+  it, or code of the modules listed beneath it (`trusted.Helper.under`), not other library
+  code a callable the guest planted ran under it; and code such a helper executes must
+  pass the policy's name check (no attribute that reaches frames, code, globals or
   subclasses);
 - guest code (compiled from `<guest>`), or nothing at all once guest code has run (the
   hook is then armed for good: event-loop callbacks, finalizers and `repr` run callables
