@@ -190,6 +190,21 @@ GADGETS = table(
         "asyncio.PidfdChildWatcher.remove_child_handler(w, 1)\n'ESCAPED'",
         POLICY,
     ),
+    # (outside attack 30)
+    (
+        "sock_sendfile_copies_between_the_workers_descriptors",
+        "import asyncio\nclass S:\n    type = 1\n    def fileno(self):\n        return 4\n"
+        "class F:\n    mode = 'rb'\n    def fileno(self):\n        return 7\n"
+        "await asyncio.get_running_loop().sock_sendfile(S(), F(), 16, 1, fallback=False)\n"
+        "'ESCAPED'",
+        POLICY,
+    ),
+    (
+        "runner_subclass_sets_a_signal_handler",
+        "import asyncio\nclass R(asyncio.Runner):\n    def _on_sigint(self, *a, **k):\n"
+        "        pass\n'ESCAPED'",
+        STOPPED,
+    ),
     (
         "signal_handler_replaces_the_soft_time_limit",
         "import asyncio\nasyncio.get_running_loop().add_signal_handler(14, lambda: None)\n"

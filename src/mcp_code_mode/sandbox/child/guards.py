@@ -111,7 +111,7 @@ _KEPT_CLASSES = 4096  # verdicts kept (a run making classes in a loop starts ove
 
 def os_bases() -> tuple[type, ...]:
     """Library classes whose methods act on the OS through their private state: asyncio's
-    event loops, child watchers, transports, servers and loop policies. A guest subclass's
+    event loops, child watchers, transports, servers, loop policies and runners. A guest subclass's
     instance made with `object.__new__` and given private state had the loop's `close()`
     reset the worker's signal handlers and a watcher close any descriptor (outside attack
     28): the private state of such an object is the library's, not the guest's, and no
@@ -123,6 +123,8 @@ def os_bases() -> tuple[type, ...]:
         ("asyncio.events", "AbstractServer"),
         ("asyncio.transports", "BaseTransport"),
         ("asyncio.unix_events", "AbstractChildWatcher"),
+        # its `run` sets a SIGINT handler to a method a subclass may override (attack 30)
+        ("asyncio.runners", "Runner"),
     )
     found = (getattr(sys.modules.get(module), name, None) for module, name in names)
     return tuple(base for base in found if isinstance(base, type))

@@ -143,6 +143,14 @@ BLOCKED_ATTRIBUTES = frozenset(
         "get_child_watcher",
         "set_child_watcher",
         "unix_events",
+        # event-loop methods that act on descriptor numbers a guest object's `fileno()`
+        # gives (outside attack 30: `sock_sendfile` copied the output memfd into the host
+        # channel with `os.sendfile`, past the worker's framing) or on the loop's selector
+        "sock_sendfile",
+        "sendfile",
+        "connect_accepted_socket",
+        "remove_reader",
+        "remove_writer",
     ]
 )
 
