@@ -108,7 +108,7 @@ class SandboxExecutor:
         try:
             async with asyncio.timeout(timeout_s + KILL_GRACE_S) as clock:
                 done = await self._attempt(message, router, produced, Hold(clock))
-            result = from_done(done)
+            result = from_done(done, self.limits.max_output_chars)
         except TimeoutError:
             result = ExecutionResult.failure(
                 ErrorType.TIMEOUT,

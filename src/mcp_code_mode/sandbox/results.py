@@ -6,6 +6,7 @@ adapter), with the grace the host gives a worker's own timer before it kills.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 
 from ..errors import ErrorType, WorkerCrashed
@@ -48,16 +49,31 @@ def check_code(code: str, allowed_imports: Sequence[str], limits: Limits) -> Exe
     return ExecutionResult.failure(ErrorType(violation.kind), violation.message, violation.line)
 
 
-def from_done(done: DoneMessage) -> ExecutionResult:
-    """The result a worker reported; a malformed report is the worker's failure, not ours."""
+def from_done(done: DoneMessage, max_output_chars: int) -> ExecutionResult:
+    """The result a worker reported; a malformed report is the worker's failure, not ours.
+
+    The worker charges stdout, log lines and the result to the run's output budget; a
+    report far past it comes from a worker that no longer keeps to it (guest code that
+    wrote to the channel itself, outside attack 30) and is not used."""
     try:
         error = ErrorDetail.model_validate(done["error"]) if done.get("error") else None
-        return ExecutionResult(
+        result = ExecutionResult(
             ok=bool(done["ok"]) and error is None,
             result=done.get("result"),
             stdout=str(done.get("stdout", "")),
             logs=[str(x) for x in done.get("logs", [])],
             error=error,
         )
+        reported = len(result.stdout) + sum(map(len, result.logs))
+        reported += len(json.dumps(result.result, ensure_ascii=False, default=str))
     except (KeyError, TypeError, ValueError) as exc:  # pydantic's ValidationError is a ValueError
         raise WorkerCrashed(f"the worker sent a malformed result: {exc}") from None
+    if reported > 2 * max_output_chars + _REPORT_SLACK:
+        raise WorkerCrashed(
+            f"the worker reported {reported:,} characters of output, past the run's limit of "
+            f"{max_output_chars:,}: the report is not used"
+        )
+    return result
+
+
+_REPORT_SLACK = 64 * 1024  # what the worker's own accounting may differ by (JSON framing)

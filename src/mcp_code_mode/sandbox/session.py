@@ -82,7 +82,7 @@ class CodeSession:
         try:
             async with asyncio.timeout(timeout_s + KILL_GRACE_S) as clock:
                 done = await Conversation(self._worker, router, hold=Hold(clock)).run(message)
-            result = from_done(done)
+            result = from_done(done, self._executor.limits.max_output_chars)
         except TimeoutError:
             result = ExecutionResult.failure(
                 ErrorType.TIMEOUT, f"the step exceeded its {timeout_s:g}s time limit; {LOST}"
