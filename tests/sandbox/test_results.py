@@ -37,5 +37,24 @@ def test_a_report_within_the_budget_is_used() -> None:
 def test_a_report_far_past_the_budget_is_not_used(fields: dict[str, Any]) -> None:
     """Only a worker whose guest code wrote to the channel itself sends one (outside attack
     30: a forged `done` line copied in with `os.sendfile`)."""
-    with pytest.raises(WorkerCrashed, match="past the run's limit"):
+    with pytest.raises(WorkerCrashed, match="past the run's output limit"):
         from_done(_done(**fields), max_output_chars=100_000)
+
+
+def test_a_huge_or_deep_report_costs_no_more_than_its_budget() -> None:
+    """A forged report of 31 million list items was walked whole on the event loop, and
+    one nested 1,000 deep raised RecursionError past the handler (outside attack 31)."""
+    import time
+
+    started = time.perf_counter()
+    with pytest.raises(WorkerCrashed, match="past the"):
+        from_done(_done(result=[0] * 31_000_000), max_output_chars=100_000)
+    assert time.perf_counter() - started < 5.0  # walks ~300k items, not 31 million
+    deep: Any = "x"
+    for _ in range(5000):
+        deep = [deep]
+    with pytest.raises(WorkerCrashed, match="nested more than"):
+        from_done(_done(result=deep), max_output_chars=100_000)
+    with pytest.raises(WorkerCrashed, match="malformed"):
+        from_done(_done(logs=[deep]), max_output_chars=100_000)
+    assert from_done(_done(result=[[["fine"]]]), max_output_chars=100_000).result == [[["fine"]]]

@@ -200,6 +200,14 @@ GADGETS = table(
         POLICY,
     ),
     (
+        "sock_recv_registers_any_descriptor_in_the_loop",
+        "import asyncio\nclass S:\n    def fileno(self):\n        return 4\n"
+        "    def recv(self, n):\n        raise BlockingIOError\n"
+        "t = asyncio.ensure_future(asyncio.get_running_loop().sock_recv(S(), 1))\n"
+        "await asyncio.sleep(0)\nt.cancel()\n'ESCAPED'",
+        POLICY,
+    ),
+    (
         "runner_subclass_sets_a_signal_handler",
         "import asyncio\nclass R(asyncio.Runner):\n    def _on_sigint(self, *a, **k):\n"
         "        pass\n'ESCAPED'",

@@ -178,7 +178,7 @@ class Conversation:
                         self.router.query, str(request["kind"]), dict(request["args"])
                     )
                 ]
-        except (KeyError, TypeError, ValueError):
+        except (KeyError, TypeError, ValueError, RecursionError):
             self.worker.kill()  # a malformed request: the conversation loop reports the crash
             return
         paused_before = self.router.paused_s

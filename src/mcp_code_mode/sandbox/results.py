@@ -6,8 +6,9 @@ adapter), with the grace the host gives a worker's own timer before it kills.
 
 from __future__ import annotations
 
-import json
+import itertools
 from collections.abc import Sequence
+from typing import Any
 
 from ..errors import ErrorType, WorkerCrashed
 from .base import ErrorDetail, ExecutionResult, Limits
@@ -54,26 +55,61 @@ def from_done(done: DoneMessage, max_output_chars: int) -> ExecutionResult:
 
     The worker charges stdout, log lines and the result to the run's output budget; a
     report far past it comes from a worker that no longer keeps to it (guest code that
-    wrote to the channel itself, outside attack 30) and is not used."""
+    wrote to the channel itself, outside attack 30) and is not used. The check walks the
+    report without recursion and no further than the budget: a forged report of 31
+    million list items or 1,000 levels of nesting costs no more than a legal one."""
+    budget = 2 * max_output_chars + _REPORT_SLACK
     try:
+        fields = (
+            done.get("stdout", ""),
+            done.get("logs", []),
+            done.get("result"),
+            done.get("error"),
+        )
+        if type(fields[0]) is not str or type(fields[1]) is not list:
+            raise TypeError("stdout must be a str and logs a list")
+        if any(type(line) is not str for line in fields[1]):
+            raise TypeError("every log line must be a str")
+        if _exceeds(fields, budget):
+            raise WorkerCrashed(
+                f"the worker's report is past the run's output limit of {max_output_chars:,} "
+                f"characters (more than {budget:,}, or nested more than {_MAX_DEPTH} deep): "
+                "it is not used"
+            )
         error = ErrorDetail.model_validate(done["error"]) if done.get("error") else None
-        result = ExecutionResult(
+        return ExecutionResult(
             ok=bool(done["ok"]) and error is None,
-            result=done.get("result"),
-            stdout=str(done.get("stdout", "")),
-            logs=[str(x) for x in done.get("logs", [])],
+            result=fields[2],
+            stdout=fields[0],
+            logs=list(fields[1]),
             error=error,
         )
-        reported = len(result.stdout) + sum(map(len, result.logs))
-        reported += len(json.dumps(result.result, ensure_ascii=False, default=str))
     except (KeyError, TypeError, ValueError) as exc:  # pydantic's ValidationError is a ValueError
         raise WorkerCrashed(f"the worker sent a malformed result: {exc}") from None
-    if reported > 2 * max_output_chars + _REPORT_SLACK:
-        raise WorkerCrashed(
-            f"the worker reported {reported:,} characters of output, past the run's limit of "
-            f"{max_output_chars:,}: the report is not used"
-        )
-    return result
 
 
+def _exceeds(value: Any, budget: int) -> bool:
+    """Whether JSON data holds more than `budget` characters, or nests deeper than
+    `_MAX_DEPTH` (what the worker's own JSON encoding makes stays far below): counted item
+    by item from a stack of iterators (no recursion), stopping as soon as it is past."""
+    used, stack = 0, [iter((value,))]
+    while stack:
+        item = next(stack[-1], _END)
+        if item is _END:
+            stack.pop()
+            continue
+        if isinstance(item, dict):
+            stack.append(itertools.chain.from_iterable(item.items()))
+        elif isinstance(item, list | tuple):
+            stack.append(iter(item))
+        elif isinstance(item, str):
+            used += len(item)
+        used += 2  # a scalar's text, or the brackets and separator around the rest
+        if used > budget or len(stack) > _MAX_DEPTH:
+            return True
+    return False
+
+
+_END = object()
+_MAX_DEPTH = 500
 _REPORT_SLACK = 64 * 1024  # what the worker's own accounting may differ by (JSON framing)

@@ -148,6 +148,13 @@ BLOCKED_ATTRIBUTES = frozenset(
         # channel with `os.sendfile`, past the worker's framing) or on the loop's selector
         "sock_sendfile",
         "sendfile",
+        "sock_recv",  # these register the descriptor a guest socket names in the loop's epoll
+        "sock_recv_into",
+        "sock_recvfrom",
+        "sock_recvfrom_into",
+        "sock_sendall",
+        "sock_sendto",
+        "sock_accept",
         "connect_accepted_socket",
         "remove_reader",
         "remove_writer",
