@@ -208,6 +208,16 @@ GADGETS = table(
         POLICY,
     ),
     (
+        # a guest subclass's `_attr_type` answered the guard one way and enum another
+        # (outside attack 32; 3.13's `enum.property.__get__` reads it twice)
+        "enum_property_subclass_answers_twice",
+        "import enum, json\ncalls = [0]\nclass P(enum.property):\n    _cls_type = json.dumps\n"
+        "    name = '__glo' + 'bals__'\n    @property\n    def _attr_type(self):\n"
+        "        calls[0] += 1\n        return None if calls[0] == 1 else 'attr'\n"
+        "g = P().__get__(1, int)\n'ESCAPED' + str(g['__builtins__'])",
+        STOPPED,
+    ),
+    (
         "runner_subclass_sets_a_signal_handler",
         "import asyncio\nclass R(asyncio.Runner):\n    def _on_sigint(self, *a, **k):\n"
         "        pass\n'ESCAPED'",

@@ -158,13 +158,19 @@ def guarded_cached_property(base: type) -> type:
     return cached_property
 
 
-def guarded_enum_property_get(get: Callable[..., Any]) -> Callable[..., Any]:
+def guarded_enum_property_get(get: Callable[..., Any], exact: Any) -> Callable[..., Any]:
     """`enum.property.__get__`: on 3.12+ a member named like a base class's attribute is
     read through `getattr(cls or value, name)`, the real getattr on whatever value the guest
     gave the member, by the member's name (`_names` of the tools view, outside attack 23).
-    Those two cases read through the guest's guarded `getattr`."""
+    Those two cases read through the guest's guarded `getattr`.
+
+    Only for `enum.property` itself (the stdlib has no subclass of it): a guest subclass's
+    `_attr_type` property answered this check one way and the original's second read the
+    other, and the original read `json.dumps.__globals__` (outside attack 32, 3.13)."""
 
     def __get__(self: Any, instance: Any, ownerclass: Any = None) -> Any:
+        if type(self) is not exact:
+            raise TypeError("subclasses of enum.property are not supported in the sandbox")
         kind = getattr(self, "_attr_type", None)  # the property's own: enum set it
         if instance is not None and self.fget is None and kind in ("attr", "desc"):
             target = self._cls_type if kind == "attr" else instance._value_

@@ -125,7 +125,7 @@ def _wrap_libraries(loaded: dict[str, Any]) -> None:
     enum: Any = loaded.get("enum")
     if enum is not None:
         enum.global_enum = guarded_global_enum(enum.global_enum, enum.EnumType)
-        enum.property.__get__ = guarded_enum_property_get(enum.property.__get__)
+        enum.property.__get__ = guarded_enum_property_get(enum.property.__get__, enum.property)
     collections: Any = loaded.get("collections")
     if collections is not None:
         guarded_user_string(collections.UserString)
