@@ -138,9 +138,9 @@ def _plain_lookup_of(cls: type) -> bool:
     a library's Python `__getattr__`/`__getattribute__` (typing's aliases), or has a hook
     that is not a function of the guest's (a library callable set as a guest class's
     `__getattr__`)."""
-    forwarding = (*_FORWARDING, *os_bases())
+    refused = (*_FORWARDING, *os_bases())
     for klass in MRO(cls):
-        if any(klass is base for base in forwarding):
+        if any(klass is base for base in refused):
             return False
         namespace = VARS(klass)
         guest = _is_guest_namespace(namespace)
@@ -162,7 +162,7 @@ def _refusal(obj: Any, name: str) -> str | None:
     if is_blocked(name):
         return f"access to attribute {name!r} is not allowed"
     if name in CHECKED_READS and not (type(obj) is memoryview or is_guest_object(obj)):
-        # An AttributeError's is the object a failed lookup was made on: a module a view
+        # An AttributeError's `obj` is the object a failed lookup was made on: a module a view
         # holds, a library's internals (outside attack 26: `enum.zz` raised with the real
         # `enum` as `.obj`); a GenericAlias over one forwards the read (attack 27).
         return (
