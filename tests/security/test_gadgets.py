@@ -142,6 +142,16 @@ GADGETS = table(
         STOPPED,
     ),
     (
+        # a guest mixin first in the MRO whose `__init_subclass__` does not chain skips the
+        # base's refusal (outside attack 32): signal handling itself is then refused
+        "event_loop_subclass_behind_a_mixin",
+        "import asyncio\nclass Mix:\n    def __init_subclass__(cls, **kw):\n        pass\n"
+        "class Mine(Mix, asyncio.SelectorEventLoop):\n    _thread_id = None\n"
+        "    _closed = True\n    _signal_handlers = {14: None}\n    _ssock = None\n"
+        "object.__new__(Mine).close()\n'ESCAPED'",
+        STOPPED,
+    ),
+    (
         "child_watcher_subclass_closes_a_descriptor",
         "import asyncio\nclass L:\n    def is_closed(self):\n        return False\n"
         "    def _remove_reader(self, fd):\n        return True\n"

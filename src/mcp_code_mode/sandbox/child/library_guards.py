@@ -26,6 +26,7 @@ __all__ = [
     "guarded_make_dataclass",
     "guarded_pickle_by_enum_name",
     "guarded_user_string",
+    "refuse_signal_changes",
     "refuse_subclasses",
 ]
 
@@ -219,3 +220,35 @@ def refuse_subclasses(base: type) -> None:
         )
 
     base.__init_subclass__ = classmethod(__init_subclass__)  # type: ignore[assignment]
+
+
+SIGNAL_CHANGERS = (
+    "signal",
+    "set_wakeup_fd",
+    "setitimer",
+    "alarm",
+    "siginterrupt",
+    "pthread_sigmask",
+)
+"""The `signal` functions that change how this process takes signals: the worker's soft
+time limit is a SIGALRM handler and a timer (SIGINT under Pyodide)."""
+
+
+def refuse_signal_changes(signal: Any) -> None:
+    """Once locked down, nothing but the worker's own code (which kept the real functions,
+    `worker.SET_HANDLER`) changes signal handling: library code that acts on state the
+    guest chose (a loop's `close()` removing the handlers its subclass's class body listed,
+    a `Runner` installing its subclass's `_on_sigint`, outside attacks 28, 30 and 32) gets
+    a ValueError, the error `signal.signal` gives off the main thread, which asyncio's
+    `Runner` already expects. One wall for every such path, beside the subclass refusal."""
+    for name in SIGNAL_CHANGERS:
+        if getattr(signal, name, None) is not None:
+            setattr(signal, name, _refusing(name))
+
+
+def _refusing(name: str) -> Callable[..., Any]:
+    def refused(*args: Any, **kwargs: Any) -> Any:
+        raise ValueError(f"signal.{name}() is not allowed in the sandbox")
+
+    refused.__name__ = refused.__qualname__ = name
+    return refused

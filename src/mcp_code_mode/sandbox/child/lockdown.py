@@ -30,6 +30,7 @@ from mcp_code_mode.sandbox.child.library_guards import (
     guarded_find_caller,
     guarded_global_enum,
     guarded_user_string,
+    refuse_signal_changes,
     refuse_subclasses,
 )
 from mcp_code_mode.sandbox.child.rules import (
@@ -131,6 +132,8 @@ def _wrap_libraries(loaded: dict[str, Any]) -> None:
         guarded_user_string(collections.UserString)
     for base in os_bases():
         refuse_subclasses(base)
+    if loaded.get("signal") is not None:
+        refuse_signal_changes(loaded["signal"])
     logging: Any = loaded.get("logging")
     if logging is not None:
         logging.Logger.findCaller = guarded_find_caller(logging.Logger.findCaller)

@@ -38,12 +38,18 @@ Exchange = Callable[[dict[str, Any] | None], dict[str, Any]]
 for it: its `reply`, or a `pause` (blocking)."""
 
 
+SET_HANDLER = signal.signal
+"""The real `signal.signal`, kept for the worker's own use: once locked down, signal
+handling cannot be changed by anything else (`library_guards.refuse_signal_changes`)."""
+_SETITIMER = getattr(signal, "setitimer", None)
+
+
 def _setitimer(seconds: float) -> None:
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    _SETITIMER(signal.ITIMER_REAL, seconds)  # type: ignore[misc]
 
 
 soft_timer: tuple[int, Callable[[float], None]] | None = (
-    (signal.SIGALRM, _setitimer) if hasattr(signal, "setitimer") else None
+    (signal.SIGALRM, _setitimer) if _SETITIMER is not None else None
 )
 """The run's own time limit: the signal that ends it and how to arm it (0 disarms).
 
@@ -238,7 +244,7 @@ def _run_with_limits(
     timeout_s = float(message["timeout_s"])
     timer = soft_timer
     if timer is not None:
-        signal.signal(timer[0], _on_alarm(run, timeout_s))
+        SET_HANDLER(timer[0], _on_alarm(run, timeout_s))
     sys.stdout = sys.stderr = capture
     try:
         code = compile_guest(source)

@@ -170,7 +170,7 @@ def main() -> None:
         if not _fork_one(request, requests.take_fds(), control, forked, options):
             break  # the host closed the pool mid-fork
     # The host closed the channel: what it did not dispose of is ours to clean up.
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    worker.SET_HANDLER(signal.SIGTERM, signal.SIG_IGN)
     forked.remove_all()
     os._exit(0)
 
@@ -184,7 +184,7 @@ def _exit_with_the_host(forked: _Forked) -> None:
             forked.remove_all()
         os._exit(0)
 
-    signal.signal(signal.SIGTERM, host_gone)
+    worker.SET_HANDLER(signal.SIGTERM, host_gone)
     die_with_parent(signal.SIGTERM)
 
 
@@ -203,7 +203,7 @@ def _prepare(requests: _Control, control: socket.socket) -> dict[str, Any]:
     shared = namespaces.Shared.make() if layers["seccomp"] else None
     lock_down(allowed, warm_up=_warm_up)  # every worker forked from here inherits it
     gc.freeze()  # keep the collector from touching (and so copying) preloaded objects in workers
-    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # workers are reaped by the kernel
+    worker.SET_HANDLER(signal.SIGCHLD, signal.SIG_IGN)  # workers are reaped by the kernel
     control.sendall(encode({"op": "ready", "pid": os.getpid(), "layers": layers}))
     return {"allowed_imports": allowed, "layers": layers, "shared": shared}
 
@@ -220,10 +220,10 @@ def _fork_one(
     forked.add(workdir)
     pid = os.fork()
     if pid == 0:
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        worker.SET_HANDLER(signal.SIGTERM, signal.SIG_DFL)
         forked.close_in_worker()
         control.close()
-        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        worker.SET_HANDLER(signal.SIGCHLD, signal.SIG_DFL)
         mirror_fd = fds[1] if len(fds) > 1 else None
         memory_mb = int(request["memory_mb"])
         serve(fds[0], workdir=workdir, memory_mb=memory_mb, mirror_fd=mirror_fd, **options)
