@@ -228,6 +228,13 @@ GADGETS = table(
         STOPPED,
     ),
     (
+        # asyncio's frame walk, trusted for its own debug tracebacks, named the worker's
+        # frames, files and lines as text when the guest called it (outside attack 34)
+        "asyncio_extract_stack_names_the_workers_frames",
+        "import asyncio\n'ESCAPED' + str(asyncio.format_helpers.extract_stack())",
+        STOPPED,
+    ),
+    (
         "runner_subclass_sets_a_signal_handler",
         "import asyncio\nclass R(asyncio.Runner):\n    def _on_sigint(self, *a, **k):\n"
         "        pass\n'ESCAPED'",
@@ -1360,6 +1367,20 @@ CRASHES = table(
         "class M:\n    def __format__(self, spec):\n        raise ValueError('no')\n"
         "e = SyntaxError('x')\ne.msg = M()\ne.lineno = {1, 2}\nraise e",
         "SYNTAX_ERROR",
+    ),
+    # a result whose JSON encoding raised a BaseException took the worker past its
+    # `os._exit` into the interpreter's shutdown, running guest `__del__`s with the
+    # modules torn down (outside attack 34)
+    (
+        "result_whose_encoding_raises_system_exit",
+        "class D(dict):\n    def items(self):\n        raise SystemExit(3)\nD(a=1)",
+        "RUNTIME_ERROR",
+    ),
+    (
+        "result_whose_encoding_raises_its_own_base_exception",
+        "class B(BaseException):\n    pass\nclass D(dict):\n    def items(self):\n"
+        "        raise B()\nD(a=1)",
+        "RUNTIME_ERROR",
     ),
 )
 

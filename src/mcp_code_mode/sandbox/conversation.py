@@ -178,8 +178,10 @@ class Conversation:
                         self.router.query, str(request["kind"]), dict(request["args"])
                     )
                 ]
-        except (KeyError, TypeError, ValueError, RecursionError):
-            self.worker.kill()  # a malformed request: the conversation loop reports the crash
+        except (LookupError, TypeError, ValueError, ArithmeticError, RecursionError):
+            # a malformed request (`int(1e400)` is an OverflowError): the conversation loop
+            # reports the crash
+            self.worker.kill()
             return
         paused_before = self.router.paused_s
         try:

@@ -109,14 +109,17 @@ _PLAIN: dict[int, tuple[type, tuple[type, ...], bool]] = {}
 _KEPT_CLASSES = 4096  # verdicts kept (a run making classes in a loop starts over)
 
 
-def os_bases() -> tuple[type, ...]:
+def os_bases(*, find: bool = False) -> tuple[type, ...]:
     """Library classes whose methods act on the OS through their private state: asyncio's
     event loops, child watchers, transports, servers, loop policies and runners. A guest subclass's
     instance made with `object.__new__` and given private state had the loop's `close()`
     reset the worker's signal handlers and a watcher close any descriptor (outside attack
     28): the private state of such an object is the library's, not the guest's, and no
     new subclass of them may be made (`lockdown`). (Only once asyncio is loaded: before,
-    nothing can derive from them.)"""
+    nothing can derive from them.) Found anew with `find` (by `lockdown`) and kept: looked
+    up in `sys.modules` later, they could be missing when the interpreter empties it."""
+    if _OS_BASES and not find:
+        return _OS_BASES[0]
     names = (
         ("asyncio.events", "AbstractEventLoop"),
         ("asyncio.events", "AbstractEventLoopPolicy"),
@@ -127,7 +130,13 @@ def os_bases() -> tuple[type, ...]:
         ("asyncio.runners", "Runner"),
     )
     found = (getattr(sys.modules.get(module), name, None) for module, name in names)
-    return tuple(base for base in found if isinstance(base, type))
+    bases = tuple(base for base in found if isinstance(base, type))
+    if find:
+        _OS_BASES[:] = [bases]
+    return bases
+
+
+_OS_BASES: list[tuple[type, ...]] = []
 
 
 def _plain_lookup_of(cls: type) -> bool:

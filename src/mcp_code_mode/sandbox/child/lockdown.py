@@ -130,7 +130,7 @@ def _wrap_libraries(loaded: dict[str, Any]) -> None:
     collections: Any = loaded.get("collections")
     if collections is not None:
         guarded_user_string(collections.UserString)
-    for base in os_bases():
+    for base in os_bases(find=True):
         refuse_subclasses(base)
     if loaded.get("signal") is not None:
         refuse_signal_changes(loaded["signal"])

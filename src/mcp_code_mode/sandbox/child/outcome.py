@@ -149,6 +149,8 @@ def result_value(
             "the result is too large to serialise within MCP_CODE_MEMORY_MB (return less)",
             None,
         )
+    except Fatal as exc:
+        return None, make_error(exc.error_type, exc.message, None)
     except (TypeError, ValueError, RecursionError):
         try:
             text = json.dumps(repr(value))
@@ -156,6 +158,11 @@ def result_value(
             text = json.dumps(f"<unrepresentable {type(value).__name__} object>")
         logs.append(
             f"note: the result ({type(value).__name__}) is not JSON-serialisable; returned its repr"
+        )
+    except BaseException as exc:  # a guest `items()` or `__iter__` raised SystemExit & co.
+        name = type.__dict__["__name__"].__get__(type(exc))
+        return None, make_error(
+            "RUNTIME_ERROR", f"the result could not be made JSON: its code raised {name}", None
         )
     try:
         charge(len(text))

@@ -129,6 +129,7 @@ BLOCKED_ATTRIBUTES = frozenset(
         "methodcaller",
         "cell_contents",  # what a closure holds: a library closure holds the library
         "findCaller",  # logging's frame walk, which names the worker's frames as text
+        "extract_stack",  # asyncio.format_helpers' frame walk, likewise (outside attack 34)
         "add_signal_handler",  # the worker's SIGALRM is its soft time limit
         "remove_signal_handler",
         # asyncio's child watchers and the module of its file-descriptor transports: their

@@ -275,17 +275,19 @@ def serve(
     os.close(devnull)
     confine(workdir=workdir, memory_mb=memory_mb, layers=layers, shared=shared)
     _warm_up(allowed_imports)
-    try:
+    status = 70  # whatever ends this worker, it ends here, by `os._exit`: the interpreter's
+    try:  # own shutdown would run guest `__del__`s with the modules torn down (attack 34)
         write_message(pipe_out, {"op": "ready", "pid": os.getpid()})
         _serve_runs(_Exchange(pipe_in, pipe_out), allowed_imports, index, mirror)
         pipe_out.close()
+        status = 0
     except (BrokenPipeError, ConnectionResetError):
-        pass  # the host went away (pool closing): nothing to report to
+        status = 0  # the host went away (pool closing): nothing to report to
     finally:
         os.chdir("/")
         with contextlib.suppress(OSError):
             os.rmdir(workdir)  # the host removes it too when it knows it; a cancelled fork does not
-    os._exit(0)
+        os._exit(status)
 
 
 class _Exchange:
