@@ -1138,6 +1138,44 @@ async def test_a_reached_module_cannot_be_used(sys_gateway: Gateway, code: str) 
     assert json.dumps(out["result"]) == "null"
 
 
+@pytest_asyncio.fixture(scope="module", params=["local", "pyodide"])
+async def gc_gateway(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[Gateway]:
+    """`gc` allowed, as an operator might: its object graph is still not the guest's."""
+    from .conftest import _gateway
+
+    if request.param == "pyodide":
+        require_pyodide()
+    gw = await _gateway(tmp_path_factory, executor=request.param, extra_imports="gc")
+    try:
+        yield gw
+    finally:
+        await gw.aclose()
+
+
+# `gc.get_referents(json.dumps)` gave json's real globals as a plain dict: real builtins,
+# `sys`, the worker's channel, JavaScript on Pyodide (outside attack 35)
+THE_OBJECT_GRAPH = table(
+    ("referents", "import gc, json\n'ESCAPED' + str(gc.get_referents(json.dumps))", "POLICY"),
+    ("referrers", "import gc, json\n'ESCAPED' + str(len(gc.get_referrers(json)))", "POLICY"),
+    ("objects", "import gc\n'ESCAPED' + str(len(gc.get_objects()))", "POLICY"),
+    ("save_all", "import gc\ngc.set_debug(gc.DEBUG_SAVEALL)\n'ESCAPED'", "RUNTIME"),
+)
+
+
+@pytest.mark.parametrize(("code", "kind"), THE_OBJECT_GRAPH)
+async def test_gc_allowed_hands_out_no_object(gc_gateway: Gateway, code: str, kind: str) -> None:
+    out = await attempt(gc_gateway, code)
+    assert not reached(out), out
+    assert error_type(out) == {"POLICY": "POLICY_VIOLATION", "RUNTIME": "RUNTIME_ERROR"}[kind]
+
+
+async def test_gc_allowed_still_collects(gc_gateway: Gateway) -> None:
+    out = await attempt(gc_gateway, "import gc\n[type(gc.collect()).__name__, gc.isenabled()]")
+    assert out["result"] == ["int", True], out
+
+
 AFTER_THE_GUEST_RETURNS = table(
     (
         "event_loop_callback_builds_a_function",

@@ -64,10 +64,15 @@ _ALSO_GRANTS: dict[str, tuple[str, ...]] = {
 }
 
 
-# Frames, tracing and code are the Python layer's own: allowing `sys` (or the stdlib's
-# `code` module) does not hand them out.
+# Frames, tracing, code and the object graph are the Python layer's own: allowing `sys`
+# (or the stdlib's `code` module, or `gc`) does not hand them out. (`gc.get_referents`
+# gave a function's real module globals as a plain dict, then real builtins and `sys`, when
+# an operator allowed `gc`: outside attack 35.)
 _NEVER_GRANTED = frozenset(
     [
+        "gc.get_objects",
+        "gc.get_referrers",
+        "gc.get_referents",
         "code.__new__",
         "function.__new__",
         "object.__getattr__",

@@ -18,6 +18,7 @@ from mcp_code_mode.sandbox.child.rules import GUEST_MODULE
 from mcp_code_mode.sandbox.child.scopes import TRUSTED_NAMES
 
 __all__ = [
+    "REFUSED_CALLS",
     "guarded_cached_property",
     "guarded_dataclass",
     "guarded_enum_property_get",
@@ -26,7 +27,7 @@ __all__ = [
     "guarded_make_dataclass",
     "guarded_pickle_by_enum_name",
     "guarded_user_string",
-    "refuse_signal_changes",
+    "refuse_calls",
     "refuse_subclasses",
 ]
 
@@ -222,33 +223,33 @@ def refuse_subclasses(base: type) -> None:
     base.__init_subclass__ = classmethod(__init_subclass__)  # type: ignore[assignment]
 
 
-SIGNAL_CHANGERS = (
-    "signal",
-    "set_wakeup_fd",
-    "setitimer",
-    "alarm",
-    "siginterrupt",
-    "pthread_sigmask",
-)
-"""The `signal` functions that change how this process takes signals: the worker's soft
-time limit is a SIGALRM handler and a timer (SIGINT under Pyodide)."""
+REFUSED_CALLS: dict[str, tuple[str, ...]] = {
+    # the functions that change how this process takes signals: the worker's soft time
+    # limit is a SIGALRM handler and a timer (SIGINT under Pyodide)
+    "signal": ("signal", "set_wakeup_fd", "setitimer", "alarm", "siginterrupt", "pthread_sigmask"),
+    # DEBUG_SAVEALL keeps every cycle the collector frees, frames and tracebacks among
+    # them, in `gc.garbage` for anyone to read (with `gc` allowed: outside attack 35)
+    "gc": ("set_debug",),
+}
+"""Module functions refused to everyone once a worker is locked down (`refuse_calls`)."""
 
 
-def refuse_signal_changes(signal: Any) -> None:
-    """Once locked down, nothing but the worker's own code (which kept the real functions,
-    `worker.SET_HANDLER`) changes signal handling: library code that acts on state the
-    guest chose (a loop's `close()` removing the handlers its subclass's class body listed,
-    a `Runner` installing its subclass's `_on_sigint`, outside attacks 28, 30 and 32) gets
-    a ValueError, the error `signal.signal` gives off the main thread, which asyncio's
-    `Runner` already expects. One wall for every such path, beside the subclass refusal."""
-    for name in SIGNAL_CHANGERS:
-        if getattr(signal, name, None) is not None:
-            setattr(signal, name, _refusing(name))
+def refuse_calls(module: Any, names: tuple[str, ...]) -> None:
+    """Once locked down, nothing but the worker's own code (which kept the real functions
+    it needs, `worker.SET_HANDLER`) calls `module`'s `names`: library code that acts on
+    state the guest chose (a loop's `close()` removing the handlers its subclass's class
+    body listed, a `Runner` installing its subclass's `_on_sigint`, outside attacks 28, 30
+    and 32) gets a ValueError, the error `signal.signal` gives off the main thread, which
+    asyncio's `Runner` already expects. One wall for every route, beside the subclass
+    refusal and the names blocked on the way."""
+    for name in names:
+        if getattr(module, name, None) is not None:
+            setattr(module, name, _refusing(f"{module.__name__}.{name}"))
 
 
 def _refusing(name: str) -> Callable[..., Any]:
     def refused(*args: Any, **kwargs: Any) -> Any:
-        raise ValueError(f"signal.{name}() is not allowed in the sandbox")
+        raise ValueError(f"{name}() is not allowed in the sandbox")
 
-    refused.__name__ = refused.__qualname__ = name
+    refused.__name__ = refused.__qualname__ = name.rpartition(".")[2]
     return refused

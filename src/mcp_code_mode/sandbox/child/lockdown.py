@@ -25,12 +25,13 @@ from mcp_code_mode.sandbox.child import audit, module_view, outcome, rewrite, wo
 from mcp_code_mode.sandbox.child.guards import guest_getattr, os_bases, safe_hasattr
 from mcp_code_mode.sandbox.child.guest import GuestRuntime
 from mcp_code_mode.sandbox.child.library_guards import (
+    REFUSED_CALLS,
     guarded_cached_property,
     guarded_enum_property_get,
     guarded_find_caller,
     guarded_global_enum,
     guarded_user_string,
-    refuse_signal_changes,
+    refuse_calls,
     refuse_subclasses,
 )
 from mcp_code_mode.sandbox.child.rules import (
@@ -132,8 +133,9 @@ def _wrap_libraries(loaded: dict[str, Any]) -> None:
         guarded_user_string(collections.UserString)
     for base in os_bases(find=True):
         refuse_subclasses(base)
-    if loaded.get("signal") is not None:
-        refuse_signal_changes(loaded["signal"])
+    for name, calls in REFUSED_CALLS.items():
+        if loaded.get(name) is not None:
+            refuse_calls(loaded[name], calls)
     logging: Any = loaded.get("logging")
     if logging is not None:
         logging.Logger.findCaller = guarded_find_caller(logging.Logger.findCaller)

@@ -40,7 +40,7 @@ for it: its `reply`, or a `pause` (blocking)."""
 
 SET_HANDLER = signal.signal
 """The real `signal.signal`, kept for the worker's own use: once locked down, signal
-handling cannot be changed by anything else (`library_guards.refuse_signal_changes`)."""
+handling cannot be changed by anything else (`library_guards.REFUSED_CALLS`)."""
 _SETITIMER = getattr(signal, "setitimer", None)
 
 
