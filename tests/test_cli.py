@@ -103,6 +103,22 @@ def test_bad_setting_is_a_clear_error() -> None:
     assert "MCP_EXECUTOR='bogus'" in proc.stderr and "Traceback" not in proc.stderr
 
 
+def test_an_unguarded_module_in_the_allowlist_is_a_warning() -> None:
+    """`inspect` hands guest code real modules (outside attack 36): allowed, it is said."""
+    env = {**os.environ, "MCP_CODE_ALLOWED_IMPORTS": "time,inspect"}
+    proc = subprocess.run(
+        [str(SCRIPT), "exec", "--code", "1 + 1"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        timeout=60,
+    )
+    assert proc.returncode == 0 and proc.stdout.startswith("2"), proc.stderr
+    assert "inspect is not guarded by the sandbox's Python layer" in proc.stderr
+    assert "time is not" not in proc.stderr
+
+
 def test_bad_config_is_a_clear_error(tmp_path: Path) -> None:
     config = tmp_path / "bad.json"
     config.write_text(json.dumps({"servers": {"x": {"comand": "python"}}}))

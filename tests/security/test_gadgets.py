@@ -1142,12 +1142,13 @@ async def test_a_reached_module_cannot_be_used(sys_gateway: Gateway, code: str) 
 async def gc_gateway(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> AsyncIterator[Gateway]:
-    """`gc` allowed, as an operator might: its object graph is still not the guest's."""
+    """`gc` and `faulthandler` allowed, as an operator might: the object graph and the
+    signal handlers are still not the guest's."""
     from .conftest import _gateway
 
     if request.param == "pyodide":
         require_pyodide()
-    gw = await _gateway(tmp_path_factory, executor=request.param, extra_imports="gc")
+    gw = await _gateway(tmp_path_factory, executor=request.param, extra_imports="gc,faulthandler")
     try:
         yield gw
     finally:
@@ -1161,6 +1162,8 @@ THE_OBJECT_GRAPH = table(
     ("referrers", "import gc, json\n'ESCAPED' + str(len(gc.get_referrers(json)))", "POLICY"),
     ("objects", "import gc\n'ESCAPED' + str(len(gc.get_objects()))", "POLICY"),
     ("save_all", "import gc\ngc.set_debug(gc.DEBUG_SAVEALL)\n'ESCAPED'", "RUNTIME"),
+    # faulthandler's C handler took the soft time limit's SIGALRM (outside attack 36)
+    ("fault_handler", "import faulthandler\nfaulthandler.register(14)\n'ESCAPED'", "RUNTIME"),
 )
 
 

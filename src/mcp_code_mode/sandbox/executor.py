@@ -12,6 +12,7 @@ the host at timeout + grace. Not stopped here: whatever the launcher's layers do
 from __future__ import annotations
 
 import asyncio
+import logging
 import secrets
 import time
 from collections.abc import Sequence
@@ -21,6 +22,7 @@ from ..errors import ErrorType, WorkerCrashed
 from ..settings import Settings
 from .backend import Launcher
 from .base import ExecutionResult, GuestIndex, Limits, Session, ToolRouter
+from .child.rules import UNGUARDED_MODULES
 from .conversation import Conversation, Hold
 from .launchers import launcher_for
 from .pool import WorkerPool
@@ -28,6 +30,8 @@ from .protocol import DoneMessage, RunMessage
 from .results import KILL_GRACE_S, check_code, from_done
 
 __all__ = ["SandboxExecutor"]
+
+logger = logging.getLogger(__name__)
 
 
 class SandboxExecutor:
@@ -64,6 +68,16 @@ class SandboxExecutor:
         return self.launcher.name
 
     async def start(self) -> None:
+        for module in self.allowed_imports:
+            why = UNGUARDED_MODULES.get(module.partition(".")[0])
+            if why is not None:
+                logger.warning(
+                    "MCP_CODE_ALLOWED_IMPORTS: %s is not guarded by the sandbox's Python layer "
+                    "(%s): guest code that imports it reaches the real interpreter, and only "
+                    "the OS layers hold",
+                    module,
+                    why,
+                )
         await self.pool.start()
 
     async def aclose(self) -> None:

@@ -230,6 +230,9 @@ REFUSED_CALLS: dict[str, tuple[str, ...]] = {
     # DEBUG_SAVEALL keeps every cycle the collector frees, frames and tracebacks among
     # them, in `gc.garbage` for anyone to read (with `gc` allowed: outside attack 35)
     "gc": ("set_debug",),
+    # its C handler took SIGALRM past `signal.signal`, and its dumps write to any
+    # descriptor, the host channel among them (with `faulthandler` allowed: attack 36)
+    "faulthandler": ("register", "dump_traceback", "dump_traceback_later", "enable"),
 }
 """Module functions refused to everyone once a worker is locked down (`refuse_calls`)."""
 

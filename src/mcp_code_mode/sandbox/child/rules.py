@@ -73,6 +73,27 @@ CHECKED_READS = frozenset(["obj"])
 # attribute getters are blocked by name like everywhere else).
 ALWAYS_IMPORTABLE = frozenset(["__future__", "copy", "operator"])
 
+# Modules the Python layer does not guard, added to the allowlist: each hands guest code the
+# real interpreter (a real module, its globals, the real builtins and from them the
+# worker's channel and signal setter), so with one of them only the OS layers hold. The
+# OS modules grant their own events by design; the others resolve names the guest chose
+# with the real getattr or `sys.modules` (outside attack 36). The server warns at start.
+UNGUARDED_MODULES = {
+    **dict.fromkeys(
+        ["builtins", "sys", "os", "posix", "io", "socket", "subprocess", "ctypes", "signal"],
+        "the interpreter or the OS itself",
+    ),
+    **dict.fromkeys(
+        ["threading", "multiprocessing", "importlib", "pty", "resource", "mmap"], "the OS itself"
+    ),
+    "inspect": "`getmodule`, `getattr_static`: real modules and descriptors",
+    "pickle": "a stream's globals and state are resolved and applied with the real getattr",
+    "pkgutil": "`resolve_name` walks a dotted name with the real getattr",
+    "pydoc": "`locate` walks a dotted name with the real getattr",
+    "logging": "`logging.config` resolves `ext://` names with the real `__import__`",
+    "unittest": "`unittest.mock.patch` resolves its target with the real getattr",
+}
+
 # Attributes that lead from harmless objects to frames, code, modules or processes.
 # The policy rejects them as literals; `getattr` & co. reject them as strings.
 BLOCKED_ATTRIBUTES = frozenset(
