@@ -241,9 +241,32 @@ def _fork_one(
 
 
 def _warm_up(allowed_imports: list[str]) -> None:
-    """Touch the run path once before `ready`, so its copy-on-write page faults happen now."""
+    """Touch the run path once in the zygote, before any worker is forked."""
     runtime = GuestRuntime(lambda message: [], allowed_imports)
     exec(rewrite.compile_guest("_ = [1 + 1]\n_"), runtime.namespace({}, None))
+
+
+_WARM_UP_RUN = {
+    "op": "run",
+    "code": "_ = call_tool('s', 't', {'n': 1})\n[_, 1 + 1]",
+    "timeout_s": 60.0,
+    "max_output_chars": 10_000,
+    "input": None,
+}
+_WARM_UP_REPLY = {"op": "reply", "results": [{"ok": True, "value": {"n": 1}}]}
+
+
+def _warm_up_worker(
+    allowed_imports: list[str], index: worker.KnownIndex, mirror: OutputMirror | None
+) -> None:
+    """Take a whole run's path once, a tool call's round trip included, before `ready`: a
+    forked worker's first writes to the pages it shares with the zygote copy them, and
+    this way they are copied while the worker waits, not in the run it is given."""
+    message = decode(encode(_WARM_UP_RUN))
+    set_cpu_limit(float(message["timeout_s"]))
+    run = worker.Run(lambda request: decode(encode(_WARM_UP_REPLY)), 10_000, mirror)
+    runtime = GuestRuntime(run.request, allowed_imports)
+    encode(worker.execute(message, run, runtime, index=index.servers))
 
 
 def serve(
@@ -274,7 +297,7 @@ def serve(
     os.dup2(devnull, 2)
     os.close(devnull)
     confine(workdir=workdir, memory_mb=memory_mb, layers=layers, shared=shared)
-    _warm_up(allowed_imports)
+    _warm_up_worker(allowed_imports, index, mirror)
     status = 70  # whatever ends this worker, it ends here, by `os._exit`: the interpreter's
     try:  # own shutdown would run guest `__del__`s with the modules torn down (attack 34)
         write_message(pipe_out, {"op": "ready", "pid": os.getpid()})
