@@ -104,8 +104,9 @@ def test_bad_setting_is_a_clear_error() -> None:
 
 
 def test_an_unguarded_module_in_the_allowlist_is_a_warning() -> None:
-    """`inspect` hands guest code real modules (outside attack 36): allowed, it is said."""
-    env = {**os.environ, "MCP_CODE_ALLOWED_IMPORTS": "time,inspect"}
+    """`inspect` hands guest code real modules (outside attack 36): allowed, it is said;
+    and so is a module nobody checked (`weakref`), but not one that was (`time`)."""
+    env = {**os.environ, "MCP_CODE_ALLOWED_IMPORTS": "time,inspect,weakref"}
     proc = subprocess.run(
         [str(SCRIPT), "exec", "--code", "1 + 1"],
         capture_output=True,
@@ -116,7 +117,8 @@ def test_an_unguarded_module_in_the_allowlist_is_a_warning() -> None:
     )
     assert proc.returncode == 0 and proc.stdout.startswith("2"), proc.stderr
     assert "inspect is not guarded by the sandbox's Python layer" in proc.stderr
-    assert "time is not" not in proc.stderr
+    assert "weakref has not been checked against the sandbox's Python layer" in proc.stderr
+    assert "time " not in proc.stderr  # checked: nothing said
 
 
 def test_bad_config_is_a_clear_error(tmp_path: Path) -> None:

@@ -1142,13 +1142,15 @@ async def test_a_reached_module_cannot_be_used(sys_gateway: Gateway, code: str) 
 async def gc_gateway(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> AsyncIterator[Gateway]:
-    """`gc` and `faulthandler` allowed, as an operator might: the object graph and the
-    signal handlers are still not the guest's."""
+    """`gc`, `faulthandler` and `contextlib` allowed, as an operator might: the object
+    graph, the signal handlers and `sys`'s attributes are still not the guest's."""
     from .conftest import _gateway
 
     if request.param == "pyodide":
         require_pyodide()
-    gw = await _gateway(tmp_path_factory, executor=request.param, extra_imports="gc,faulthandler")
+    gw = await _gateway(
+        tmp_path_factory, executor=request.param, extra_imports="gc,faulthandler,contextlib"
+    )
     try:
         yield gw
     finally:
@@ -1164,6 +1166,20 @@ THE_OBJECT_GRAPH = table(
     ("save_all", "import gc\ngc.set_debug(gc.DEBUG_SAVEALL)\n'ESCAPED'", "RUNTIME"),
     # faulthandler's C handler took the soft time limit's SIGALRM (outside attack 36)
     ("fault_handler", "import faulthandler\nfaulthandler.register(14)\n'ESCAPED'", "RUNTIME"),
+    # contextlib's redirect read `getattr(sys, self._stream)` with a guest subclass's
+    # `_stream = "__dict__"` (outside attack 37)
+    (
+        "redirect_a_sys_attribute",
+        "import contextlib\nclass R(contextlib.redirect_stdout):\n    _stream = '__dict__'\n"
+        "r = R(None)\ntry:\n    r.__enter__()\nexcept AttributeError:\n    pass\n"
+        "'ESCAPED' + str(type(r._old_targets[0]))",
+        "POLICY",
+    ),
+    (
+        "redirect_by_a_computed_name",
+        "import contextlib\nR = getattr(contextlib, 'redirect_' + 'stdout')\n'ESCAPED'",
+        "RUNTIME",
+    ),
 )
 
 

@@ -19,10 +19,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..errors import ErrorType, WorkerCrashed
-from ..settings import Settings
+from ..settings import DEFAULT_ALLOWED_IMPORTS, Settings
 from .backend import Launcher
 from .base import ExecutionResult, GuestIndex, Limits, Session, ToolRouter
-from .child.rules import UNGUARDED_MODULES
+from .child.rules import ALWAYS_IMPORTABLE, CHECKED_EXTRAS, UNGUARDED_MODULES
 from .conversation import Conversation, Hold
 from .launchers import launcher_for
 from .pool import WorkerPool
@@ -69,15 +69,9 @@ class SandboxExecutor:
 
     async def start(self) -> None:
         for module in self.allowed_imports:
-            why = UNGUARDED_MODULES.get(module.partition(".")[0])
-            if why is not None:
-                logger.warning(
-                    "MCP_CODE_ALLOWED_IMPORTS: %s is not guarded by the sandbox's Python layer "
-                    "(%s): guest code that imports it reaches the real interpreter, and only "
-                    "the OS layers hold",
-                    module,
-                    why,
-                )
+            warning = _unchecked(module)
+            if warning is not None:
+                logger.warning("MCP_CODE_ALLOWED_IMPORTS: %s", warning)
         await self.pool.start()
 
     async def aclose(self) -> None:
@@ -187,3 +181,20 @@ class SandboxExecutor:
 
 def _ms_since(started: float) -> float:
     return round((time.perf_counter() - started) * 1000, 1)
+
+
+def _unchecked(module: str) -> str | None:
+    """What the server says of an allowed module the Python layer does not hold for."""
+    root = module.partition(".")[0]
+    why = UNGUARDED_MODULES.get(root)
+    if why is not None:
+        return (
+            f"{module} is not guarded by the sandbox's Python layer ({why}): guest code that "
+            "imports it reaches the real interpreter, and only the OS layers hold"
+        )
+    if root in DEFAULT_ALLOWED_IMPORTS or root in ALWAYS_IMPORTABLE or root in CHECKED_EXTRAS:
+        return None
+    return (
+        f"{module} has not been checked against the sandbox's Python layer: what guest code "
+        "reaches through it is for the OS layers to hold"
+    )
