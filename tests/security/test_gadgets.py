@@ -1149,7 +1149,9 @@ async def gc_gateway(
     if request.param == "pyodide":
         require_pyodide()
     gw = await _gateway(
-        tmp_path_factory, executor=request.param, extra_imports="gc,faulthandler,contextlib"
+        tmp_path_factory,
+        executor=request.param,
+        extra_imports="gc,faulthandler,contextlib,ipaddress",
     )
     try:
         yield gw
@@ -1175,6 +1177,20 @@ THE_OBJECT_GRAPH = table(
         "'ESCAPED' + str(type(r._old_targets[0]))",
         "POLICY",
     ),
+    # a cached_property the library made before lockdown, its public attrname rewritten,
+    # read `object.__dict__["__getattribute__"]` (outside attack 38)
+    (
+        "library_cached_property_renamed",
+        "import ipaddress\ncp = ipaddress.IPv4Network.broadcast_address\n"
+        "cp.attrname = '__getattri' + 'bute__'\n'ESCAPED' + str(cp.__get__(object))",
+        "RUNTIME",
+    ),
+    (
+        "library_cached_property_on_another_class",
+        "import ipaddress\ncp = ipaddress.IPv4Network.broadcast_address\n"
+        "class C:\n    pass\n'ESCAPED' + str(cp.__get__(C()))",
+        "RUNTIME",
+    ),
     (
         "redirect_by_a_computed_name",
         "import contextlib\nR = getattr(contextlib, 'redirect_' + 'stdout')\n'ESCAPED'",
@@ -1193,6 +1209,16 @@ async def test_gc_allowed_hands_out_no_object(gc_gateway: Gateway, code: str, ki
 async def test_gc_allowed_still_collects(gc_gateway: Gateway) -> None:
     out = await attempt(gc_gateway, "import gc\n[type(gc.collect()).__name__, gc.isenabled()]")
     assert out["result"] == ["int", True], out
+
+
+async def test_library_cached_properties_still_work(gc_gateway: Gateway) -> None:
+    code = (
+        "import ipaddress, functools\nn = ipaddress.ip_network('10.0.0.0/8')\n"
+        "class C:\n    @functools.cached_property\n    def x(self):\n        return 5\n"
+        "class D(C):\n    pass\n[str(n.broadcast_address), str(n.hostmask), C().x, D().x]"
+    )
+    out = await attempt(gc_gateway, code)
+    assert out["result"] == ["10.255.255.255", "0.255.255.255", 5, 5], out
 
 
 AFTER_THE_GUEST_RETURNS = table(

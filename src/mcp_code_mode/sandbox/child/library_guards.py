@@ -145,19 +145,41 @@ def guarded_cached_property(base: type) -> type:
 
     What `functools` hands out from now on is a subclass; the check is on the base's own
     `__get__`, in place, for every instance of a subclass (`super(cached_property,
-    cp).__get__(object)` reached the unchecked one, outside attack 29). The library's
-    own, made before, are of the base class and unchecked."""
+    cp).__get__(object)` reached the unchecked one, outside attack 29). And every
+    property, the library's own made before (of the base class) too, serves only the
+    instances whose class holds it under its name, as attribute lookup would use it:
+    `ipaddress`'s `broadcast_address` with its public `attrname` rewritten read
+    `object.__dict__["__getattribute__"]` (outside attack 38)."""
     get = cast(Any, base).__get__
 
     def __get__(self: Any, instance: Any, owner: Any = None) -> Any:
-        if instance is not None and type(self) is not base and not is_guest_object(instance):
-            raise TypeError("cached_property works on instances of your own classes only")
+        if instance is not None:
+            if type(self) is not base and not is_guest_object(instance):
+                raise TypeError("cached_property works on instances of your own classes only")
+            if type(self) is base and not _holds(type(instance), self):
+                raise TypeError(
+                    "a cached_property serves only instances of a class that holds it "
+                    "under its name"
+                )
         return get(self, instance, owner)
 
     base.__get__ = __get__  # type: ignore[attr-defined]
     cached_property = type("cached_property", (base,), {"__doc__": base.__doc__})
     cached_property.__module__ = base.__module__
     return cached_property
+
+
+def _holds(cls: type, prop: Any) -> bool:
+    """Whether looking `prop.attrname` up on `cls` finds `prop` (an exact `str` name: one
+    of the guest's could answer `cache.get` for another key)."""
+    name = prop.attrname  # of the base class: an instance attribute, no code of the guest's
+    if type(name) is not str:
+        return False
+    for klass in MRO(cls):
+        namespace = VARS(klass)
+        if name in namespace:
+            return namespace[name] is prop
+    return False
 
 
 def guarded_enum_property_get(get: Callable[..., Any], exact: Any) -> Callable[..., Any]:
