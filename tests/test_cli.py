@@ -121,6 +121,26 @@ def test_an_unguarded_module_in_the_allowlist_is_a_warning() -> None:
     assert "time " not in proc.stderr  # checked: nothing said
 
 
+def test_an_allowed_package_brings_its_submodules() -> None:
+    """`xml` allowed: `xml.etree.ElementTree` imports in a worker whose uid may not read the
+    interpreter's files (here a Python beneath /root), because the zygote loaded it."""
+    env = {**os.environ, "MCP_CODE_ALLOWED_IMPORTS": "xml"}
+    code = (
+        "import xml.etree.ElementTree as ET\nfrom xml.dom import minidom\n"
+        "[ET.fromstring('<a><b/></a>')[0].tag, minidom.parseString('<x/>').documentElement.tagName]"
+    )
+    proc = subprocess.run(
+        [str(SCRIPT), "exec", "--json", "--code", code],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert json.loads(proc.stdout)["result"] == ["b", "x"]
+
+
 def test_bad_config_is_a_clear_error(tmp_path: Path) -> None:
     config = tmp_path / "bad.json"
     config.write_text(json.dumps({"servers": {"x": {"comand": "python"}}}))

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..errors import WorkerCrashed
+from ..settings import DEFAULT_ALLOWED_IMPORTS
 from .base import GuestIndex
 from .channel import LINE_LIMIT, Channel
 from .child.output_mirror import create_mirror_fd, read_logs, read_mirror
@@ -199,7 +200,9 @@ class Zygote:
         parent.setblocking(False)
         self._control = parent
         self._sent_version = None
-        parent.send(encode({"op": "init", "allowed_imports": self._allowed_imports}))
+        extras = [m for m in self._allowed_imports if m not in DEFAULT_ALLOWED_IMPORTS]
+        init = {"op": "init", "allowed_imports": self._allowed_imports, "whole_packages": extras}
+        parent.send(encode(init))
         try:
             async with asyncio.timeout(_START_TIMEOUT_S):
                 ready = await self._receive()

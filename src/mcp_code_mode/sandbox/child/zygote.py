@@ -23,6 +23,7 @@ import gc
 import importlib
 import json
 import os
+import pkgutil
 import select
 import shutil
 import signal
@@ -53,6 +54,23 @@ def _preload(modules: list[str]) -> None:
         # A module missing here is reported to the guest when it imports it.
         with contextlib.suppress(ImportError):
             importlib.import_module(module)
+
+
+def _preload_packages(packages: list[str]) -> None:
+    """The public submodules of the packages an operator added (`xml` gives
+    `xml.etree.ElementTree`): a worker cannot load a module later when its uid may not read
+    the interpreter's files (a Python beneath a home directory of mode 700), so the zygote
+    loads them now, before the guest's view is locked down."""
+    for name in packages:
+        path = getattr(sys.modules.get(name), "__path__", None)
+        if path is None:
+            continue  # a module, not a package (or not importable: said at the guest's import)
+        for found in pkgutil.walk_packages(path, f"{name}.", onerror=lambda _: None):
+            parts = found.name.split(".")[1:]
+            if any(part.startswith("_") or part in ("test", "tests") for part in parts):
+                continue
+            with contextlib.suppress(Exception):
+                importlib.import_module(found.name)
 
 
 class _Control:
@@ -196,6 +214,7 @@ def _prepare(requests: _Control, control: socket.socket) -> dict[str, Any]:
         os._exit(3)
     allowed = list(init["allowed_imports"])
     _preload([*allowed, *LAZY_HELPERS])
+    _preload_packages(list(init.get("whole_packages", [])))
     # Built once here, put in force by each worker (and by the probe, which checks them).
     landlock.prepare()
     seccomp.prepare()
