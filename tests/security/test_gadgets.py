@@ -1151,7 +1151,7 @@ async def gc_gateway(
     gw = await _gateway(
         tmp_path_factory,
         executor=request.param,
-        extra_imports="gc,faulthandler,contextlib,ipaddress",
+        extra_imports="gc,faulthandler,contextlib,ipaddress,shlex",
     )
     try:
         yield gw
@@ -1190,6 +1190,11 @@ THE_OBJECT_GRAPH = table(
         "import ipaddress\ncp = ipaddress.IPv4Network.broadcast_address\n"
         "class C:\n    pass\n'ESCAPED' + str(cp.__get__(C()))",
         "RUNTIME",
+    ),
+    (
+        "shlex_default_stream",
+        "import shlex\n'ESCAPED' + str(type(shlex.shlex().instream))",
+        "POLICY",
     ),
     (
         "redirect_by_a_computed_name",

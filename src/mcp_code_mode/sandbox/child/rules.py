@@ -184,6 +184,9 @@ BLOCKED_ATTRIBUTES = frozenset(
         # class attribute a guest subclass chose (`_stream = "__dict__"`: outside attack 37)
         "redirect_stdout",
         "redirect_stderr",
+        # shlex's stream: with none given, the worker's real `sys.stdin`, and past it the
+        # `_io` classes (outside attack 39: `FileIO` re-initialised closed it)
+        "instream",
         "findCaller",  # logging's frame walk, which names the worker's frames as text
         "extract_stack",  # asyncio.format_helpers' frame walk, likewise (outside attack 34)
         "add_signal_handler",  # the worker's SIGALRM is its soft time limit
