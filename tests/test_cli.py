@@ -20,9 +20,13 @@ SCRIPT = Path(sys.executable).parent / "mcp-code-mode"
 
 
 def cli(
-    *args: str, stdin: str | None = None, cwd: Path = ROOT, timeout: float = 90
+    *args: str,
+    stdin: str | None = None,
+    cwd: Path = ROOT,
+    timeout: float = 90,
+    env: dict[str, str] | None = None,
 ) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "MCP_CODE_POOL_SIZE": "1"}
+    env = {**os.environ, "MCP_CODE_POOL_SIZE": "1", **(env or {})}
     return subprocess.run(
         [str(SCRIPT), *args],
         input=stdin,
@@ -106,15 +110,7 @@ def test_bad_setting_is_a_clear_error() -> None:
 def test_an_unguarded_module_in_the_allowlist_is_a_warning() -> None:
     """`inspect` hands guest code real modules (outside attack 36): allowed, it is said;
     and so is a module nobody checked (`weakref`), but not one that was (`time`)."""
-    env = {**os.environ, "MCP_CODE_ALLOWED_IMPORTS": "time,inspect,weakref"}
-    proc = subprocess.run(
-        [str(SCRIPT), "exec", "--code", "1 + 1"],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env=env,
-        timeout=60,
-    )
+    proc = cli("exec", "--code", "1 + 1", env={"MCP_CODE_ALLOWED_IMPORTS": "time,inspect,weakref"})
     assert proc.returncode == 0 and proc.stdout.startswith("2"), proc.stderr
     assert "inspect is not guarded by the sandbox's Python layer" in proc.stderr
     assert "weakref has not been checked against the sandbox's Python layer" in proc.stderr
@@ -124,19 +120,11 @@ def test_an_unguarded_module_in_the_allowlist_is_a_warning() -> None:
 def test_an_allowed_package_brings_its_submodules() -> None:
     """`xml` allowed: `xml.etree.ElementTree` imports in a worker whose uid may not read the
     interpreter's files (here a Python beneath /root), because the zygote loaded it."""
-    env = {**os.environ, "MCP_CODE_ALLOWED_IMPORTS": "xml"}
     code = (
         "import xml.etree.ElementTree as ET\nfrom xml.dom import minidom\n"
         "[ET.fromstring('<a><b/></a>')[0].tag, minidom.parseString('<x/>').documentElement.tagName]"
     )
-    proc = subprocess.run(
-        [str(SCRIPT), "exec", "--json", "--code", code],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env=env,
-        timeout=60,
-    )
+    proc = cli("exec", "--json", "--code", code, env={"MCP_CODE_ALLOWED_IMPORTS": "xml"})
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert json.loads(proc.stdout)["result"] == ["b", "x"]
 

@@ -8,6 +8,7 @@ then what guest code keeps doing with the same libraries, on both executors.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -1094,21 +1095,30 @@ async def test_libraries_still_work(sec_gateway: Gateway, code: str, expected: o
     assert out["result"] == expected
 
 
+@contextlib.asynccontextmanager
+async def _allowing(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, extra_imports: str
+) -> AsyncIterator[Gateway]:
+    """A gateway of the executor `request` names, with `extra_imports` allowed."""
+    from .conftest import _gateway
+
+    if request.param == "pyodide":
+        require_pyodide()
+    gw = await _gateway(tmp_path_factory, executor=request.param, extra_imports=extra_imports)
+    try:
+        yield gw
+    finally:
+        await gw.aclose()
+
+
 @pytest_asyncio.fixture(scope="module", params=["local", "pyodide"])
 async def sys_gateway(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> AsyncIterator[Gateway]:
     """`sys` allowed: `sys.modules` hands out the real builtins and `os`, as any gadget that
     reached a real module would. What the guest does with them is the audit hook's to stop."""
-    from .conftest import _gateway
-
-    if request.param == "pyodide":
-        require_pyodide()
-    gw = await _gateway(tmp_path_factory, executor=request.param, extra_imports="sys")
-    try:
+    async with _allowing(request, tmp_path_factory, "sys") as gw:
         yield gw
-    finally:
-        await gw.aclose()
 
 
 AFTER_A_REACH = table(
@@ -1139,29 +1149,21 @@ async def test_a_reached_module_cannot_be_used(sys_gateway: Gateway, code: str) 
 
 
 @pytest_asyncio.fixture(scope="module", params=["local", "pyodide"])
-async def gc_gateway(
+async def extras_gateway(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> AsyncIterator[Gateway]:
-    """`gc`, `faulthandler` and `contextlib` allowed, as an operator might: the object
-    graph, the signal handlers and `sys`'s attributes are still not the guest's."""
-    from .conftest import _gateway
-
-    if request.param == "pyodide":
-        require_pyodide()
-    gw = await _gateway(
-        tmp_path_factory,
-        executor=request.param,
-        extra_imports="gc,faulthandler,contextlib,ipaddress,shlex",
-    )
-    try:
+    """Checked extras allowed, as an operator might (`rules.CHECKED_EXTRAS`): the object
+    graph, the signal handlers, `sys`'s attributes and descriptors' state are still not
+    the guest's."""
+    async with _allowing(
+        request, tmp_path_factory, "gc,faulthandler,contextlib,ipaddress,shlex"
+    ) as gw:
         yield gw
-    finally:
-        await gw.aclose()
 
 
 # `gc.get_referents(json.dumps)` gave json's real globals as a plain dict: real builtins,
 # `sys`, the worker's channel, JavaScript on Pyodide (outside attack 35)
-THE_OBJECT_GRAPH = table(
+CHECKED_EXTRAS_ROWS = table(
     ("referents", "import gc, json\n'ESCAPED' + str(gc.get_referents(json.dumps))", "POLICY"),
     ("referrers", "import gc, json\n'ESCAPED' + str(len(gc.get_referrers(json)))", "POLICY"),
     ("objects", "import gc\n'ESCAPED' + str(len(gc.get_objects()))", "POLICY"),
@@ -1204,25 +1206,27 @@ THE_OBJECT_GRAPH = table(
 )
 
 
-@pytest.mark.parametrize(("code", "kind"), THE_OBJECT_GRAPH)
-async def test_gc_allowed_hands_out_no_object(gc_gateway: Gateway, code: str, kind: str) -> None:
-    out = await attempt(gc_gateway, code)
+@pytest.mark.parametrize(("code", "kind"), CHECKED_EXTRAS_ROWS)
+async def test_checked_extras_hand_out_nothing(
+    extras_gateway: Gateway, code: str, kind: str
+) -> None:
+    out = await attempt(extras_gateway, code)
     assert not reached(out), out
     assert error_type(out) == {"POLICY": "POLICY_VIOLATION", "RUNTIME": "RUNTIME_ERROR"}[kind]
 
 
-async def test_gc_allowed_still_collects(gc_gateway: Gateway) -> None:
-    out = await attempt(gc_gateway, "import gc\n[type(gc.collect()).__name__, gc.isenabled()]")
+async def test_checked_extras_still_work(extras_gateway: Gateway) -> None:
+    out = await attempt(extras_gateway, "import gc\n[type(gc.collect()).__name__, gc.isenabled()]")
     assert out["result"] == ["int", True], out
 
 
-async def test_library_cached_properties_still_work(gc_gateway: Gateway) -> None:
+async def test_library_cached_properties_still_work(extras_gateway: Gateway) -> None:
     code = (
         "import ipaddress, functools\nn = ipaddress.ip_network('10.0.0.0/8')\n"
         "class C:\n    @functools.cached_property\n    def x(self):\n        return 5\n"
         "class D(C):\n    pass\n[str(n.broadcast_address), str(n.hostmask), C().x, D().x]"
     )
-    out = await attempt(gc_gateway, code)
+    out = await attempt(extras_gateway, code)
     assert out["result"] == ["10.255.255.255", "0.255.255.255", 5, 5], out
 
 
