@@ -228,6 +228,33 @@ GADGETS = table(
         "g = P().__get__(1, int)\n'ESCAPED' + str(g['__builtins__'])",
         STOPPED,
     ),
+    # a base's dataclass field renamed to source text: `_process_class` compiled it into
+    # the code it runs as a trusted helper, unrewritten (outside attack 41)
+    (
+        "dataclass_inherited_field_renamed",
+        "import dataclasses\nR = []\n@dataclasses.dataclass\nclass A:\n    x: int = 1\n"
+        "f = A.__dataclass_fields__['x']\n"
+        "f.name = 'q=None, **kw):\\n R.append(1)\\n return ()\\ndef _z(a'\n"
+        "f.init = f.repr = f.compare = f.hash = False\nclass B(A):\n    pass\n"
+        "dataclasses.dataclass(B)\n'ESCAPED' if R else 'none'",
+        STOPPED,
+    ),
+    (
+        "dataclass_forged_base_fields",
+        "import dataclasses\nR = []\nclass FF:\n    pass\nf = FF()\n"
+        "f.name = 'q=None, **kw):\\n R.append(1)\\n return ()\\ndef _z(a'\n"
+        "class A:\n    pass\nA.__dataclass_fields__ = {'q': f}\nclass B(A):\n    pass\n"
+        "dataclasses.dataclass(B)\n'ESCAPED' if R else 'none'",
+        STOPPED,
+    ),
+    (
+        "make_dataclass_over_forged_base_fields",
+        "import dataclasses\nR = []\nclass FF:\n    pass\nf = FF()\n"
+        "f.name = 'q=None, **kw):\\n R.append(1)\\n return ()\\ndef _z(a'\n"
+        "class A:\n    pass\nA.__dataclass_fields__ = {'q': f}\n"
+        "dataclasses.make_dataclass('C', ['y'], bases=(A,))\n'ESCAPED' if R else 'none'",
+        STOPPED,
+    ),
     (
         # asyncio's frame walk, trusted for its own debug tracebacks, named the worker's
         # frames, files and lines as text when the guest called it (outside attack 34)

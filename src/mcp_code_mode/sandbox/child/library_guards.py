@@ -4,6 +4,8 @@ them; `guards` has the attribute checks they rest on)."""
 
 from __future__ import annotations
 
+import keyword
+import sys
 from collections.abc import Callable
 from typing import Any, cast
 
@@ -52,6 +54,7 @@ def guarded_dataclass(dataclass: Callable[..., Any]) -> Callable[..., Any]:
         bad = [n for n in annotations if not (type(n) is str and n.isidentifier())]
         if bad:
             raise TypeError(f"dataclass field names must be identifiers, not {bad[0]!r}")
+        _inherited_fields_check(cls)
 
     def guarded(cls: Any = None, /, **options: Any) -> Any:
         if cls is None:
@@ -67,6 +70,32 @@ def guarded_dataclass(dataclass: Callable[..., Any]) -> Callable[..., Any]:
     guarded.__name__ = guarded.__qualname__ = "dataclass"
     guarded.__doc__ = dataclass.__doc__
     return guarded
+
+
+def _inherited_fields_check(cls: Any, *, inherited: bool = True) -> None:
+    """Every `__dataclass_fields__` dataclasses could read for `cls`'s bases (`getattr` on
+    each: their own dicts and their metaclasses') is a plain dict of exact `Field`s named
+    by identifiers: `_process_class` puts the names of inherited fields into the source it
+    compiles, and a base's field renamed to source text ran it as the trusted helper's
+    code (outside attack 41)."""
+    if not isinstance(cls, type):
+        return
+    field_type = getattr(sys.modules.get("dataclasses"), "Field", None)
+    classes = MRO(cls)[1:] if inherited else MRO(cls)
+    for klass in (*classes, *MRO(type(cls))):
+        fields = VARS(klass).get("__dataclass_fields__")
+        if fields is None:
+            continue
+        if type(fields) is not dict:
+            raise TypeError("dataclass() takes bases whose fields are dataclasses' own")
+        for key, field in dict.items(fields):
+            name = field.name if type(field) is field_type else None
+            if not (type(name) is str and name == key and _is_field_name(name)):
+                raise TypeError(f"dataclass fields must be named by identifiers, not {key!r}")
+
+
+def _is_field_name(name: str) -> bool:
+    return name.isidentifier() and not keyword.iskeyword(name)
 
 
 def _odd_metaclass(cls: type) -> bool:
@@ -131,6 +160,9 @@ def guarded_make_dataclass(make_dataclass: Callable[..., Any]) -> Callable[..., 
         if not (type(module) is str and module == GUEST_MODULE):
             raise TypeError("make_dataclass() makes classes of this code's own module only")
         options["namespace"] = {**namespace, "__module__": GUEST_MODULE}  # 3.11 says `types`
+        bases = options.get("bases", args[0] if args else ())
+        for base in bases if type(bases) is tuple else ():
+            _inherited_fields_check(base, inherited=False)
         return make_dataclass(cls_name, specs, *args, **options)
 
     guarded.__name__ = guarded.__qualname__ = "make_dataclass"

@@ -17,6 +17,7 @@ the guest named use them too (`guarded_names`).
 from __future__ import annotations
 
 import builtins
+import sys
 import types
 from collections.abc import Callable
 from typing import Any
@@ -144,6 +145,10 @@ def _type_refusal(cls: type) -> str | None:
     module = VARS(cls).get("__module__")
     if type(module) is str and module.startswith(_OURS):
         return f"a {cls.__name__!r} object (the sandbox's own)"
+    field = getattr(sys.modules.get("dataclasses"), "Field", None)
+    if isinstance(field, type) and issubclass(cls, field):
+        # its `name` goes into the source dataclasses compiles (outside attack 41)
+        return "a dataclass field (dataclasses compiles code from it)"
     handler = _library_handler(cls)
     if handler is None:
         return None
