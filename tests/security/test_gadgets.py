@@ -247,6 +247,31 @@ GADGETS = table(
         "dataclasses.dataclass(B)\n'ESCAPED' if R else 'none'",
         STOPPED,
     ),
+    # (outside attack 42) a metaclass `__dict__` property gave dataclasses other
+    # annotations than the class's own; a descriptor dataclasses read swapped a checked
+    # name for source text in the annotations it was iterating (3.11)
+    (
+        "dataclass_metaclass_fakes_the_dict",
+        "import dataclasses\nR = []\nN = 'q=None, **kw):\\n R.append(1)\\n return ()\\ndef _z(a'\n"
+        "FAKE = {'__annotations__': {'a': int, N: int}}\n"
+        "M = type('M', (type,), {'__di' + 'ct__': property(lambda cls: FAKE)})\n"
+        "A = M('A', (), {'__annotations__': {'a': int}, 'a': 0,\n"
+        "    N: dataclasses.field(init=False, repr=False, compare=False)})\n"
+        "dataclasses.dataclass(A)\n'ESCAPED' if R else 'none'",
+        STOPPED,
+    ),
+    (
+        "dataclass_annotations_swapped_while_read",
+        "import dataclasses\nR = []\nN = 'q=None, **kw):\\n R.append(1)\\n return ()\\ndef _z(a'\n"
+        "ANN = {'a': int, 'b': int}\nclass D:\n    def __get__(self, obj, owner):\n"
+        "        if 'b' in ANN:\n            del ANN['b']\n            ANN[N] = int\n"
+        "        return 0\n"
+        "A = type('A', (), {'__annotations__': ANN, 'a': D(), 'b': 0,\n"
+        "    N: dataclasses.field(init=False, repr=False, compare=False)})\n"
+        "try:\n    dataclasses.dataclass(A)\nexcept TypeError:\n    pass\n"
+        "'ESCAPED' if R else 'none'",
+        {"OK", "POLICY_VIOLATION", "RUNTIME_ERROR"},
+    ),
     (
         "make_dataclass_over_forged_base_fields",
         "import dataclasses\nR = []\nclass FF:\n    pass\nf = FF()\n"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import keyword
 import sys
+import types
 from collections.abc import Callable
 from typing import Any, cast
 
@@ -39,37 +40,51 @@ def guarded_dataclass(dataclass: Callable[..., Any]) -> Callable[..., Any]:
     names, with the globals of `sys.modules[cls.__module__]` (the real builtins when that
     module does not exist), so the names must be identifiers and the class the guest's."""
 
-    def check(cls: Any) -> None:
-        if not isinstance(cls, type):
-            return
-        # Read from the real `__dict__`s, once: a metaclass `__module__` property answered
-        # the guard one way and dataclasses another, and an annotations dict subclass gave
-        # dataclasses other names than it gave the guard (outside attack 17).
-        module = VARS(cls).get("__module__")
-        if not (type(module) is str and module == GUEST_MODULE) or _odd_metaclass(cls):
-            raise TypeError("dataclass() takes classes defined by this code only")
-        annotations = VARS(cls).get("__annotations__", {})
-        if type(annotations) is not dict:
-            raise TypeError("dataclass() takes a class whose annotations are a plain dict")
-        bad = [n for n in annotations if not (type(n) is str and n.isidentifier())]
-        if bad:
-            raise TypeError(f"dataclass field names must be identifiers, not {bad[0]!r}")
-        _inherited_fields_check(cls)
-
     def guarded(cls: Any = None, /, **options: Any) -> Any:
         if cls is None:
-
-            def wrap(inner: Any) -> Any:
-                check(inner)
-                return dataclass(inner, **options)
-
-            return wrap
-        check(cls)
-        return dataclass(cls, **options)
+            return lambda inner: _checked_dataclass(dataclass, inner, options)
+        return _checked_dataclass(dataclass, cls, options)
 
     guarded.__name__ = guarded.__qualname__ = "dataclass"
     guarded.__doc__ = dataclass.__doc__
     return guarded
+
+
+def _checked_dataclass(dataclass: Callable[..., Any], cls: Any, options: dict[str, Any]) -> Any:
+    """`dataclass(cls, **options)` once `cls` passed `_dataclass_check`, with what was
+    checked being what dataclasses reads: a read-only copy of the annotations while it
+    works (on 3.11 it iterates the class's own dict, and a guest descriptor it read on the
+    way swapped a checked name for source text in place, outside attack 42)."""
+    if not isinstance(cls, type):
+        return dataclass(cls, **options)
+    _dataclass_check(cls)
+    annotations = dict(VARS(cls).get("__annotations__", {}))
+    # 3.12+ reads them through `inspect.get_annotations`, which wants a dict and copies it
+    read_only = types.MappingProxyType(annotations) if sys.version_info < (3, 12) else annotations
+    type.__setattr__(cls, "__annotations__", read_only)
+    try:
+        made = dataclass(cls, **options)
+    finally:
+        type.__setattr__(cls, "__annotations__", annotations)
+    if made is not cls and isinstance(made, type):  # `slots=True` makes a new class
+        type.__setattr__(made, "__annotations__", dict(annotations))
+    return made
+
+
+def _dataclass_check(cls: type) -> None:
+    # Read from the real `__dict__`s, once: a metaclass `__module__` property answered
+    # the guard one way and dataclasses another, and an annotations dict subclass gave
+    # dataclasses other names than it gave the guard (outside attack 17).
+    module = VARS(cls).get("__module__")
+    if not (type(module) is str and module == GUEST_MODULE) or _odd_metaclass(cls):
+        raise TypeError("dataclass() takes classes defined by this code only")
+    annotations = VARS(cls).get("__annotations__", {})
+    if type(annotations) is not dict:
+        raise TypeError("dataclass() takes a class whose annotations are a plain dict")
+    bad = [n for n in annotations if not (type(n) is str and _is_field_name(n))]
+    if bad:
+        raise TypeError(f"dataclass field names must be identifiers, not {bad[0]!r}")
+    _inherited_fields_check(cls)
 
 
 def _inherited_fields_check(cls: Any, *, inherited: bool = True) -> None:
@@ -100,12 +115,17 @@ def _is_field_name(name: str) -> bool:
 
 def _odd_metaclass(cls: type) -> bool:
     """Whether `cls`'s metaclass (or one of its bases) defines `__module__` other than as a
-    str: a descriptor there answers `cls.__module__` instead of the class's own."""
+    str, or `__dict__` or `__annotations__` at all: a descriptor there answers
+    `cls.__module__` instead of the class's own, and `cls.__dict__` (what dataclasses reads
+    the annotations from, outside attack 42) with another mapping than the one checked."""
     for meta in MRO(type(cls)):
         if meta is type or meta is object:  # `type`'s own is the descriptor that reads it
             continue
-        value = VARS(meta).get("__module__")
+        namespace = VARS(meta)
+        value = namespace.get("__module__")
         if value is not None and type(value) is not str:
+            return True
+        if "__dict__" in namespace or "__annotations__" in namespace:
             return True
     return False
 
