@@ -273,6 +273,23 @@ GADGETS = table(
         {"OK", "POLICY_VIOLATION", "RUNTIME_ERROR"},
     ),
     (
+        # a metaclass `__getattr__` made up a base's `__dataclass_fields__` (outside
+        # attack 43): a field named with source text, an `_field_type` equal to anything
+        "dataclass_metaclass_makes_up_base_fields",
+        "import dataclasses\nR = []\nclass Eq:\n    def __eq__(self, o):\n        return True\n"
+        "    def __hash__(self):\n        return 1\nclass FF:\n    pass\nf = FF()\n"
+        "f.name = 'q=None, **kw):\\n R.append(1)\\n return ()\\ndef _z(a'\n"
+        "f.type = int\nf.init = False\nf.default = f.default_factory = dataclasses.MISSING\n"
+        "f.repr = f.compare = True\nf.hash = None\nf.kw_only = False\nf.metadata = {}\n"
+        "f._field_type = Eq()\nclass P:\n    frozen = False\n"
+        "def ga(cls, name):\n    if name == '__dataclass_fields__':\n        return {'q': f}\n"
+        "    if name == '__dataclass_params__':\n        return P\n    raise AttributeError(name)\n"
+        "M = type('M', (type,), {'__getattr__': ga})\nB = M('B', (), {})\n"
+        "class C(B):\n    z: int = 1\ntry:\n    dataclasses.dataclass(C)\nexcept TypeError:\n"
+        "    pass\n'ESCAPED' if R else 'none'",
+        {"OK", "POLICY_VIOLATION", "RUNTIME_ERROR"},
+    ),
+    (
         "make_dataclass_over_forged_base_fields",
         "import dataclasses\nR = []\nclass FF:\n    pass\nf = FF()\n"
         "f.name = 'q=None, **kw):\\n R.append(1)\\n return ()\\ndef _z(a'\n"

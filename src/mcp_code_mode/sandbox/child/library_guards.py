@@ -95,6 +95,8 @@ def _inherited_fields_check(cls: Any, *, inherited: bool = True) -> None:
     code (outside attack 41)."""
     if not isinstance(cls, type):
         return
+    if _odd_metaclass(cls):
+        raise TypeError("dataclass() takes bases whose metaclass reads their attributes plainly")
     field_type = getattr(sys.modules.get("dataclasses"), "Field", None)
     classes = MRO(cls)[1:] if inherited else MRO(cls)
     for klass in (*classes, *MRO(type(cls))):
@@ -115,7 +117,7 @@ def _is_field_name(name: str) -> bool:
 
 def _odd_metaclass(cls: type) -> bool:
     """Whether `cls`'s metaclass (or one of its bases) defines `__module__` other than as a
-    str, or `__dict__` or `__annotations__` at all: a descriptor there answers
+    str, or any of `_METACLASS_HOOKS` at all: a descriptor there answers
     `cls.__module__` instead of the class's own, and `cls.__dict__` (what dataclasses reads
     the annotations from, outside attack 42) with another mapping than the one checked."""
     for meta in MRO(type(cls)):
@@ -125,9 +127,15 @@ def _odd_metaclass(cls: type) -> bool:
         value = namespace.get("__module__")
         if value is not None and type(value) is not str:
             return True
-        if "__dict__" in namespace or "__annotations__" in namespace:
+        if any(name in namespace for name in _METACLASS_HOOKS):
             return True
     return False
+
+
+_METACLASS_HOOKS = ("__dict__", "__annotations__", "__getattr__", "__getattribute__")
+"""What a metaclass may not define for dataclasses: each answers dataclasses' reads of a
+class (`cls.__dict__`, `getattr(base, "__dataclass_fields__")`) past the real `__dict__`s
+the guard checks (a `__getattr__` made up a base's fields: outside attack 43)."""
 
 
 def guarded_global_enum(global_enum: Callable[..., Any], enum_type: type) -> Callable[..., Any]:
