@@ -26,6 +26,7 @@ from mcp_code_mode.sandbox.child.guards import guest_getattr, os_bases, safe_has
 from mcp_code_mode.sandbox.child.guest import GuestRuntime
 from mcp_code_mode.sandbox.child.library_guards import (
     REFUSED_CALLS,
+    guard_generated_code,
     guarded_cached_property,
     guarded_enum_property_get,
     guarded_find_caller,
@@ -108,6 +109,8 @@ def lock_down(
         (outcome.guest_frames, frozenset([*reads("tb_frame", "f_code"), "open"]), LINES),
     ]
     trusted = trusted_helpers(loaded, own)
+    if loaded.get("dataclasses") is not None:  # after: its `_create_fn` stays the trusted one
+        guard_generated_code(loaded["dataclasses"])
     runners = {rewrite.compile_guest.__code__: "compile", worker.run_guest_code.__code__: "exec"}
     if warm_up is not None:
         runners[warm_up.__code__] = "exec before"
