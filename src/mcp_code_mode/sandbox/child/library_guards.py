@@ -5,7 +5,6 @@ them; `guards` has the attribute checks they rest on)."""
 from __future__ import annotations
 
 import keyword
-import re
 import sys
 import types
 from collections.abc import Callable
@@ -85,7 +84,19 @@ def _dataclass_check(cls: type) -> None:
     bad = [n for n in annotations if not (type(n) is str and _is_field_name(n))]
     if bad:
         raise TypeError(f"dataclass field names must be identifiers, not {bad[0]!r}")
+    _exact_fields(VARS(cls).values())
     _inherited_fields_check(cls)
+
+
+def _exact_fields(values: Any) -> None:
+    """Every `Field` among `values` is dataclasses' own class: dataclasses takes a class
+    attribute that is a `Field` as the field, and a subclass's `name` property put source
+    text into the `__repr__` it compiles (outside attack 45)."""
+    field_type = getattr(sys.modules.get("dataclasses"), "Field", None)
+    for value in values:
+        kind = type(value)
+        if field_type is not None and kind is not field_type and field_type in MRO(kind):
+            raise TypeError("dataclass fields must be made by dataclasses.field()")
 
 
 def _inherited_fields_check(cls: Any, *, inherited: bool = True) -> None:
@@ -179,16 +190,20 @@ def guarded_make_dataclass(make_dataclass: Callable[..., Any]) -> Callable[..., 
     outside attack 12) and no `__module__` but the guest's (it picks the globals)."""
 
     def guarded(cls_name: Any, fields: Any, /, *args: Any, **options: Any) -> Any:
-        specs = list(fields)
+        specs = [spec if isinstance(spec, str) else tuple(spec) for spec in fields]
         for spec in specs:
             name = spec if isinstance(spec, str) else spec[0]
             if not (type(name) is str and name.isidentifier()):
                 raise TypeError(f"make_dataclass field names must be identifiers, not {name!r}")
-        namespace = options.get("namespace") or {}
+            _exact_fields(() if isinstance(spec, str) else spec[2:])
+        namespace = dict(options.get("namespace") or {})
+        _exact_fields(namespace.values())
         module = options.get("module", namespace.get("__module__", GUEST_MODULE))
         if not (type(module) is str and module == GUEST_MODULE):
             raise TypeError("make_dataclass() makes classes of this code's own module only")
         options["namespace"] = {**namespace, "__module__": GUEST_MODULE}  # 3.11 says `types`
+        if sys.version_info >= (3, 12):  # else it names the caller's module: this one's
+            options["module"] = GUEST_MODULE  # (its globals then compile the methods: attack 45)
         bases = options.get("bases", args[0] if args else ())
         for base in bases if type(bases) is tuple else ():
             _inherited_fields_check(base, inherited=False)
@@ -291,17 +306,16 @@ def guarded_find_caller(find_caller: Callable[..., Any]) -> Callable[..., Any]:
     return findCaller
 
 
-def refuse_subclasses(base: type) -> None:
+def refuse_subclasses(
+    base: type, why: str = "its methods act on the OS through the instance's private state"
+) -> None:
     """No new subclass of `base` (see `guards.os_bases`), however it is made (a class
     statement, `type(name, bases, namespace)`, a metaclass): `type.__new__` calls the
     base's `__init_subclass__`, here refusing. Set once locked down: the library's own
     subclasses exist already."""
 
     def __init_subclass__(cls: type, /, **kwargs: Any) -> None:
-        raise TypeError(
-            f"subclassing {base.__qualname__} is not allowed in the sandbox (its methods act "
-            "on the OS through the instance's private state)"
-        )
+        raise TypeError(f"subclassing {base.__qualname__} is not allowed in the sandbox ({why})")
 
     base.__init_subclass__ = classmethod(__init_subclass__)  # type: ignore[assignment]
 
@@ -339,41 +353,3 @@ def _refusing(name: str) -> Callable[..., Any]:
 
     refused.__name__ = refused.__qualname__ = name.rpartition(".")[2]
     return refused
-
-
-_PARAMETER = re.compile(r"\*|[^\W\d]\w*(?::[^\W\d]\w*)?(?:=[^\W\d]\w*)?")
-
-
-def guard_generated_code(dataclasses: Any) -> None:
-    """The one place dataclasses turns text into code, checked where the text is complete:
-    its method names, parameters (`name:_type_name=_dflt_name`) and the factory's locals
-    are plain names, and no line of a body holds a line break or a `;`. Field names are
-    checked where dataclasses reads them as well; this holds whatever route a name took to
-    the text (four routes in outside attacks 41-43). Installed after the trusted helpers
-    are found: `_create_fn` (3.11) stays the trusted function, called from here."""
-    create = getattr(dataclasses, "_create_fn", None)
-    if callable(create):
-
-        def _create_fn(name: Any, args: Any, body: Any, **kw: Any) -> Any:
-            _check_generated(name, args, body, kw.get("locals"))
-            return create(name, args, body, **kw)
-
-        dataclasses._create_fn = _create_fn
-    builder: Any = getattr(dataclasses, "_FuncBuilder", None)
-    add_fn = getattr(builder, "add_fn", None)
-    if callable(add_fn):
-
-        def add_fn_checked(self: Any, name: Any, args: Any, body: Any, **kw: Any) -> Any:
-            _check_generated(name, args, body, kw.get("locals"))
-            return add_fn(self, name, args, body, **kw)
-
-        builder.add_fn = add_fn_checked
-
-
-def _check_generated(name: Any, args: Any, body: Any, names: Any) -> None:
-    texts = [name, *(names or {})]
-    plain = all(type(t) is str and t.isidentifier() for t in texts) and all(
-        type(a) is str and _PARAMETER.fullmatch(a) for a in args
-    )
-    if not plain or not all(type(b) is str and not any(c in b for c in "\n\r;") for b in body):
-        raise TypeError("dataclasses would compile text it did not make from plain names")

@@ -22,11 +22,11 @@ from types import CodeType, MethodType
 from typing import Any
 
 from mcp_code_mode.sandbox.child import audit, module_view, outcome, rewrite, worker
+from mcp_code_mode.sandbox.child.generated import guard_generated_code
 from mcp_code_mode.sandbox.child.guards import guest_getattr, os_bases, safe_hasattr
 from mcp_code_mode.sandbox.child.guest import GuestRuntime
 from mcp_code_mode.sandbox.child.library_guards import (
     REFUSED_CALLS,
-    guard_generated_code,
     guarded_cached_property,
     guarded_enum_property_get,
     guarded_find_caller,
@@ -134,6 +134,9 @@ def _wrap_libraries(loaded: dict[str, Any]) -> None:
     collections: Any = loaded.get("collections")
     if collections is not None:
         guarded_user_string(collections.UserString)
+    dataclasses: Any = loaded.get("dataclasses")
+    if dataclasses is not None:  # a subclass's `name` property said anything (attack 45)
+        refuse_subclasses(dataclasses.Field, "its instances are the text dataclasses compiles")
     for base in os_bases(find=True):
         refuse_subclasses(base)
     for name, calls in REFUSED_CALLS.items():

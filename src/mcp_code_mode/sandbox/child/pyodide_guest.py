@@ -22,6 +22,7 @@ from typing import Any
 from mcp_code_mode.sandbox.child import rewrite, worker
 from mcp_code_mode.sandbox.child.guest import GuestRuntime
 from mcp_code_mode.sandbox.child.lockdown import lock_down
+from mcp_code_mode.sandbox.child.pyodide_loop import seal_webloop
 from mcp_code_mode.sandbox.child.rules import LAZY_HELPERS
 
 __all__ = ["attach", "install_wheels", "preload", "run_next", "settle"]
@@ -78,6 +79,7 @@ def attach() -> None:
     # sys.modules so that nothing preloaded hands out a JS object by name.
     for name in ("js", "pyodide_js"):
         sys.modules.pop(name, None)
+    seal_webloop()  # asyncio's loop there calls JavaScript: no JS error may reach the guest
     # Run the snippet path once, so the first real run does not pay for warming it up.
     runtime = GuestRuntime(lambda message: [], _allowed)
     exec(rewrite.compile_guest("_ = [1 + 1]\n_"), runtime.namespace({}, None))

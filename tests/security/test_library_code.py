@@ -1,0 +1,212 @@
+"""Code libraries make or call on the guest's behalf: the methods dataclasses compiles from
+text (checked where the text is complete) and, under Pyodide, the JavaScript asyncio's
+loop calls (no JavaScript error reaches guest code). Outside attacks 45 and 46."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import typing
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from mcp_code_mode.gateway import Gateway
+from mcp_code_mode.sandbox.child.generated import check_generated
+
+from .helpers import attempt, error_type, reached, table
+
+_OPTIONS = {
+    "repr": (True, False),
+    "eq": (True, False),
+    "order": (False, True),
+    "unsafe_hash": (False, True),
+    "frozen": (False, True),
+    "slots": (False, True),
+    "kw_only": (False, True),
+}
+
+
+def _option_sets() -> list[dict[str, bool]]:
+    combos = (
+        dict(zip(_OPTIONS, values, strict=True)) for values in itertools.product(*_OPTIONS.values())
+    )
+    return [o for o in combos if o["eq"] or not o["order"]]
+
+
+def _make_classes(options: dict[str, bool]) -> None:
+    annotations = {"alpha": int, "beta": list, "gamma": typing.ClassVar[int]}
+    namespace = {"__annotations__": annotations, "alpha": 1, "__module__": __name__}
+    namespace["beta"] = dataclasses.field(default_factory=list)
+    namespace["__post_init__"] = lambda self: None
+    base = dataclasses.dataclass(**options)(type("Base", (), namespace))
+    more = {
+        "__annotations__": {"delta": dataclasses.InitVar[int], "eps": int},
+        "__module__": __name__,
+    }
+    more["eps"] = dataclasses.field(default=3, kw_only=True)
+    more["delta"] = 0
+    more["__post_init__"] = lambda self, delta: None
+    bases = () if options["slots"] else (base,)
+    dataclasses.dataclass(**options)(type("More", bases, more))
+
+
+@pytest.fixture
+def generated(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Any, ...]]:
+    """Every method text the real dataclasses makes while the test runs, as passed on."""
+    texts: list[tuple[Any, ...]] = []
+    create = getattr(dataclasses, "_create_fn", None)
+    if create is not None:
+
+        def recording(name: Any, args: Any, body: Any, **kw: Any) -> Any:
+            texts.append((name, list(args), list(body), kw.get("locals")))
+            return create(name, args, body, **kw)
+
+        monkeypatch.setattr(dataclasses, "_create_fn", recording)
+    else:  # 3.12+
+        builder: Any = dataclasses._FuncBuilder  # type: ignore[attr-defined]
+        add_fn = builder.add_fn
+
+        def add_recording(self: Any, name: Any, args: Any, body: Any, **kw: Any) -> Any:
+            texts.append((name, list(args), list(body), kw.get("locals")))
+            return add_fn(self, name, args, body, **kw)
+
+        monkeypatch.setattr(builder, "add_fn", add_recording)
+    return texts
+
+
+def test_every_method_dataclasses_makes_passes(generated: list[tuple[Any, ...]]) -> None:
+    for options in _option_sets():
+        _make_classes(options)
+    dataclasses.make_dataclass("Made", ["a", ("b", int), ("c", int, dataclasses.field(default=1))])
+    names = {name for name, *_ in generated}
+    assert {"__init__", "__repr__", "__eq__", "__lt__", "__hash__", "__setattr__"} <= names
+    for text in generated:
+        check_generated(*text)  # raises if the check refused dataclasses' own text
+
+
+_REPR_BODY = 'return self.__class__.__qualname__ + f"(alpha={self.alpha!r})"'
+# What outside attack 45's `Field` subclass made dataclasses compile (3.11's `__repr__`).
+_ATTACK_45 = (
+    'return self.__class__.__qualname__ + f"(a" + str(K.append(enum.Enum._convert_)) + "'
+    '={self.a!r})"'
+)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        _ATTACK_45,
+        'return f"{(k := enum.Enum._convert_)!r}"',
+        'return f"{(lambda: 0)()!r}"',
+        "self.alpha = enum.Enum._convert_",
+        "self.alpha = [x for x in self.__class__.__mro__]",
+        "self.alpha = self.__dict__['x']",
+        "self.alpha = __import__('sys')",
+        "return hash((self.alpha,)) if str.format else 0",
+        "return NotImplemented; x = 1",
+        "return (yield self.alpha)",
+    ],
+)
+def test_any_other_expression_is_refused(body: str) -> None:
+    with pytest.raises(TypeError, match="would compile text"):
+        check_generated("__repr__", ["self"], [body], {})
+
+
+_NAMES = st.sampled_from(["enum", "K", "str", "json", "x", "_convert_", "alpha", "self"])
+_ATTRS = st.sampled_from(["Enum", "_convert_", "append", "__globals__", "alpha", "__class__"])
+
+
+@st.composite
+def _foreign_expression(draw: st.DrawFn) -> str:
+    """An expression no template makes: a call of a name, or attributes read off a name
+    other than `self`/`other`, in either order."""
+    head = draw(_NAMES.filter(lambda n: n != "self"))
+    attrs = draw(st.lists(_ATTRS, max_size=3))
+    text = head + "".join("." + a for a in attrs)
+    return text + "()" if draw(st.booleans()) or not attrs else text
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@given(expression=_foreign_expression(), where=st.sampled_from(["repr", "init", "eq"]))
+def test_foreign_expressions_anywhere_are_refused(expression: str, where: str) -> None:
+    body = {
+        "repr": [f'return self.__class__.__qualname__ + f"(alpha={{{expression}!r}})"'],
+        "init": [f"self.alpha={expression}"],
+        "eq": ["if other.__class__ is self.__class__:", f" return (self.alpha,)==({expression},)"],
+    }[where]
+    with pytest.raises(TypeError):
+        check_generated("__x__", ["self", "other"], body, {})
+
+
+FIELDS = table(
+    (
+        "field_subclass_by_class_statement",
+        "import dataclasses\nclass F(dataclasses.Field):\n    pass",
+        "subclassing Field",
+    ),
+    (
+        "field_subclass_by_type",
+        "import dataclasses\nF = type('F', (dataclasses.Field,), {})",
+        "subclassing Field",
+    ),
+)
+
+
+@pytest.mark.parametrize(("code", "message"), FIELDS)
+async def test_field_subclasses_are_refused(sec_gateway: Gateway, code: str, message: str) -> None:
+    out = await attempt(sec_gateway, code)
+    assert error_type(out) == "RUNTIME_ERROR", out
+    assert message in out["error"]["message"]
+
+
+async def test_dataclasses_still_work_with_every_option(sec_gateway: Gateway) -> None:
+    code = (
+        "import dataclasses, typing\n"
+        "@dataclasses.dataclass(order=True, frozen=True, slots=True, kw_only=True)\n"
+        "class P:\n    x: int\n    y: list = dataclasses.field(default_factory=list)\n"
+        "    z: typing.ClassVar[int] = 0\n"
+        "@dataclasses.dataclass(unsafe_hash=True)\n"
+        "class Q:\n    a: int\n    b: dataclasses.InitVar[int] = 2\n"
+        "    def __post_init__(self, b):\n        self.a += b\n"
+        "M = dataclasses.make_dataclass('M', ['m', ('n', int, dataclasses.field(default=5))])\n"
+        "m = M(1)\nm.m = 4\n"
+        "[repr(P(x=1)), P(x=1) < P(x=2), Q(1).a, hash(Q(1)) == hash(Q(1)),"
+        " repr(m), M.__module__]"
+    )
+    out = await attempt(sec_gateway, code)
+    assert out["result"] == ["P(x=1, y=[])", True, 3, True, "M(m=4, n=5)", "__main__"], out
+
+
+LOOP = table(
+    (
+        # Pyodide: the delay crossed into JavaScript as a BigInt, and the JsException the
+        # arithmetic threw was a proxy of the JS error (`.constructor.constructor`: JS's
+        # Function). Now the delay is a float, capped, and the run simply sleeps.
+        "sleep_past_2_53",
+        "import asyncio\ntry:\n    await asyncio.sleep(2**60)\nexcept Exception as e:\n"
+        "    out = ('ESCAPED ' if hasattr(e, 'constructor') else 'plain ') + type(e).__name__",
+    ),
+    # Pyodide: a JS timer fires at once past its largest delay; a sleep no longer ends early
+    ("sleep_past_the_largest_timer", "import asyncio\nawait asyncio.sleep(1e300)\n'ENDED'"),
+)
+
+
+@pytest.mark.parametrize("code", LOOP)
+async def test_huge_sleeps_just_sleep(sec_gateway: Gateway, code: str) -> None:
+    out = await attempt(sec_gateway, code, runaway=True)
+    assert not reached(out), out
+    assert error_type(out) == "TIMEOUT", out
+
+
+async def test_the_loops_handles_are_plain(sec_gateway: Gateway) -> None:
+    code = (
+        "import asyncio\nloop = asyncio.get_event_loop()\nh = loop.call_later(2**60, print)\n"
+        "h.cancel()\ntry:\n    loop.call_later(float('nan'), print)\n    nan = 'scheduled'\n"
+        "except ValueError:\n    nan = 'refused'\n"
+        "[h.cancelled(), hasattr(h, 'constructor'), nan]"
+    )
+    out = await attempt(sec_gateway, code)
+    assert out["result"][:2] == [True, False], out
