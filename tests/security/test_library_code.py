@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import subprocess
 import typing
 from typing import Any
 
@@ -15,7 +16,9 @@ from hypothesis import strategies as st
 
 from mcp_code_mode.gateway import Gateway
 from mcp_code_mode.sandbox.child.generated import check_generated
+from mcp_code_mode.sandbox.pyodide_setup import deno_binary
 
+from ..conftest import require_pyodide
 from .helpers import attempt, error_type, reached, table
 
 _OPTIONS = {
@@ -180,6 +183,60 @@ async def test_dataclasses_still_work_with_every_option(sec_gateway: Gateway) ->
     assert out["result"] == ["P(x=1, y=[])", True, 3, True, "M(m=4, n=5)", "__main__"], out
 
 
+FOREIGN = table(
+    (
+        # outside attack 48: the generated `__init__` wrote a library class's attribute
+        "init_writes_a_library_class",
+        "import dataclasses, json\n@dataclasses.dataclass\nclass C:\n    default: object\n"
+        "C.__init__(json.JSONEncoder, lambda s, o: 'ESCAPED')\njson.dumps(object())",
+    ),
+    (
+        # ... and the generated `__eq__` compared two enums' private `_convert_`
+        "eq_reads_two_enums",
+        "import dataclasses, enum\ngot = []\nclass H:\n    def __eq__(self, other):\n"
+        "        got.append(other)\n        return True\n    __hash__ = None\n"
+        "@dataclasses.dataclass\nclass C:\n    _convert_: int\n"
+        "class E1(enum.Enum):\n    A = 1\nclass E2(enum.Enum):\n    B = 1\n"
+        "try:\n    C.__init__(E2, H())\nexcept TypeError:\n    pass\n"
+        "C.__eq__(E1, E2)\n'ESCAPED' if got else 'held'",
+    ),
+    (
+        "made_class_repr_reads_a_module",
+        "import dataclasses, json\nM = dataclasses.make_dataclass('M', ['_default_encoder'])\n"
+        "'ESCAPED ' + M.__repr__(json)",
+    ),
+    (
+        "order_method_on_a_foreign_pair",
+        "import dataclasses, enum\n@dataclasses.dataclass(order=True)\nclass C:\n"
+        "    _member_map_: int\nclass E(enum.Enum):\n    A = 1\n"
+        "'ESCAPED' + str(C.__lt__(E, E))",
+    ),
+)
+
+
+@pytest.mark.parametrize("code", FOREIGN)
+async def test_generated_methods_serve_their_own_class_only(
+    sec_gateway: Gateway, code: str
+) -> None:
+    out = await attempt(sec_gateway, code)
+    assert not reached(out), out
+    assert error_type(out) == "RUNTIME_ERROR", out
+    assert "instances only" in out["error"]["message"], out
+
+
+async def test_generated_methods_still_serve_subclasses(sec_gateway: Gateway) -> None:
+    code = (
+        "import dataclasses, copy\n@dataclasses.dataclass\nclass A:\n    x: int = 1\n"
+        "class B(A):\n    def __init__(self):\n        super().__init__(5)\n"
+        "@dataclasses.dataclass\nclass D(A):\n    y: int = 2\n"
+        "b, d = B(), D(3, 4)\n"
+        "[repr(b), b == A(5), d < D(3, 5) if False else d == D(3, 4),"
+        " repr(dataclasses.replace(d, y=9)), repr(copy.deepcopy(d))]"
+    )
+    out = await attempt(sec_gateway, code)
+    assert out["result"] == ["B(x=5)", False, True, "D(x=3, y=9)", "D(x=3, y=4)"], out
+
+
 LOOP = table(
     (
         # Pyodide: the delay crossed into JavaScript as a BigInt, and the JsException the
@@ -210,3 +267,61 @@ async def test_the_loops_handles_are_plain(sec_gateway: Gateway) -> None:
     )
     out = await attempt(sec_gateway, code)
     assert out["result"][:2] == [True, False], out
+
+
+async def test_a_result_with_then_is_just_a_result(sec_gateway: Gateway) -> None:
+    """Pyodide: `run_until_complete` resolved a JS Promise with the coroutine's result, and a
+    result with a `then` method was given JS's `resolve`/`reject` (outside attack 47). Guest
+    loops are plain Python now, on both executors."""
+    code = (
+        "import asyncio\ngot = []\nclass T:\n    def then(self, *args):\n        got.append(args)\n"
+        "async def c():\n    return T()\nloop = asyncio.new_event_loop()\n"
+        "result = loop.run_until_complete(c())\nloop.close()\n"
+        "['ESCAPED' if got else 'held', type(result).__name__]"
+    )
+    out = await attempt(sec_gateway, code)
+    assert not reached(out), out
+    assert out["result"] == ["held", "T"], out
+
+
+async def test_async_code_meets_the_soft_time_limit(sec_gateway: Gateway) -> None:
+    """Pyodide's loop ran top-level `await` through JavaScript, where the run's soft limit
+    never landed: the runner was killed and the run's output lost (outside attack 47)."""
+    code = "print('started')\nimport asyncio\nawait asyncio.sleep(30)"
+    out = await attempt(sec_gateway, code, runaway=True)
+    assert error_type(out) == "TIMEOUT", out
+    assert "started" in out["stdout"], out
+
+
+async def test_a_callback_raising_systemexit_is_the_runs_error(sec_gateway: Gateway) -> None:
+    code = (
+        "import asyncio\ndef cb():\n    raise SystemExit(3)\n"
+        "asyncio.get_running_loop().call_soon(cb)\nawait asyncio.sleep(0.05)"
+    )
+    out = await attempt(sec_gateway, code)
+    assert error_type(out) == "RUNTIME_ERROR", out
+    assert "SystemExit" in out["error"]["message"], out
+
+
+def test_a_runners_javascript_makes_no_code_from_text() -> None:
+    """The second wall behind the loop's: JavaScript a guest reached (attack 46 had JS's
+    `Function` from an error's constructor) cannot compile text, under a runner's flags."""
+    require_pyodide()
+    from mcp_code_mode.sandbox.pyodide import v8_flags
+
+    probe = (
+        "const tries = [() => new Function('return 1')(), () => eval('1'),"
+        " () => (async function () {}).constructor('return 1')];"
+        "console.log(tries.map((t) => { try { t(); return 'ran'; } catch (e) { return e.name; } })"
+        ".join(' '))"
+    )
+    deno = deno_binary()
+    assert deno is not None
+    done = subprocess.run(
+        [deno, "eval", "--quiet", f"--v8-flags={v8_flags(256)}", probe],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"PATH": "/usr/bin:/bin", "NO_COLOR": "1", "DENO_NO_UPDATE_CHECK": "1"},
+    )
+    assert done.stdout.split() == ["EvalError"] * 3, done

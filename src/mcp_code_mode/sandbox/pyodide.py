@@ -43,7 +43,7 @@ from .pyodide_setup import (
     pyodide_dir,
 )
 
-__all__ = ["PyodideLauncher", "PyodideRunner"]
+__all__ = ["PyodideLauncher", "PyodideRunner", "v8_flags"]
 
 logger = logging.getLogger(__name__)
 
@@ -66,6 +66,17 @@ def _guest_sources() -> dict[str, str]:
         }
     )
     return files
+
+
+def v8_flags(memory_mb: int, *, js_allowed: bool = False) -> str:
+    """V8's flags for a runner: Wasm memory capped at `memory_mb`, and no JavaScript made
+    from strings (`eval`, `Function(text)`): JS that guest code might reach through a
+    proxy (outside attack 46 had JS's `Function` from a JavaScript error) cannot run text
+    it chose. Pyodide itself needs neither once loaded. Not when the operator allowed the
+    `js` module: guest code then has JavaScript (`js.eval` included) by their choice."""
+    pages = max(memory_mb * 16, 256)  # 64 KiB Wasm pages
+    flags = f"--wasm-max-mem-pages={pages}"
+    return flags if js_allowed else f"{flags},--disallow-code-generation-from-strings"
 
 
 class PyodideRunner:
@@ -199,7 +210,6 @@ class PyodideLauncher:
         assert self._deno is not None and self._dir is not None
         runner_js = str(resources.files("mcp_code_mode.sandbox").joinpath("pyodide_runner.mjs"))
         home = tempfile.gettempdir()
-        pages = max(memory_mb * 16, 256)  # 64 KiB Wasm pages
         readable = ",".join([str(self._dir), *([str(self._snapshot)] if self._snapshot else [])])
         writable = [f"--allow-write={allow_write}"] if allow_write else []
         proc = await asyncio.create_subprocess_exec(
@@ -213,7 +223,7 @@ class PyodideLauncher:
             "--unstable-detect-cjs",
             f"--allow-read={readable}",
             *writable,
-            f"--v8-flags=--wasm-max-mem-pages={pages}",
+            f"--v8-flags={v8_flags(memory_mb, js_allowed='js' in self._allowed_imports)}",
             runner_js,
             str(self._dir),
             *args,

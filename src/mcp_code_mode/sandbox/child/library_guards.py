@@ -22,6 +22,7 @@ from mcp_code_mode.sandbox.child.scopes import TRUSTED_NAMES
 
 __all__ = [
     "REFUSED_CALLS",
+    "bind_generated",
     "guarded_cached_property",
     "guarded_dataclass",
     "guarded_enum_property_get",
@@ -58,7 +59,8 @@ def _checked_dataclass(dataclass: Callable[..., Any], cls: Any, options: dict[st
     if not isinstance(cls, type):
         return dataclass(cls, **options)
     _dataclass_check(cls)
-    annotations = dict(VARS(cls).get("__annotations__", {}))
+    before = dict(VARS(cls))
+    annotations = dict(before.get("__annotations__", {}))
     # 3.12+ reads them through `inspect.get_annotations`, which wants a dict and copies it
     read_only = types.MappingProxyType(annotations) if sys.version_info < (3, 12) else annotations
     type.__setattr__(cls, "__annotations__", read_only)
@@ -68,7 +70,33 @@ def _checked_dataclass(dataclass: Callable[..., Any], cls: Any, options: dict[st
         type.__setattr__(cls, "__annotations__", annotations)
     if made is not cls and isinstance(made, type):  # `slots=True` makes a new class
         type.__setattr__(made, "__annotations__", dict(annotations))
+    return bind_generated(made, before)
+
+
+def bind_generated(made: Any, before: dict[str, Any]) -> Any:
+    """The methods dataclasses added to `made` (those not in `before`) run on instances of
+    `made` only. They are compiled text, not the guest's rewritten code: they read and
+    write fields with the real `getattr`/`setattr`, and called on another object
+    (`C.__init__(SomeEnum, h)`, `C.__eq__(E1, E2)`) they wrote and read a library class's
+    private attributes (outside attack 48)."""
+    if not isinstance(made, type):
+        return made
+    for name, value in dict(VARS(made)).items():
+        if type(value) is types.FunctionType and before.get(name) is not value:
+            type.__setattr__(made, name, _own_instances_only(value, made, name))
     return made
+
+
+def _own_instances_only(method: Callable[..., Any], cls: type, name: str) -> Callable[..., Any]:
+    def method_of_cls(self: Any, /, *args: Any, **kwargs: Any) -> Any:
+        if not any(klass is cls for klass in MRO(type(self))):
+            raise TypeError(f"{cls.__qualname__}.{name}() takes {cls.__qualname__} instances only")
+        return method(self, *args, **kwargs)
+
+    method_of_cls.__name__ = name
+    method_of_cls.__qualname__ = f"{cls.__qualname__}.{name}"
+    method_of_cls.__doc__ = method.__doc__
+    return method_of_cls
 
 
 def _dataclass_check(cls: type) -> None:
@@ -207,7 +235,8 @@ def guarded_make_dataclass(make_dataclass: Callable[..., Any]) -> Callable[..., 
         bases = options.get("bases", args[0] if args else ())
         for base in bases if type(bases) is tuple else ():
             _inherited_fields_check(base, inherited=False)
-        return make_dataclass(cls_name, specs, *args, **options)
+        made = make_dataclass(cls_name, specs, *args, **options)
+        return bind_generated(made, options["namespace"])
 
     guarded.__name__ = guarded.__qualname__ = "make_dataclass"
     guarded.__doc__ = make_dataclass.__doc__
