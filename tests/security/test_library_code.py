@@ -237,6 +237,84 @@ async def test_generated_methods_still_serve_subclasses(sec_gateway: Gateway) ->
     assert out["result"] == ["B(x=5)", False, True, "D(x=3, y=9)", "D(x=3, y=4)"], out
 
 
+_GUEST_METACLASS_DATACLASS = (
+    "import dataclasses, enum\nfrom dataclasses import field, KW_ONLY\n"
+    "def none():\n    return None\n"
+    "@dataclasses.dataclass(eq=True, repr=False)\nclass M(enum.EnumType):\n"
+    "    _convert_: object = field(default_factory=none)\n"
+    "    b: object = field(default_factory=none, compare=False)\n"
+    "    c: object = field(default_factory=none, compare=False)\n"
+    "    _: KW_ONLY\n    boundary: object = field(default_factory=none, compare=False)\n"
+    "    _simple: object = field(default_factory=none, compare=False)\n"
+    "    __hash__ = type.__hash__\n"
+    "ns = M.__prepare__('E1', (enum.Enum,))\nns['__module__'] = '__main__'\n"
+    "E1 = M.__new__(M, 'E1', (enum.Enum,), ns)\n"
+    "class E2(enum.Enum, metaclass=M):\n    pass\n"
+    "'ESCAPED' if M.__eq__(E1, E2) is not NotImplemented else 'held'"
+)
+# a guest class between the dataclass and a library metaclass: `self` is a class whose
+# private names fall through to the library's (`EnumType`/`Enum._convert_`)
+_MIXED_METACLASS = (
+    "import dataclasses, enum\ngot = []\nclass H:\n    def __eq__(self, other):\n"
+    "        got.append(other)\n        return True\n    __hash__ = None\n"
+    "@dataclasses.dataclass(init=False)\nclass C:\n    _convert_: object\n"
+    "class M(C, enum.EnumType):\n    pass\n"
+    "E1 = M.__new__(M, 'E1', (enum.Enum,), M.__prepare__('E1', (enum.Enum,)))\n"
+    "E2 = M.__new__(M, 'E2', (enum.Enum,), M.__prepare__('E2', (enum.Enum,)))\n"
+    "C.__eq__(E1, E2)\n'ESCAPED' if got else 'held'"
+)
+
+
+@pytest.mark.parametrize(
+    ("code", "message"),
+    [
+        (_GUEST_METACLASS_DATACLASS, "does not take metaclasses"),
+        (_MIXED_METACLASS, "'_convert_' of this object is not its own"),
+    ],
+    ids=["dataclass_metaclass", "metaclass_between"],
+)
+async def test_generated_methods_read_fields_as_guest_code_would(
+    sec_gateway: Gateway, code: str, message: str
+) -> None:
+    """Outside attack 50: a dataclass that is a metaclass; its generated `__eq__` read
+    `_convert_` off an enum class of that metaclass, where the lookup fell through to
+    enum's own."""
+    out = await attempt(sec_gateway, code)
+    assert not reached(out), out
+    assert error_type(out) == "RUNTIME_ERROR", out
+    assert message in out["error"]["message"], out
+
+
+async def test_only_cpythons_builtins_are_the_guests(sec_gateway: Gateway) -> None:
+    """Pyodide adds `___EvalCodeResultException` (a list its `eval_code` reads) to the
+    builtins; the guest's are CPython's own names (outside attack 49)."""
+    code = (
+        "try:\n    ___EvalCodeResultException\n    out = 'present'\n"
+        "except NameError:\n    out = 'absent'\nout"
+    )
+    out = await attempt(sec_gateway, code)
+    assert out["result"] == "absent", out
+
+
+async def test_a_sessions_loop_policy_does_not_pick_the_next_steps_loop(
+    sec_gateway: Gateway,
+) -> None:
+    """Outside attack 49: a session step that set asyncio's default policy left every later
+    top-level `await` on a selector loop (whose self-pipe the sandbox refuses)."""
+    session = sec_gateway.executor.open_session()
+    assert session is not None
+    try:
+        first = "import asyncio\nasyncio.set_event_loop_policy(asyncio.DefaultEventLoopPolicy())\n1"
+        assert (await sec_gateway.execute(first, session=session)).ok
+        out = await sec_gateway.execute("await asyncio.sleep(0)\n2", session=session)
+        if sec_gateway.settings.executor == "pyodide":
+            assert out.result == 2, out.to_json()
+        else:  # CPython 3.11's own loop, as any script's
+            assert out.error is None or out.error.type != "EXECUTOR_ERROR", out.to_json()
+    finally:
+        session.close()
+
+
 LOOP = table(
     (
         # Pyodide: the delay crossed into JavaScript as a BigInt, and the JsException the

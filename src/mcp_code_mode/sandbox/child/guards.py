@@ -37,6 +37,7 @@ __all__ = [
     "is_blocked",
     "is_guest_object",
     "is_private",
+    "library_defines",
     "library_getattr",
     "os_bases",
     "safe_hasattr",
@@ -183,7 +184,7 @@ def _refusal(obj: Any, name: str) -> str | None:
             f"access to private attribute {name!r} of a {type(obj).__name__} object is not "
             "allowed (private attributes of your own classes are fine)"
         )
-    if is_private(name) and _library_defines(obj, name):
+    if is_private(name) and library_defines(obj, name):
         return (
             f"private attribute {name!r} comes from a library class, not from your own "
             "(private attributes your classes define are fine)"
@@ -201,7 +202,7 @@ VARS = type.__dict__["__dict__"].__get__
 """A class's real MRO and `__dict__`, past any descriptor or metaclass of the guest's."""
 
 
-def _library_defines(obj: Any, name: str) -> bool:
+def library_defines(obj: Any, name: str) -> bool:
     """Whether `obj.<name>` would be found first in a class the guest did not define: a
     private method a guest class inherits from a library base (`Enum._convert_` writes any
     module's globals) is the library's, not the guest's. Read from the classes' real
@@ -321,7 +322,7 @@ def library_getattr(obj: Any, name: str, *default: Any) -> Any:
     name = exact_name(name)
     if name == "__dict__":
         return getattr(obj, name, *default) if is_guest_object(obj) else {}
-    if name not in REFUSED_DUNDERS and is_guest_object(obj) and not _library_defines(obj, name):
+    if name not in REFUSED_DUNDERS and is_guest_object(obj) and not library_defines(obj, name):
         # a field may be called `os` on the guest's class; what a library base defines (an
         # inherited `Enum._convert_`, outside attack 11) goes through the guard like any read
         return getattr(obj, name, *default)

@@ -229,8 +229,15 @@ def _load(wanted: str, name: str) -> Any:
             gc.enable()
 
 
-_KEPT_BUILTINS = {k: v for k, v in vars(builtins).items() if k not in REMOVED_BUILTINS}
-"""The builtins every run keeps, taken once (in the zygote, before any worker is forked)."""
+_PLAIN_DUNDERS = frozenset({"__name__", "__doc__", "__package__", "__build_class__", "__debug__"})
+_KEPT_BUILTINS = {
+    k: v
+    for k, v in vars(builtins).items()
+    if k not in REMOVED_BUILTINS and (not k.startswith("_") or k in _PLAIN_DUNDERS)
+}
+"""The builtins every run keeps, taken once (in the zygote, before any worker is forked):
+CPython's own names, not what a platform added (Pyodide's `___EvalCodeResultException`,
+a list its `eval_code` reads: outside attack 49)."""
 
 
 def _is_number(value: Any) -> bool:

@@ -8,12 +8,9 @@ import sys
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from mcp_code_mode.sandbox.child.dataclass_guards import guarded_dataclass, guarded_make_dataclass
 from mcp_code_mode.sandbox.child.guards import exact_name, is_blocked, is_private
-from mcp_code_mode.sandbox.child.library_guards import (
-    guarded_dataclass,
-    guarded_make_dataclass,
-    guarded_pickle_by_enum_name,
-)
+from mcp_code_mode.sandbox.child.library_guards import guarded_pickle_by_enum_name
 from mcp_code_mode.sandbox.child.rules import GUEST_ONLY_DUNDERS, LAZY_HELPERS
 
 __all__ = ["ImportRefused", "ModuleView"]

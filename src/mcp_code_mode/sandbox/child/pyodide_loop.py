@@ -24,6 +24,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from mcp_code_mode.sandbox.child import worker
+
 __all__ = ["GuestLoop", "seal_webloop"]
 
 _SLICE_S = 0.01
@@ -89,6 +91,7 @@ def seal_webloop() -> None:
     time.sleep = _sliced_sleep  # type: ignore[assignment]
     asyncio.run = webloop._orig_run
     asyncio.set_event_loop_policy(_GuestLoopPolicy())
+    worker.LOOP_FACTORY[:] = [GuestLoop]
     asyncio.events._set_running_loop(None)  # a WebLoop says it is running from the start
     for name in _JS_CALLS:
         function = getattr(webloop, name, None)

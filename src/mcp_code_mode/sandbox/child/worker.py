@@ -263,12 +263,20 @@ def _run_with_limits(
     return None, None
 
 
+LOOP_FACTORY: list[Callable[[], Any]] = []
+"""The event loop top-level `await` runs on, when a backend names one (Pyodide's
+`GuestLoop`: a policy a session's code set must not pick it, outside attack 49)."""
+
+
 def run_guest_code(code: CodeType, namespace: dict[str, Any]) -> None:
     """Run compiled guest code: the one function that may (the audit hook's rule)."""
     if code.co_flags & 0x80:  # CO_COROUTINE: the code uses top-level await
         import asyncio
 
-        asyncio.run(eval(code, namespace))
+        if LOOP_FACTORY:
+            asyncio.run(eval(code, namespace), loop_factory=LOOP_FACTORY[0])  # type: ignore[call-arg]
+        else:
+            asyncio.run(eval(code, namespace))
     else:
         exec(code, namespace)
 
