@@ -269,7 +269,7 @@ _MIXED_METACLASS = (
     ("code", "message"),
     [
         (_GUEST_METACLASS_DATACLASS, "does not take metaclasses"),
-        (_MIXED_METACLASS, "'_convert_' of this object is not its own"),
+        (_MIXED_METACLASS, "C.__eq__()"),
     ],
     ids=["dataclass_metaclass", "metaclass_between"],
 )
@@ -283,6 +283,45 @@ async def test_generated_methods_read_fields_as_guest_code_would(
     assert not reached(out), out
     assert error_type(out) == "RUNTIME_ERROR", out
     assert message in out["error"]["message"], out
+
+
+# Outside attack 52: the own-class verdict was kept per type and looked up through the guest
+# metaclass's `__hash__`/`__eq__`, so a `GenericAlias` subclass (every read forwarded to its
+# origin) rode on a class that had passed, and `__eq__` read `enum.Enum._convert_`.
+_EQUAL_METACLASS = (
+    "import dataclasses, enum\nclass M(type):\n    def __eq__(cls, other):\n        return True\n"
+    "    def __hash__(cls):\n        return 7\n"
+    "C = dataclasses.make_dataclass('C', ['_convert_'])\n"
+    "class K1(C, metaclass=M):\n    pass\nGA = type(list[int])\n"
+    "class K2(C, GA, metaclass=M):\n    pass\ngot = []\n"
+    "class Spy:\n    def __eq__(s, o):\n        got.append(o)\n        return True\n"
+    "    def __hash__(s):\n        return 1\n"
+    "G = dataclasses.make_dataclass('G', [('_convert_', object, dataclasses.field(default=Spy()))])\n"
+    "a = K1(0)\nC.__eq__(a, a)\n"
+    "s, o = GA.__new__(K2, enum.Enum, ()), GA.__new__(K2, G(), ())\n"
+    "try:\n    C.__eq__(s, o)\nexcept TypeError:\n    pass\n"
+    "'ESCAPED' if got else 'held'"
+)
+
+
+async def test_no_verdict_rides_on_a_metaclass_that_says_equal(sec_gateway: Gateway) -> None:
+    out = await attempt(sec_gateway, _EQUAL_METACLASS)
+    assert not reached(out), out
+    assert out["result"] == "held", out
+
+
+async def test_forward_ref_init_compiles_for_forward_refs_only(sec_gateway: Gateway) -> None:
+    """Outside attack 51: `ForwardRef.__init__` called on a guest object compiled the
+    guest's text and left the code object in the object's own `__dict__`."""
+    code = (
+        "import typing\nFR = type(typing.List['x'].__args__[0])\nclass G:\n    pass\ng = G()\n"
+        "try:\n    FR.__init__(g, '1+1')\nexcept TypeError as e:\n    out = str(e)\n"
+        "else:\n    out = 'ESCAPED ' + str(sorted(g.__dict__))\n"
+        "[out, typing.List['int'] == typing.List[int] or 'ok']"
+    )
+    out = await attempt(sec_gateway, code)
+    assert not reached(out), out
+    assert "forward references only" in out["result"][0], out
 
 
 async def test_only_cpythons_builtins_are_the_guests(sec_gateway: Gateway) -> None:

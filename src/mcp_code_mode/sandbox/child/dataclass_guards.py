@@ -77,32 +77,32 @@ def bind_generated(made: Any, before: dict[str, Any]) -> Any:
     return made
 
 
+_SUBCLASS = type.__dict__["__subclasscheck__"]
 _COMPARISONS = frozenset({"__eq__", "__lt__", "__le__", "__gt__", "__ge__"})
-
-
-def _own_attribute(obj: Any, name: str) -> bool:
-    return is_guest_object(obj) and not library_defines(obj, name)
 
 
 def _own_instances_only(
     method: Callable[..., Any], cls: type, name: str, fields: tuple[str, ...]
 ) -> Callable[..., Any]:
-    verified: set[type] = set()  # types whose instances passed (classes are checked each time)
+    # Checked at every call, nothing kept: a kept verdict was looked up through the guest
+    # metaclass's `__hash__`/`__eq__`, and class dicts can change after it (attack 52).
+    guarded = tuple(f for f in fields if is_private(f) or is_blocked(f))
 
     def check(obj: Any) -> None:
-        kind = type(obj)
-        if kind in verified:
-            return
-        if not any(klass is cls for klass in MRO(kind)):
-            raise TypeError(f"{cls.__qualname__}.{name}() takes {cls.__qualname__} instances only")
-        for field in fields:  # private or blocked: read as the guest's own code would
-            if (is_private(field) or is_blocked(field)) and not _own_attribute(obj, field):
+        # Public fields read only what guest code may read anyway; private or blocked ones
+        # need a plain lookup (no `GenericAlias` forwarding them) and the object's own.
+        own = _SUBCLASS(cls, type(obj))  # by the real MRO: no metaclass hook of the guest's
+        if not own or (guarded and not is_guest_object(obj)):
+            raise TypeError(
+                f"{cls.__qualname__}.{name}() takes {cls.__qualname__} instances only "
+                "(of classes whose attributes are read plainly)"
+            )
+        for field in guarded:  # read as the guest's own code would
+            if library_defines(obj, field):
                 raise TypeError(
                     f"{cls.__qualname__}.{name}(): {field!r} of this object is not its own "
                     "(a library class or metaclass defines it)"
                 )
-        if not isinstance(obj, type):
-            verified.add(kind)
 
     def method_of_cls(self: Any, /, *args: Any, **kwargs: Any) -> Any:
         check(self)

@@ -22,6 +22,7 @@ __all__ = [
     "guarded_cached_property",
     "guarded_enum_property_get",
     "guarded_find_caller",
+    "guarded_forward_ref_init",
     "guarded_global_enum",
     "guarded_pickle_by_enum_name",
     "guarded_user_string",
@@ -128,6 +129,19 @@ def guarded_enum_property_get(get: Callable[..., Any], exact: Any) -> Callable[.
         return get(self, instance, ownerclass)
 
     return __get__
+
+
+def guarded_forward_ref_init(init: Callable[..., Any], exact: type) -> Callable[..., Any]:
+    """`typing.ForwardRef.__init__` for forward references only: called unbound on a guest
+    object it compiled the guest's text and left the code object in the guest's own
+    `__dict__` (outside attack 51; inert, but `compile()` is not the guest's)."""
+
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        if not type.__dict__["__subclasscheck__"](exact, type(self)):
+            raise TypeError("ForwardRef.__init__() takes forward references only")
+        init(self, *args, **kwargs)
+
+    return __init__
 
 
 def guarded_user_string(user_string: type) -> None:

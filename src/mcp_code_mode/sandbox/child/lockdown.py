@@ -30,6 +30,7 @@ from mcp_code_mode.sandbox.child.library_guards import (
     guarded_cached_property,
     guarded_enum_property_get,
     guarded_find_caller,
+    guarded_forward_ref_init,
     guarded_global_enum,
     guarded_user_string,
     refuse_calls,
@@ -137,11 +138,11 @@ def _wrap_libraries(loaded: dict[str, Any]) -> None:
     dataclasses: Any = loaded.get("dataclasses")
     if dataclasses is not None:  # a subclass's `name` property said anything (attack 45)
         refuse_subclasses(dataclasses.Field, "its instances are the text dataclasses compiles")
-    for base in os_bases(find=True):
-        refuse_subclasses(base)
-    for name, calls in REFUSED_CALLS.items():
-        if loaded.get(name) is not None:
-            refuse_calls(loaded[name], calls)
+    _refuse(loaded)
+    typing: Any = loaded.get("typing")
+    if typing is not None:
+        forward_ref = typing.ForwardRef
+        forward_ref.__init__ = guarded_forward_ref_init(forward_ref.__init__, forward_ref)
     logging: Any = loaded.get("logging")
     if logging is not None:
         logging.Logger.findCaller = guarded_find_caller(logging.Logger.findCaller)
@@ -156,6 +157,15 @@ def _wrap_libraries(loaded: dict[str, Any]) -> None:
         copy._keep_alive = keep_alive
         # A bound method copies as itself (as `deepcopy` has it), never through its reducer.
         copy._copy_dispatch[MethodType] = copy._copy_immutable
+
+
+def _refuse(loaded: dict[str, Any]) -> None:
+    """No subclass of the OS-acting bases, and none of the refused calls, for anyone."""
+    for base in os_bases(find=True):
+        refuse_subclasses(base)
+    for name, calls in REFUSED_CALLS.items():
+        if loaded.get(name) is not None:
+            refuse_calls(loaded[name], calls)
 
 
 def _guest_proxies() -> list[Any]:
