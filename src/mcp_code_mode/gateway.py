@@ -234,7 +234,8 @@ class Gateway:
         result.logs += router.notes()
         if result.error is not None:  # it may quote an upstream's names: shown to a model
             result.error.message = clean_text(result.error.message)
-        reply = bound_reply(result, self.settings.max_output_chars)
+        redact = self.config.redact if self.config.secrets else None
+        reply = bound_reply(result, self.settings.max_output_chars, redact)
         self.recorder.finish(trace, lambda: reply.model_dump(mode="json"))
         router.ended(reply)  # the run's span
         return reply

@@ -324,6 +324,23 @@ async def test_forward_ref_init_compiles_for_forward_refs_only(sec_gateway: Gate
     assert "forward references only" in out["result"][0], out
 
 
+async def test_global_enum_writes_exactly_the_names_it_checked(sec_gateway: Gateway) -> None:
+    """Outside attack 53: a `str` subclass member name said it was no trusted name while
+    `global_enum` was checked, then that it was `int` in the guest's globals, where
+    `case int(g)` read `__match_args__ = ('__globals__',)` of a guest class."""
+    code = (
+        "import enum\nclass K(str):\n    calls = [0]\n    def __eq__(self, other):\n"
+        "        self.calls[0] += 1\n        return self.calls[0] > 1\n"
+        "    def __hash__(self):\n        return str.__hash__(self)\n"
+        "class E(enum.Enum):\n    a = 1\nE._member_map_[K('int')] = 'ESCAPED'\n"
+        "try:\n    enum.global_enum(E)\nexcept TypeError as e:\n    out = str(e)\n"
+        "else:\n    out = repr(int)\nout"
+    )
+    out = await attempt(sec_gateway, code)
+    assert not reached(out), out
+    assert "may not be named" in out["result"], out
+
+
 async def test_only_cpythons_builtins_are_the_guests(sec_gateway: Gateway) -> None:
     """Pyodide adds `___EvalCodeResultException` (a list its `eval_code` reads) to the
     builtins; the guest's are CPython's own names (outside attack 49)."""

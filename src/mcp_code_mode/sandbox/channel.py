@@ -18,6 +18,11 @@ LINE_LIMIT = 64 * 1024 * 1024
 """The largest line accepted from a worker (give it as the StreamReader's `limit`)."""
 
 _INLINE_BYTES = 1 << 20  # larger lines are parsed in a thread, off the event loop
+_DECODE_BUDGET = 128 << 20
+"""What one line may cost as Python objects, estimated before it is parsed: tiny values
+expand (`[]` is 2 bytes of JSON and about 64 of list), and 30 MB of `[[],[],...]` in a
+guest's tool arguments took the gateway to 3 GB before the call-size check refused it
+(outside attack 54)."""
 
 
 class Channel:
@@ -49,6 +54,11 @@ class Channel:
             return None
         if not line:
             return None
+        if len(line) >= _INLINE_BYTES and _decode_cost(line) > _DECODE_BUDGET:
+            raise WorkerCrashed(
+                f"{self._peer} sent a message that would take about "
+                f"{_decode_cost(line) >> 20} MB to read (at most {_DECODE_BUDGET >> 20} MB)"
+            )
         try:
             # A guest's 60 MB batch of calls must not stall the loop that serves other runs.
             message = decode(line) if len(line) < _INLINE_BYTES else await _decode_in_thread(line)
@@ -58,6 +68,13 @@ class Channel:
 
     def close(self) -> None:
         self._writer.close()
+
+
+def _decode_cost(line: bytes) -> int:
+    """An upper estimate of `line` parsed, in bytes: a container's object and a slot for
+    every value (a float's own 24 bytes included), plus the text itself."""
+    containers = line.count(b"[") + line.count(b"{")
+    return containers * 64 + (line.count(b",") + containers) * 32 + len(line)
 
 
 async def _decode_in_thread(line: bytes) -> dict[str, object]:

@@ -15,7 +15,7 @@ plus `REPLY_OVERHEAD_CHARS` as JSON text (contract §7):
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..encodable import TooDeep, clip, encodable_text, make_encodable
@@ -37,8 +37,12 @@ _OTHERS = "(others)"
 _MAX_LINE = 1_000_000  # no guest code has more lines (MCP_CODE_MAX_LINES is far below)
 
 
-def bound_reply(result: ExecutionResult, max_output_chars: int) -> ExecutionResult:
-    """`result` made encodable and bounded in size (see the module docstring)."""
+def bound_reply(
+    result: ExecutionResult, max_output_chars: int, redact: Callable[[str], str] | None = None
+) -> ExecutionResult:
+    """`result` made encodable and bounded in size (see the module docstring); with
+    `redact`, every text in it (result, stdout, logs, error) passed through it first: a
+    secret an upstream handed back must not reach the client (contract §7)."""
     result = result.model_copy()
     result.tool_calls = group_calls(result.tool_calls)
     result.stdout = encodable_text(result.stdout)
@@ -47,6 +51,8 @@ def bound_reply(result: ExecutionResult, max_output_chars: int) -> ExecutionResu
         result.result = make_encodable(result.result)
     except TooDeep as exc:
         _fail(result, ErrorType.EXECUTOR_ERROR, f"{exc} (return a flatter value)")
+    if redact is not None:
+        _redact(result, redact)
     if _size(result.result, result.stdout, result.logs) > max_output_chars:
         _cut(result, max_output_chars)
     if result.error is not None:
@@ -69,6 +75,26 @@ def bound_reply(result: ExecutionResult, max_output_chars: int) -> ExecutionResu
     if excess > 0:  # what is left over the bound comes out of stdout and logs
         _cut(result, max(0, max_output_chars - excess))
     return result
+
+
+def _redact(result: ExecutionResult, redact: Callable[[str], str]) -> None:
+    result.stdout = redact(result.stdout)
+    result.logs = [redact(line) for line in result.logs]
+    result.result = _redacted(result.result, redact)
+    if result.error is not None:
+        result.error = result.error.model_copy(update={"message": redact(result.error.message)})
+
+
+def _redacted(value: Any, redact: Callable[[str], str]) -> Any:
+    """An encodable value with every string in it redacted (keys too); no deeper than
+    `make_encodable` let it be."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, list):
+        return [_redacted(item, redact) for item in value]
+    if isinstance(value, dict):
+        return {redact(k): _redacted(v, redact) for k, v in value.items()}
+    return value
 
 
 def group_calls(

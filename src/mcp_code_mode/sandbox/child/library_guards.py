@@ -43,9 +43,19 @@ def guarded_global_enum(global_enum: Callable[..., Any], enum_type: type) -> Cal
             raise TypeError("global_enum() takes enums defined by this code only")
         # The members become the guest's globals: none may stand in for a name the policy
         # trusts (a member named `tools`, outside attack 19) or one of the sandbox's own.
-        taken = [n for n in cls.__members__ if n in TRUSTED_NAMES or n.startswith("_mcp")]
+        # Exact `str` names, checked in a plain copy that is then what `global_enum` writes:
+        # a `str` subclass said "int" was no trusted name, then that it was (attack 53).
+        members = VARS(cls).get("_member_map_")
+        if type(members) is not dict:
+            raise TypeError("global_enum() takes enums whose members are enum's own")
+        members = dict(members)
+        taken = [
+            n for n in members if type(n) is not str or n in TRUSTED_NAMES or n.startswith("_mcp")
+        ]
         if taken:
-            raise TypeError(f"global_enum(): a member may not be named {taken[0]!r}")
+            name = repr(taken[0]) if type(taken[0]) is str else "by a str subclass"
+            raise TypeError(f"global_enum(): a member may not be named {name}")
+        type.__setattr__(cls, "_member_map_", members)
         return global_enum(cls, *args, **kwargs)
 
     guarded.__name__ = guarded.__qualname__ = "global_enum"
