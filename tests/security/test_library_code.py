@@ -341,6 +341,32 @@ async def test_global_enum_writes_exactly_the_names_it_checked(sec_gateway: Gate
     assert "may not be named" in out["result"], out
 
 
+async def test_a_session_step_cannot_rebind_a_name_the_next_one_matches_on(
+    sec_gateway: Gateway,
+) -> None:
+    """Outside attack 55: each snippet of a session is checked alone, so `int = Evil` in
+    one and `case int(g)` in the next passed both checks; `Evil.__match_args__ =
+    ('__globals__',)` then read json's real globals (the agent's steps run so)."""
+    session = sec_gateway.executor.open_session()
+    assert session is not None
+    first = (
+        "class Meta(type):\n    def __instancecheck__(cls, obj):\n        return True\n"
+        "class Evil(metaclass=Meta):\n    __match_args__ = ('__globals__',)\nint = Evil\n1"
+    )
+    second = "import json\nmatch json.dumps:\n    case int(g):\n        pass\n'ESCAPED' + str(g)"
+    try:
+        assert (await sec_gateway.execute(first, session=session)).ok
+        out = (await sec_gateway.execute(second, session=session)).to_json()
+        assert not reached(out), out
+        assert error_type(out) == "POLICY_VIOLATION", out
+        assert "rebound by an earlier snippet" in out["error"]["message"], out
+        assert (await sec_gateway.execute("del int\n1", session=session)).ok
+        fine = "match 3:\n    case int(n):\n        pass\nn"
+        assert (await sec_gateway.execute(fine, session=session)).result == 3
+    finally:
+        session.close()
+
+
 async def test_only_cpythons_builtins_are_the_guests(sec_gateway: Gateway) -> None:
     """Pyodide adds `___EvalCodeResultException` (a list its `eval_code` reads) to the
     builtins; the guest's are CPython's own names (outside attack 49)."""

@@ -13,8 +13,16 @@ the guest's globals and builtins, never in the class namespace. Stdlib only.
 from __future__ import annotations
 
 import ast
+import builtins
+from typing import Any
 
-__all__ = ["SELF_MATCHING", "TRUSTED_NAMES", "bound_names", "class_globals"]
+__all__ = [
+    "SELF_MATCHING",
+    "TRUSTED_NAMES",
+    "bound_names",
+    "class_globals",
+    "rebound_pattern",
+]
 
 # Builtin types whose class pattern `case int(x)` binds the subject itself: no attribute read.
 SELF_MATCHING = frozenset(
@@ -69,3 +77,28 @@ def class_globals(tree: ast.Module) -> None:
             at = 0 if ast.get_docstring(node, clean=False) is None else 1
             declare = ast.copy_location(ast.Global(names=names), node.body[0])
             node.body.insert(at, declare)
+
+
+def rebound_pattern(source: str, namespace: dict[str, Any]) -> str | None:
+    """Why `source` may not run in `namespace`, or None: a session's earlier snippet bound
+    a self-matching builtin's name (`int = Evil`), and this one, which never binds it (so
+    the policy let it through), matches a class pattern on it: `case int(g)` would read the
+    earlier snippet's class's `__match_args__` with the real getattr (outside attack 55)."""
+    rebound = {n for n in SELF_MATCHING if n in namespace and namespace[n] is not _BUILTINS[n]}
+    if not rebound:
+        return None
+    for node in ast.walk(ast.parse(source)):
+        if (
+            isinstance(node, ast.MatchClass)
+            and node.patterns
+            and isinstance(node.cls, ast.Name)
+            and node.cls.id in rebound
+        ):
+            return (
+                f"line {node.lineno}: `{node.cls.id}` was rebound by an earlier snippet of this "
+                "session; a class pattern with positional sub-patterns on it is not allowed"
+            )
+    return None
+
+
+_BUILTINS = {name: getattr(builtins, name) for name in SELF_MATCHING}
