@@ -3,13 +3,17 @@ secret an upstream hands back (outside attack 54). Contract §7."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
 from mcp_code_mode.gateway import Gateway
+from mcp_code_mode.sandbox.executor import runs_that_fit
 
 from .support import TEST_SERVER, server_entry, start_gateway
 
@@ -51,3 +55,25 @@ async def test_an_upstream_secret_never_reaches_the_reply(gateway: Gateway) -> N
     assert out["ok"], out
     assert _TOKEN not in json.dumps(out), out
     assert "${MCP_TEST_UPSTREAM_TOKEN}" in out["stdout"], out
+
+
+async def test_runs_beyond_the_cap_wait_their_turn(gateway: Gateway) -> None:
+    """Each run may hold its memory limit, so runs at once are capped (half the machine's
+    memory at the limit; here 2, set on the executor) and the rest wait: 24 runs at once
+    took the host to 4.3 GB (outside attack 56). The wait is not part of a run's time."""
+    gateway.executor.run_slots = asyncio.Semaphore(2)  # type: ignore[attr-defined]
+    code = "import asyncio\nawait asyncio.sleep(0.6)\n1"
+    started = time.perf_counter()
+    outs = await asyncio.gather(*(gateway.execute(code, timeout_s=1.0) for _ in range(6)))
+    elapsed = time.perf_counter() - started
+    assert [out.result for out in outs] == [1] * 6, [out.to_json() for out in outs]
+    assert elapsed >= 3 * 0.6, elapsed  # three turns of two, none timed out while waiting
+
+
+def test_the_default_cap_leaves_half_the_memory() -> None:
+    assert runs_that_fit(256) == max(4, _total_mb() // 2 // 256)
+    assert runs_that_fit(10**9) == 4
+
+
+def _total_mb() -> int:
+    return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") >> 20

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import secrets
 import time
 from collections.abc import Sequence
@@ -29,7 +30,7 @@ from .pool import WorkerPool
 from .protocol import DoneMessage, RunMessage
 from .results import KILL_GRACE_S, check_code, from_done
 
-__all__ = ["SandboxExecutor"]
+__all__ = ["SandboxExecutor", "runs_that_fit"]
 
 logger = logging.getLogger(__name__)
 
@@ -44,12 +45,16 @@ class SandboxExecutor:
         allowed_imports: Sequence[str],
         limits: Limits,
         pool_size: int = 2,
+        max_runs: int | None = None,
     ) -> None:
         self.launcher = launcher
         self.allowed_imports = tuple(allowed_imports)
         self.limits = limits
         self.pool = WorkerPool(size=pool_size, launcher=launcher, memory_mb=limits.memory_mb)
         self.session_slots = asyncio.Semaphore(max(2, 2 * pool_size))  # sessions with a worker
+        # Runs at once; the rest wait their turn (the wait is not their run time): each may
+        # hold up to `memory_mb`, and 24 at once took the host to 4.3 GB (outside attack 56).
+        self.run_slots = asyncio.Semaphore(max_runs or runs_that_fit(limits.memory_mb))
 
     @classmethod
     def from_settings(cls, settings: Settings) -> SandboxExecutor:
@@ -114,7 +119,7 @@ class SandboxExecutor:
         message = self.run_message(code, input, timeout_s, index)
         produced: list[tuple[str, list[str]]] = []  # stdout and logs of a killed worker
         try:
-            async with asyncio.timeout(timeout_s + KILL_GRACE_S) as clock:
+            async with self.run_slots, asyncio.timeout(timeout_s + KILL_GRACE_S) as clock:
                 done = await self._attempt(message, router, produced, Hold(clock))
             result = from_done(done, self.limits.max_output_chars)
         except TimeoutError:
@@ -198,3 +203,13 @@ def _unchecked(module: str) -> str | None:
         f"{module} has not been checked against the sandbox's Python layer: what guest code "
         "reaches through it is for the OS layers to hold"
     )
+
+
+def runs_that_fit(memory_mb: int) -> int:
+    """How many runs at once: half the machine's memory in runs at their memory limit, at
+    least 4 (more runs wait; a worker's memory is capped by the OS, the sum was not)."""
+    try:
+        total_mb = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") >> 20
+    except (ValueError, OSError):
+        return 16
+    return max(4, total_mb // 2 // max(memory_mb, 1))
