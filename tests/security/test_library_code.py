@@ -341,30 +341,59 @@ async def test_global_enum_writes_exactly_the_names_it_checked(sec_gateway: Gate
     assert "may not be named" in out["result"], out
 
 
-async def test_a_session_step_cannot_rebind_a_name_the_next_one_matches_on(
-    sec_gateway: Gateway,
+_EVIL_INT = (
+    "class Meta(type):\n    def __instancecheck__(cls, obj):\n        return True\n"
+    "class Evil(metaclass=Meta):\n    __match_args__ = ('__globals__',)\nint = Evil\n"
+)
+
+
+@pytest.mark.parametrize(
+    "steps",
+    [
+        # outside attack 55: `int` rebound in one step, matched on in the next
+        [
+            _EVIL_INT + "1",
+            "import json\nmatch json.dumps:\n    case int(g):\n        pass\n'ESCAPED' + str(g)",
+        ],
+        # outside attack 57: the match compiled first, in a function; `int` rebound later
+        [
+            "def f(x):\n    match x:\n        case int(g):\n            return g\n1",
+            _EVIL_INT + "1",
+            "import json\ng = f(json.dumps)\n'ESCAPED' if g is not None else 'held'",
+        ],
+        [
+            "def f(x):\n    match x:\n        case int(g):\n            return g\n1",
+            _EVIL_INT + "import json\ng = f(json.dumps)\n'ESCAPED' if g is not None else 'held'",
+        ],
+    ],
+    ids=["rebound_then_matched", "matched_then_rebound", "rebound_and_called"],
+)
+async def test_a_class_pattern_on_a_builtin_means_the_builtin(
+    sec_gateway: Gateway, steps: list[str]
 ) -> None:
-    """Outside attack 55: each snippet of a session is checked alone, so `int = Evil` in
-    one and `case int(g)` in the next passed both checks; `Evil.__match_args__ =
-    ('__globals__',)` then read json's real globals (the agent's steps run so)."""
+    """Each snippet of a session is checked alone (the agent's steps run so): `case int(g)`
+    must match the builtin `int` whatever a step bound `int` to, or `Evil.__match_args__ =
+    ('__globals__',)` reads a function's real globals."""
     session = sec_gateway.executor.open_session()
     assert session is not None
-    first = (
-        "class Meta(type):\n    def __instancecheck__(cls, obj):\n        return True\n"
-        "class Evil(metaclass=Meta):\n    __match_args__ = ('__globals__',)\nint = Evil\n1"
-    )
-    second = "import json\nmatch json.dumps:\n    case int(g):\n        pass\n'ESCAPED' + str(g)"
     try:
-        assert (await sec_gateway.execute(first, session=session)).ok
-        out = (await sec_gateway.execute(second, session=session)).to_json()
+        for step in steps[:-1]:
+            assert (await sec_gateway.execute(step, session=session)).ok
+        out = (await sec_gateway.execute(steps[-1], session=session)).to_json()
         assert not reached(out), out
-        assert error_type(out) == "POLICY_VIOLATION", out
-        assert "rebound by an earlier snippet" in out["error"]["message"], out
-        assert (await sec_gateway.execute("del int\n1", session=session)).ok
-        fine = "match 3:\n    case int(n):\n        pass\nn"
-        assert (await sec_gateway.execute(fine, session=session)).result == 3
+        assert out["result"] == "held" or error_type(out) == "RUNTIME_ERROR", out
+        matched = "match 3:\n    case int(n):\n        pass\nn"
+        assert (await sec_gateway.execute(matched, session=session)).result == 3
     finally:
         session.close()
+
+
+async def test_the_sandboxs_own_names_cannot_be_bound(sec_gateway: Gateway) -> None:
+    """The rewrite names `_mcp_getattr_`, `_mcp_target_`, `_mcp_builtins_`: a guest binding
+    of one shadowed it for every private read after it."""
+    for code in ("_mcp_getattr_ = 1", "def f(_mcp_target_):\n    pass", "import json as _mcp_x"):
+        out = await attempt(sec_gateway, code)
+        assert error_type(out) == "POLICY_VIOLATION", out
 
 
 async def test_only_cpythons_builtins_are_the_guests(sec_gateway: Gateway) -> None:

@@ -206,8 +206,8 @@ def _check_node(
         return _check_import_from(node, allowed)
     if isinstance(node, ast.Name):
         return _check_name(node)
-    if isinstance(node, _BINDERS) and (name := _bound_by(node)) in _UNASSIGNABLE:
-        return f"binding {name!r} is not allowed"  # `case str() as __module__`, `def __class__`
+    if isinstance(node, _BINDERS) and _unassignable(_bound_by(node)):
+        return f"binding {_bound_by(node)!r} is not allowed"  # `def __class__`, `_mcp_*`
     if isinstance(node, ast.MatchClass):
         return _check_class_pattern(node)
     if isinstance(node, ast.ClassDef):
@@ -264,7 +264,15 @@ def _check_import_from(node: ast.ImportFrom, allowed: frozenset[str]) -> str | N
     return None
 
 
+def _unassignable(name: str | None) -> bool:
+    """A name the guest may not bind: the class-body ones, and the sandbox's own `_mcp*`
+    names the rewrite puts into the code (`_mcp_getattr_`: a guest binding shadowed it)."""
+    return name is not None and (name in _UNASSIGNABLE or name.startswith("_mcp"))
+
+
 def _check_name(node: ast.Name) -> str | None:
+    if node.id.startswith("_mcp"):
+        return f"the name {node.id!r} is the sandbox's own"
     if node.id in BLOCKED_NAMES:
         return f"use of {node.id!r} is not allowed"
     if node.id in REFUSED_DUNDERS:

@@ -28,6 +28,7 @@ from mcp_code_mode.sandbox.child.rules import (
     REMOVED_BUILTINS,
     refused_component,
 )
+from mcp_code_mode.sandbox.child.scopes import SelfMatchingTypes
 from mcp_code_mode.sandbox.child.tools_view import MADE, GuestIndex, ToolError, Tools
 from mcp_code_mode.sandbox.child.writes import AttributeTarget, safe_delattr, safe_setattr
 
@@ -115,6 +116,7 @@ class GuestRuntime:
             delattr=safe_delattr,
             _mcp_getattr_=guest_getattr,
             _mcp_target_=AttributeTarget,
+            _mcp_builtins_=SelfMatchingTypes,
         )
         return safe
 

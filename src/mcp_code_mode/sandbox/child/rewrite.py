@@ -15,7 +15,7 @@ from types import CodeType
 
 from mcp_code_mode.sandbox.child.guest_api import HOST_CALLS
 from mcp_code_mode.sandbox.child.rules import CHECKED_READS, GUEST_ONLY_DUNDERS, PRIVATE_OK
-from mcp_code_mode.sandbox.child.scopes import class_globals
+from mcp_code_mode.sandbox.child.scopes import SELF_MATCHING, class_globals
 
 __all__ = ["GUEST_FILENAME", "RESULT_NAME", "compile_guest"]
 
@@ -33,6 +33,17 @@ class _Rewrite(ast.NodeTransformer):
         api = _is_api_call(node.value)  # on the source's own call, before it is rewritten
         self.generic_visit(node)
         return node.value if api else node
+
+    def visit_MatchClass(self, node: ast.MatchClass) -> ast.AST:
+        """`case int(x)` → `case _mcp_builtins_.int(x)`: the builtin, whatever the guest's
+        globals say `int` is when the pattern runs (`scopes.SelfMatchingTypes`)."""
+        self.generic_visit(node)
+        if isinstance(node.cls, ast.Name) and node.cls.id in SELF_MATCHING:
+            owner = ast.Name(id="_mcp_builtins_", ctx=ast.Load())
+            node.cls = ast.copy_location(
+                ast.Attribute(value=owner, attr=node.cls.id, ctx=ast.Load()), node.cls
+            )
+        return node
 
     def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
         checked = _is_checked(node)  # on the source's own chain, before it is rewritten

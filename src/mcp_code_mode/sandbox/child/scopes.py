@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import ast
 import builtins
-from typing import Any
 
 __all__ = [
     "SELF_MATCHING",
     "TRUSTED_NAMES",
+    "SelfMatchingTypes",
     "bound_names",
     "class_globals",
-    "rebound_pattern",
 ]
 
 # Builtin types whose class pattern `case int(x)` binds the subject itself: no attribute read.
@@ -79,26 +78,11 @@ def class_globals(tree: ast.Module) -> None:
             node.body.insert(at, declare)
 
 
-def rebound_pattern(source: str, namespace: dict[str, Any]) -> str | None:
-    """Why `source` may not run in `namespace`, or None: a session's earlier snippet bound
-    a self-matching builtin's name (`int = Evil`), and this one, which never binds it (so
-    the policy let it through), matches a class pattern on it: `case int(g)` would read the
-    earlier snippet's class's `__match_args__` with the real getattr (outside attack 55)."""
-    rebound = {n for n in SELF_MATCHING if n in namespace and namespace[n] is not _BUILTINS[n]}
-    if not rebound:
-        return None
-    for node in ast.walk(ast.parse(source)):
-        if (
-            isinstance(node, ast.MatchClass)
-            and node.patterns
-            and isinstance(node.cls, ast.Name)
-            and node.cls.id in rebound
-        ):
-            return (
-                f"line {node.lineno}: `{node.cls.id}` was rebound by an earlier snippet of this "
-                "session; a class pattern with positional sub-patterns on it is not allowed"
-            )
-    return None
-
-
-_BUILTINS = {name: getattr(builtins, name) for name in SELF_MATCHING}
+SelfMatchingTypes = type(
+    "SelfMatchingTypes",
+    (),
+    {"__slots__": (), **{name: getattr(builtins, name) for name in SELF_MATCHING}},
+)
+"""What `case int(x)` names after the rewrite (`_mcp_builtins_.int`): the real builtin
+whatever the guest's globals hold, so a name another snippet of a session rebound, or a
+function of an earlier snippet matching on it, still means the builtin (attacks 55, 57)."""

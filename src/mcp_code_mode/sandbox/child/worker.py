@@ -19,13 +19,11 @@ from collections.abc import Callable
 from types import CodeType, FrameType
 from typing import TYPE_CHECKING, Any
 
-from mcp_code_mode.sandbox.child.audit import Refused
 from mcp_code_mode.sandbox.child.guards import install_guards
 from mcp_code_mode.sandbox.child.guest import Fatal, GuestRuntime, Submitted
 from mcp_code_mode.sandbox.child.outcome import error_for, make_error, result_value
 from mcp_code_mode.sandbox.child.rewrite import RESULT_NAME, compile_guest
 from mcp_code_mode.sandbox.child.rules import GUEST_MODULE
-from mcp_code_mode.sandbox.child.scopes import rebound_pattern
 from mcp_code_mode.sandbox.child.tools_view import GuestIndex, freeze_index
 from mcp_code_mode.sandbox.protocol import DoneMessage, ErrorCode, ErrorInfo
 
@@ -249,9 +247,6 @@ def _run_with_limits(
         SET_HANDLER(timer[0], _on_alarm(run, timeout_s))
     sys.stdout = sys.stderr = capture
     try:
-        refusal = rebound_pattern(source, namespace)
-        if refusal is not None:
-            raise Refused(refusal)
         code = compile_guest(source)
         if timer is not None:
             run.deadline = time.monotonic() + timeout_s
