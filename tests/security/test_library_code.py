@@ -388,6 +388,38 @@ async def test_a_class_pattern_on_a_builtin_means_the_builtin(
         session.close()
 
 
+_PREPARED = (
+    "import json\nclass Meta(type):\n    def __instancecheck__(cls, obj):\n        return True\n"
+    "class Evil(metaclass=Meta):\n    __match_args__ = ('__globals__',)\n"
+    "Holder = type('Holder', (), {'int': Evil})\n"
+    "class NS(dict):\n    def __getitem__(self, k):\n"
+    "        if k in ('_mcp' + '_builtins_', '_mcp' + '_getattr_'):\n"
+    "            return Holder if k.endswith('builtins_') else (lambda o, n: 'ESCAPED hijacked')\n"
+    "        return dict.__getitem__(self, k)\n"
+    "class PM(type):\n    @classmethod\n    def __prepare__(mcls, name, bases, **kw):\n"
+    "        return NS()\n"
+)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "    match json.dumps:\n        case int(g):\n            G = 'ESCAPED ' + str(g)\n",
+        "    try:\n        G = json._default_encoder\n    except AttributeError:\n        G = 'held'\n",
+    ],
+    ids=["builtins_helper", "getattr_helper"],
+)
+async def test_a_class_namespace_cannot_answer_for_the_sandboxs_helpers(
+    sec_gateway: Gateway, body: str
+) -> None:
+    """Outside attack 58: in a class body the rewrite's `_mcp_builtins_` / `_mcp_getattr_`
+    were looked up in the namespace a metaclass `__prepare__` made first."""
+    code = _PREPARED + "class C(metaclass=PM):\n" + body + "getattr(C, 'G', 'held')"
+    out = await attempt(sec_gateway, code)
+    assert not reached(out), out
+    assert out["result"] == "held", out
+
+
 async def test_the_sandboxs_own_names_cannot_be_bound(sec_gateway: Gateway) -> None:
     """The rewrite names `_mcp_getattr_`, `_mcp_target_`, `_mcp_builtins_`: a guest binding
     of one shadowed it for every private read after it."""

@@ -65,10 +65,13 @@ def bound_names(tree: ast.AST) -> set[str]:
 
 
 def class_globals(tree: ast.Module) -> None:
-    """Declare the trusted names the code uses and never binds `global` at the top of every
-    class body (after its docstring), in place."""
-    used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} & TRUSTED_NAMES
-    names = sorted(used - bound_names(tree))
+    """Declare `global` at the top of every class body (after its docstring), in place: the
+    trusted names the code uses and never binds, and the sandbox's own `_mcp*` helpers the
+    rewrite put in (a metaclass `__prepare__` namespace answered `_mcp_builtins_` in a
+    class body, outside attack 58). Run after the rewrite."""
+    used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+    helpers = {name for name in used if name.startswith("_mcp")}
+    names = sorted(((used & TRUSTED_NAMES) - bound_names(tree)) | helpers)
     if not names:
         return
     for node in ast.walk(tree):
