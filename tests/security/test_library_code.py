@@ -546,3 +546,16 @@ def test_a_runners_javascript_makes_no_code_from_text() -> None:
         env={"PATH": "/usr/bin:/bin", "NO_COLOR": "1", "DENO_NO_UPDATE_CHECK": "1"},
     )
     assert done.stdout.split() == ["EvalError"] * 3, done
+
+
+async def test_an_async_generators_awaited_object_is_blocked_like_its_siblings(
+    sec_gateway: Gateway,
+) -> None:
+    """`gi_yieldfrom` and `cr_await` were blocked, `ag_await` was not (outside attack 60)."""
+    code = (
+        "async def agen():\n    yield 1\ng = agen()\n"
+        "try:\n    g.ag_await\nexcept Exception as e:\n    out = type(e).__name__\nelse:\n"
+        "    out = 'read'\nout"
+    )
+    out = await attempt(sec_gateway, code)
+    assert error_type(out) == "POLICY_VIOLATION", out

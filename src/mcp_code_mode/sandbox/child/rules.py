@@ -139,6 +139,7 @@ BLOCKED_ATTRIBUTES = frozenset(
         "cr_await",
         "ag_frame",
         "ag_code",
+        "ag_await",  # as `gi_yieldfrom` and `cr_await` (outside attack 60: it was not)
         "tb_frame",
         "tb_next",
         "f_back",
