@@ -54,10 +54,11 @@ class Channel:
             return None
         if not line:
             return None
-        if len(line) >= _INLINE_BYTES and _decode_cost(line) > _DECODE_BUDGET:
+        cost = _decode_cost(line) if len(line) >= _INLINE_BYTES else 0
+        if cost > _DECODE_BUDGET:
             raise WorkerCrashed(
-                f"{self._peer} sent a message that would take about "
-                f"{_decode_cost(line) >> 20} MB to read (at most {_DECODE_BUDGET >> 20} MB)"
+                f"{self._peer} sent a message that would take about {cost >> 20} MB to "
+                f"read (at most {_DECODE_BUDGET >> 20} MB)"
             )
         try:
             # A guest's 60 MB batch of calls must not stall the loop that serves other runs.

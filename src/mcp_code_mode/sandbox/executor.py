@@ -45,7 +45,6 @@ class SandboxExecutor:
         allowed_imports: Sequence[str],
         limits: Limits,
         pool_size: int = 2,
-        max_runs: int | None = None,
     ) -> None:
         self.launcher = launcher
         self.allowed_imports = tuple(allowed_imports)
@@ -54,7 +53,7 @@ class SandboxExecutor:
         self.session_slots = asyncio.Semaphore(max(2, 2 * pool_size))  # sessions with a worker
         # Runs at once; the rest wait their turn (the wait is not their run time): each may
         # hold up to `memory_mb`, and 24 at once took the host to 4.3 GB (outside attack 56).
-        self.run_slots = asyncio.Semaphore(max_runs or runs_that_fit(limits.memory_mb))
+        self.run_slots = asyncio.Semaphore(runs_that_fit(limits.memory_mb))
 
     @classmethod
     def from_settings(cls, settings: Settings) -> SandboxExecutor:
