@@ -24,6 +24,7 @@ from .errors import CodeModeError
 from .gateway import Gateway
 from .serve_options import add_serve_arguments
 from .settings import Settings
+from .stdio_serving import serve_stdio
 
 if TYPE_CHECKING:
     from fastmcp import FastMCP
@@ -145,7 +146,7 @@ async def _serve_stdio(gateway: Gateway, importing: asyncio.Future[ModuleType], 
         await importing
         server = build_server(gateway, lm=lm)
         async with _reporting_start(gateway, connect_after_s=_UPSTREAMS_AFTER_S):
-            await server.run_stdio_async(show_banner=False)
+            await serve_stdio(server)
 
 
 @contextlib.asynccontextmanager

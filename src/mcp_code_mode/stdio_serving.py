@@ -1,0 +1,161 @@
+"""Serving MCP over this process's stdin and stdout, read and written by the event loop.
+
+The MCP SDK's `stdio_server` reads and writes the standard streams through anyio's worker
+threads: each request and its reply cost three hand-offs between a thread and the loop
+(the line read, the write, the flush), each waking a thread and then the loop again. On a
+busy machine that was a millisecond of the server's CPU per `execute_code` (`bench/`,
+BENCHMARKS.md). Here asyncio's pipe transports read and write the same descriptors on the
+loop itself; the SDK's stdio_server still frames and parses the messages.
+
+What stays as the SDK does it: while serving, fd 0 reads the null device and fd 1 writes
+to stderr, so a child's or a library's stray output cannot reach the wire; both are
+restored afterwards. Used only when stdin and stdout are both pipes or sockets (what MCP
+clients give a server); a terminal or a regular file is served the SDK's way (a terminal's
+non-blocking mode would outlive this process in the shell).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import os
+import stat
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from fastmcp import FastMCP
+
+__all__ = ["serve_stdio"]
+
+_STDIN, _STDOUT, _STDERR = 0, 1, 2
+# The longest line read: past it the reader keeps reading until the newline and hands on
+# an empty line (a parse error for the SDK), as memory must not grow with one message.
+MAX_LINE_BYTES = 256 * 1024 * 1024
+
+
+async def serve_stdio(server: FastMCP) -> None:
+    """Serve `server` over stdio until the client closes stdin."""
+    if not (_is_stream(_STDIN) and _is_stream(_STDOUT)):
+        await server.run_stdio_async(show_banner=False)
+        return
+    from fastmcp.server.context import reset_transport, set_transport
+    from mcp.server.stdio import stdio_server
+
+    token = set_transport("stdio")
+    try:
+        async with (
+            server._lifespan_manager(),  # what `run_stdio_async` does, on other streams
+            _loop_streams() as (reader, writer),
+            stdio_server(stdin=reader, stdout=writer) as (read_stream, write_stream),  # type: ignore[arg-type]
+        ):
+            low_level = server._mcp_server
+            await low_level.run(
+                read_stream, write_stream, low_level.create_initialization_options()
+            )
+            await writer.flush()  # the last replies, before the pipe is let go
+    finally:
+        reset_transport(token)
+
+
+def _is_stream(fd: int) -> bool:
+    try:
+        mode = os.fstat(fd).st_mode
+    except OSError:
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
+
+
+class LineReader:
+    """The lines of a pipe, as the SDK's stdio_server iterates a text file."""
+
+    def __init__(self, reader: asyncio.StreamReader) -> None:
+        self._reader = reader
+
+    def __aiter__(self) -> LineReader:
+        return self
+
+    async def __anext__(self) -> str:
+        try:
+            line = await self._reader.readuntil(b"\n")
+        except asyncio.IncompleteReadError as end:
+            line = end.partial
+        except asyncio.LimitOverrunError:
+            await self._skip_line()
+            return "\n"
+        if not line:
+            raise StopAsyncIteration
+        return line.decode("utf-8", errors="replace")
+
+    async def _skip_line(self) -> None:
+        """Drop what is buffered up to and including the next newline."""
+        while True:
+            try:
+                await self._reader.readuntil(b"\n")
+                return
+            except asyncio.LimitOverrunError as over:
+                await self._reader.readexactly(over.consumed)
+            except asyncio.IncompleteReadError:
+                return
+
+
+class LineWriter:
+    """A pipe written as the SDK's stdio_server writes a text file: write, then flush."""
+
+    def __init__(self, writer: asyncio.StreamWriter) -> None:
+        self._writer = writer
+
+    async def write(self, text: str) -> None:
+        self._writer.write(text.encode("utf-8", errors="replace"))
+
+    async def flush(self) -> None:
+        await self._writer.drain()
+
+
+@contextlib.asynccontextmanager
+async def _loop_streams() -> AsyncIterator[tuple[LineReader, LineWriter]]:
+    """fd 0 and 1 claimed (see the module's docstring), their pipes on the loop."""
+    loop = asyncio.get_running_loop()
+    with _claimed(_STDIN, _null_input) as wire_in, _claimed(_STDOUT, _stderr_copy) as wire_out:
+        reader = asyncio.StreamReader(limit=MAX_LINE_BYTES, loop=loop)
+        protocol = asyncio.StreamReaderProtocol(reader, loop=loop)
+        read_transport, _ = await loop.connect_read_pipe(lambda: protocol, _file(wire_in, "rb"))
+        write_transport, flow = await loop.connect_write_pipe(
+            lambda: asyncio.streams.FlowControlMixin(loop=loop), _file(wire_out, "wb")
+        )
+        writer = asyncio.StreamWriter(write_transport, flow, None, loop)
+        try:
+            yield LineReader(reader), LineWriter(writer)
+        finally:  # at once: the descriptors are closed right after
+            read_transport.close()
+            write_transport.abort()
+
+
+def _file(fd: int, mode: str) -> Any:
+    return os.fdopen(fd, mode, buffering=0, closefd=False)
+
+
+@contextlib.contextmanager
+def _claimed(fd: int, diversion: Callable[[], int]) -> Iterator[int]:
+    """A private copy of `fd` (the wire) while `fd` itself points at `diversion()`."""
+    wire = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3)
+    diverted = diversion()
+    try:
+        os.dup2(diverted, fd)
+    finally:
+        os.close(diverted)
+    try:
+        yield wire
+    finally:
+        os.dup2(wire, fd)
+        os.set_blocking(wire, True)  # shared with the client's end of the pipe
+        os.close(wire)
+
+
+def _null_input() -> int:
+    return os.open(os.devnull, os.O_RDONLY)
+
+
+def _stderr_copy() -> int:
+    return os.dup(_STDERR)

@@ -1,0 +1,130 @@
+"""The stdio transport of the server (`stdio_serving`): the wire, read and written by the
+event loop, against the raw JSON-RPC lines a client sends, and against a fastmcp `Client`."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastmcp import Client
+from fastmcp.client.transports import StdioTransport
+
+from .support import QUIET
+
+APP = Path(__file__).parent / "servers" / "stdio_app.py"
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "0"},
+    },
+}
+INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+
+
+def _call(ident: int) -> dict[str, Any]:
+    params = {"name": "stray", "arguments": {}}
+    return {"jsonrpc": "2.0", "id": ident, "method": "tools/call", "params": params}
+
+
+def _line(message: dict[str, Any]) -> bytes:
+    return json.dumps(message).encode() + b"\n"
+
+
+def _answers(out: bytes) -> dict[int, Any]:
+    found = {}
+    for line in out.splitlines():
+        if line.startswith(b"{"):
+            message = json.loads(line)
+            found[message.get("id")] = message
+    return found
+
+
+def _serve_raw(
+    lines: list[bytes], *args: str, stdout: Any = subprocess.PIPE, reply_to: int = 2
+) -> tuple[bytes, bytes]:
+    """The app fed `lines` on a pipe; its input ends once request `reply_to` is answered
+    (the SDK answers a request still open at the end of input with "Connection closed")."""
+    proc = subprocess.Popen(
+        [sys.executable, str(APP), *args],
+        stdin=subprocess.PIPE,
+        stdout=stdout,
+        stderr=subprocess.PIPE,
+        env={**QUIET, "PYTHONPATH": str(Path(__file__).parents[1] / "src")},
+    )
+    assert proc.stdin is not None
+    proc.stdin.write(b"".join(lines))
+    proc.stdin.flush()
+    out = _read_until_answered(proc, stdout, reply_to)
+    proc.stdin.close()
+    rest = proc.stdout.read() if proc.stdout is not None else b""
+    err = proc.stderr.read() if proc.stderr is not None else b""
+    assert proc.wait(timeout=60) == 0, err.decode(errors="replace")
+    return out + rest, err
+
+
+def _read_until_answered(proc: subprocess.Popen[bytes], stdout: Any, ident: int) -> bytes:
+    deadline = time.monotonic() + 60
+    out = b""
+    while ident not in _answers(out) and time.monotonic() < deadline:
+        if proc.stdout is not None:
+            out += proc.stdout.readline()
+        else:
+            time.sleep(0.05)
+            out = Path(stdout.name).read_bytes()
+    return out if proc.stdout is not None else b""
+
+
+def test_stray_output_misses_the_wire_and_the_descriptors_come_back() -> None:
+    out, err = _serve_raw([_line(INITIALIZE), _line(INITIALIZED), _line(_call(2))])
+    answers = _answers(out)
+    assert answers[2]["result"]["content"][0]["text"] == "ok"
+    assert b"stray" not in out
+    assert {b"stray print", b"stray fd1", b"stray child"} <= set(err.splitlines())
+    assert out.splitlines()[-1] == b"after True True"
+
+
+def test_a_line_over_the_limit_is_dropped_and_the_next_answered() -> None:
+    long_call = _call(2)
+    long_call["params"]["arguments"] = {"pad": "x" * 5000}
+    lines = [_line(INITIALIZE), _line(INITIALIZED), _line(long_call), _line(_call(3))]
+    out, _ = _serve_raw(lines, "1000", reply_to=3)
+    answers = _answers(out)
+    assert 2 not in answers
+    assert answers[3]["result"]["content"][0]["text"] == "ok"
+
+
+def test_stdout_to_a_regular_file_is_served_the_sdk_way(tmp_path: Path) -> None:
+    path = tmp_path / "out.jsonl"
+    with path.open("wb") as stdout:
+        _serve_raw([_line(INITIALIZE), _line(INITIALIZED), _line(_call(2))], stdout=stdout)
+    out = path.read_bytes()
+    assert _answers(out)[2]["result"]["content"][0]["text"] == "ok"
+    assert b"stray" not in out
+
+
+@pytest.mark.parametrize("size", [0, 90_000, 3_000_000])
+async def test_a_fastmcp_client_gets_whole_replies(size: int) -> None:
+    """Replies bigger than a pipe's buffer arrive whole (the loop writes them in pieces)."""
+    code = f"'x' * {size}" if size else "1+1"
+    transport = StdioTransport(
+        command=sys.executable,
+        args=["-m", "mcp_code_mode.executor_server", "--config", "mcp_servers.json"],
+        env={**QUIET, "MCP_CODE_POOL_SIZE": "1", "MCP_CODE_MAX_OUTPUT_CHARS": "4000000"},
+        cwd=str(Path(__file__).parents[1]),
+        keep_alive=False,
+    )
+    async with Client(transport, init_timeout=60) as client:
+        for _ in range(3):
+            result = await client.call_tool_mcp("execute_code", {"code": code})
+            reply = json.loads(result.content[0].text)
+            assert reply["ok"] is True
+            assert reply["result"] == (eval(code) if size else 2)
