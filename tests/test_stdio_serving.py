@@ -53,21 +53,21 @@ def _serve_raw(
 ) -> tuple[bytes, bytes]:
     """The app fed `lines` on a pipe; its input ends once request `reply_to` is answered
     (the SDK answers a request still open at the end of input with "Connection closed")."""
-    proc = subprocess.Popen(
+    with subprocess.Popen(
         [sys.executable, str(APP), *args],
         stdin=subprocess.PIPE,
         stdout=stdout,
         stderr=subprocess.PIPE,
         env={**QUIET, "PYTHONPATH": str(Path(__file__).parents[1] / "src")},
-    )
-    assert proc.stdin is not None
-    proc.stdin.write(b"".join(lines))
-    proc.stdin.flush()
-    out = _read_until_answered(proc, stdout, reply_to)
-    proc.stdin.close()
-    rest = proc.stdout.read() if proc.stdout is not None else b""
-    err = proc.stderr.read() if proc.stderr is not None else b""
-    assert proc.wait(timeout=60) == 0, err.decode(errors="replace")
+    ) as proc:
+        assert proc.stdin is not None and proc.stderr is not None
+        proc.stdin.write(b"".join(lines))
+        proc.stdin.flush()
+        out = _read_until_answered(proc, stdout, reply_to)
+        proc.stdin.close()
+        rest = proc.stdout.read() if proc.stdout is not None else b""
+        err = proc.stderr.read()
+        assert proc.wait(timeout=60) == 0, err.decode(errors="replace")
     return out + rest, err
 
 
