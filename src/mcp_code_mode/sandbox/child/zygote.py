@@ -273,6 +273,7 @@ _WARM_UP_RUN = {
     "input": None,
 }
 _WARM_UP_REPLY = {"op": "reply", "results": [{"ok": True, "value": {"n": 1}}]}
+_DRAIN_BYTES = 65536  # what a done worker reads at a time while it waits for its end
 
 
 def _warm_up_worker(
@@ -361,7 +362,8 @@ def _serve_runs(
     index: worker.KnownIndex,
     mirror: OutputMirror | None,
 ) -> None:
-    """One `run`, or a session's runs one after another in one namespace, until EOF."""
+    """One `run`, or a session's runs one after another in one namespace, until EOF (after
+    a single run: until the host, which has its `done`, ends the worker)."""
     namespace: dict[str, Any] | None = None
     while line := exchange.pipe_in.readline():  # EOF: the host is done with this worker
         message = decode(line)
@@ -375,6 +377,10 @@ def _serve_runs(
         done = worker.execute(message, run, runtime, namespace, index=index.for_run(message))
         write_message(exchange.pipe_out, done)
         if not message.get("session"):
+            # Not `os._exit` yet: freeing this process's memory takes ~1 ms of the core the
+            # host was just woken on, before it could read `done`. The host kills it.
+            while exchange.pipe_in.read1(_DRAIN_BYTES):
+                pass
             return
 
 
