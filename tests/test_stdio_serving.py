@@ -13,6 +13,8 @@ from typing import Any
 import pytest
 from fastmcp import Client
 from fastmcp.client.transports import StdioTransport
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from .support import QUIET
 
@@ -128,3 +130,24 @@ async def test_a_fastmcp_client_gets_whole_replies(size: int) -> None:
             reply = json.loads(result.content[0].text)
             assert reply["ok"] is True
             assert reply["result"] == (eval(code) if size else 2)
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    junk=st.lists(
+        st.binary(max_size=300).map(lambda b: b.replace(b"\n", b"")), min_size=1, max_size=6
+    ),
+    text=st.text(max_size=40),
+)
+def test_hostile_bytes_on_the_wire_leave_the_server_answering(junk: list[bytes], text: str) -> None:
+    """Invalid UTF-8, NUL, lone surrogates (escaped in JSON and raw), truncated JSON: each
+    line is refused or answered; the next call is answered; the output is valid UTF-8."""
+    odd = [b"\xff\xfe\x00", b'{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {']
+    escaped = json.dumps({"jsonrpc": "2.0", "id": 8, "method": "ping", "params": {"t": text}})
+    surrogate = b'{"jsonrpc": "2.0", "id": 9, "method": "ping", "params": {"t": "\\ud800"}}'
+    lines = [_line(INITIALIZE), _line(INITIALIZED)]
+    lines += [b + b"\n" for b in [*junk, *odd, escaped.encode(), surrogate]]
+    lines.append(_line(_call(2)))
+    out, _ = _serve_raw(lines)
+    out.decode("utf-8")  # strict: nothing invalid reached the client
+    assert _answers(out)[2]["result"]["content"][0]["text"] == "ok"
