@@ -559,3 +559,22 @@ async def test_an_async_generators_awaited_object_is_blocked_like_its_siblings(
     )
     out = await attempt(sec_gateway, code)
     assert error_type(out) == "POLICY_VIOLATION", out
+
+
+async def test_an_object_posing_as_a_bound_method_is_not_the_guests(sec_gateway: Gateway) -> None:
+    """Outside attack 62: a `super` subclass whose `__class__` said `MethodType` and whose
+    `__func__` was a guest function passed as the guest's own object, and read
+    `EnumType._convert_` (any module's globals) through the MRO `super` searches."""
+    code = (
+        "import enum\nclass K:\n    def m(self):\n        pass\nMT = type(K().m)\n"
+        "def g():\n    pass\n"
+        "S = type('S', (super,), {'__cl' + 'ass__': property(lambda s: MT),"
+        " '__fu' + 'nc__': property(lambda s: g)})\n"
+        "class M(enum.EnumType):\n    pass\nclass GE(enum.Enum, metaclass=M):\n    pass\n"
+        "try:\n    getattr(S(M, GE), '_convert_')\nexcept AttributeError as e:\n    out = str(e)\n"
+        "else:\n    out = 'ESCAPED'\n[out, isinstance(S(M, GE), MT)]"
+    )
+    out = await attempt(sec_gateway, code)
+    assert not reached(out), out
+    assert "private attribute '_convert_'" in out["result"][0], out
+    assert out["result"][1] is True, out  # the pose itself still works: the guard ignores it

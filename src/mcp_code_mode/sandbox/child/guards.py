@@ -71,12 +71,13 @@ def _is_dunder(name: str) -> bool:
 def is_guest_object(obj: Any) -> bool:
     """The guest's own: a function it defined (its globals are the guest's namespace), a
     method of one, an instance of a class it defined, or such a class; in each case one
-    whose attributes are read from itself or by the guest's own code (`_plain_lookup`)."""
-    if isinstance(obj, types.MethodType):
+    whose attributes are read from itself or by the guest's own code (`_plain_lookup`).
+    By real type: `isinstance` believes a guest's `__class__` (outside attack 62)."""
+    if type(obj) is types.MethodType:
         obj = obj.__func__
-    if isinstance(obj, types.FunctionType):
+    if (kind := type(obj)) is types.FunctionType:
         return _guest_function(obj)
-    cls = obj if isinstance(obj, type) else type(obj)
+    cls = obj if issubclass(kind, type) else kind
     # `__module__` of a class cannot be set by the guest (`safe_setattr`, the policy).
     own = getattr(cls, "__module__", None) == GUEST_MODULE and not issubclass(cls, Frozen)
     return own and _plain_lookup(type(obj))
@@ -209,7 +210,7 @@ def library_defines(obj: Any, name: str) -> bool:
     `__dict__`s and MROs, never through the guest's own descriptors (an instance's
     `__dict__` may be one: an instance attribute named like a library class's private
     member is refused too)."""
-    classes = [*(MRO(obj) if isinstance(obj, type) else ()), *MRO(type(obj))]
+    classes = [*(MRO(obj) if issubclass(type(obj), type) else ()), *MRO(type(obj))]
     for cls in classes:
         namespace = VARS(cls)
         if name in namespace:
