@@ -53,11 +53,12 @@ async def _run(gateway: Gateway, code: str) -> tuple[mcp_types.CallToolResult, l
     async with Client(build_server(gateway), progress_handler=handler) as client:
         result = await client.call_tool_mcp("execute_code", {"code": code})
         # The client runs each handler in a task of its own: wait until no notice has come
-        # for 0.2 s (a fixed 0.2 s lost the last one on a busy machine), at most 10 s.
-        seen = -1
+        # for 1 s (0.2 s lost the last one on a busy machine, twice), at most 10 s.
+        seen, quiet = -1, 0
         for _ in range(50):
             await asyncio.sleep(0.2)
-            if len(got) == seen:
+            quiet = quiet + 1 if len(got) == seen else 0
+            if quiet == 5:
                 break
             seen = len(got)
     return result, got

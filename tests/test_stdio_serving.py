@@ -4,6 +4,7 @@ event loop, against the raw JSON-RPC lines a client sends, and against a fastmcp
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 import sys
 import time
@@ -151,3 +152,48 @@ def test_hostile_bytes_on_the_wire_leave_the_server_answering(junk: list[bytes],
     out, _ = _serve_raw(lines)
     out.decode("utf-8")  # strict: nothing invalid reached the client
     assert _answers(out)[2]["result"]["content"][0]["text"] == "ok"
+
+
+def _app(**streams: Any) -> subprocess.Popen[bytes]:
+    env = {**QUIET, "PYTHONPATH": str(Path(__file__).parents[1] / "src")}
+    return subprocess.Popen([sys.executable, str(APP)], stderr=subprocess.PIPE, env=env, **streams)
+
+
+def _read_answer(sock: socket.socket, ident: int) -> dict[str, Any]:
+    got = b""
+    while ident not in _answers(got):
+        chunk = sock.recv(65536)
+        assert chunk, got
+        got += chunk
+    return _answers(got)[ident]
+
+
+def test_one_socket_both_ways_is_served() -> None:
+    """inetd or socat's EXEC give a server one socket as stdin and stdout (outside attack
+    61: asyncio's write side took each request for the peer's close and serving ended)."""
+    ours, theirs = socket.socketpair()
+    with ours, _app(stdin=theirs, stdout=theirs) as proc:
+        theirs.close()
+        ours.settimeout(60)
+        ours.sendall(_line(INITIALIZE) + _line(INITIALIZED))
+        _read_answer(ours, 1)
+        ours.sendall(_line(_call(2)))
+        assert _read_answer(ours, 2)["result"]["content"][0]["text"] == "ok"
+        ours.shutdown(socket.SHUT_WR)
+        assert proc.wait(timeout=60) == 0
+
+
+def test_a_client_that_stops_reading_ends_serving_with_its_own_error() -> None:
+    """A client closing its end of the server's stdout: the server ends, and what it says is
+    the lost pipe, not an error of its own clean-up (outside attack 61)."""
+    with _app(stdin=subprocess.PIPE, stdout=subprocess.PIPE) as proc:
+        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+        proc.stdin.write(_line(INITIALIZE) + _line(INITIALIZED))
+        proc.stdin.flush()
+        assert 1 in _answers(proc.stdout.readline())
+        proc.stdout.close()
+        proc.stdin.write(_line(_call(2)) + _line(_call(3)))
+        proc.stdin.flush()
+        proc.wait(timeout=60)
+        err = proc.stderr.read().decode(errors="replace")
+    assert "AttributeError" not in err, err

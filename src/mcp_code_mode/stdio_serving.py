@@ -37,7 +37,7 @@ MAX_LINE_BYTES = 256 * 1024 * 1024
 
 async def serve_stdio(server: FastMCP) -> None:
     """Serve `server` over stdio until the client closes stdin."""
-    if not (_is_stream(_STDIN) and _is_stream(_STDOUT)):
+    if not _served_on_the_loop():
         await server.run_stdio_async(show_banner=False)
         return
     from fastmcp.server.context import reset_transport, set_transport
@@ -59,11 +59,21 @@ async def serve_stdio(server: FastMCP) -> None:
         reset_transport(token)
 
 
-def _is_stream(fd: int) -> bool:
+def _served_on_the_loop() -> bool:
+    """Whether stdin and stdout are pipes or sockets, and not one socket both ways (inetd,
+    socat's EXEC): asyncio's write side of a socket takes what arrives on it for the
+    peer's close, so each request would end the serving."""
     try:
-        mode = os.fstat(fd).st_mode
+        stdin, stdout = os.fstat(_STDIN), os.fstat(_STDOUT)
     except OSError:
         return False
+    if not (_is_stream(stdin.st_mode) and _is_stream(stdout.st_mode)):
+        return False
+    one_socket = (stdin.st_dev, stdin.st_ino) == (stdout.st_dev, stdout.st_ino)
+    return not (stat.S_ISSOCK(stdout.st_mode) and one_socket)
+
+
+def _is_stream(mode: int) -> bool:
     return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
 
 
@@ -127,9 +137,11 @@ async def _loop_streams() -> AsyncIterator[tuple[LineReader, LineWriter]]:
         writer = asyncio.StreamWriter(write_transport, flow, None, loop)
         try:
             yield LineReader(reader), LineWriter(writer)
-        finally:  # at once: the descriptors are closed right after
-            read_transport.close()
-            write_transport.abort()
+        finally:  # at once, unless a lost peer closed them: the descriptors close next
+            if not read_transport.is_closing():
+                read_transport.close()
+            if not write_transport.is_closing():
+                write_transport.abort()
 
 
 def _file(fd: int, mode: str) -> Any:
@@ -140,6 +152,7 @@ def _file(fd: int, mode: str) -> Any:
 def _claimed(fd: int, diversion: Callable[[], int]) -> Iterator[int]:
     """A private copy of `fd` (the wire) while `fd` itself points at `diversion()`."""
     wire = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3)
+    blocking = os.get_blocking(wire)
     diverted = diversion()
     try:
         os.dup2(diverted, fd)
@@ -149,7 +162,9 @@ def _claimed(fd: int, diversion: Callable[[], int]) -> Iterator[int]:
         yield wire
     finally:
         os.dup2(wire, fd)
-        os.set_blocking(wire, True)  # shared with the client's end of the pipe
+        # Shared with whatever else holds this end of the pipe; a server killed while
+        # serving leaves it non-blocking (asyncio's pipes need it so).
+        os.set_blocking(wire, blocking)
         os.close(wire)
 
 
