@@ -95,14 +95,19 @@ def test_stray_output_misses_the_wire_and_the_descriptors_come_back() -> None:
     assert out.splitlines()[-1] == b"after True True"
 
 
-def test_a_line_over_the_limit_is_dropped_and_the_next_answered() -> None:
+def test_a_line_over_the_limit_is_refused_and_the_next_answered() -> None:
+    """A request longer than the limit is answered with an error for its id, and dropped
+    as it is read (parsing it would take ~50 times its size, outside attack 61)."""
     long_call = _call(2)
     long_call["params"]["arguments"] = {"pad": "x" * 5000}
-    lines = [_line(INITIALIZE), _line(INITIALIZED), _line(long_call), _line(_call(3))]
-    out, _ = _serve_raw(lines, "1000", reply_to=3)
+    no_id = {"jsonrpc": "2.0", "method": "notifications/x", "params": {"pad": "y" * 5000}}
+    lines = [_line(INITIALIZE), _line(INITIALIZED), _line(long_call), _line(no_id)]
+    out, _ = _serve_raw([*lines, _line(_call(3))], "1000", reply_to=3)
     answers = _answers(out)
-    assert 2 not in answers
+    assert answers[2]["error"]["code"] == -32600
+    assert "longer than 1,000 bytes" in answers[2]["error"]["message"]
     assert answers[3]["result"]["content"][0]["text"] == "ok"
+    assert set(answers) == {1, 2, 3}
 
 
 def test_stdout_to_a_regular_file_is_served_the_sdk_way(tmp_path: Path) -> None:

@@ -19,10 +19,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
+import json
 import os
 import stat
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import TYPE_CHECKING, Any
+
+from .upstreams.framing import HEAD_BYTES, request_id
 
 if TYPE_CHECKING:
     from fastmcp import FastMCP
@@ -30,9 +33,11 @@ if TYPE_CHECKING:
 __all__ = ["serve_stdio"]
 
 _STDIN, _STDOUT, _STDERR = 0, 1, 2
-# The longest line read: past it the reader keeps reading until the newline and hands on
-# an empty line (a parse error for the SDK), as memory must not grow with one message.
-MAX_LINE_BYTES = 256 * 1024 * 1024
+# The longest request line, as the MCP SDK's limit on an HTTP request's body: parsing and
+# validating a message takes ~50 times its size (a 40 MB line took the server to 2.2 GB,
+# outside attack 61). A longer line is dropped as it is read and answered with an error.
+MAX_LINE_BYTES = 4 * 1024 * 1024
+_TOO_LONG = -32600  # JSON-RPC "Invalid Request"
 
 
 async def serve_stdio(server: FastMCP) -> None:
@@ -77,39 +82,6 @@ def _is_stream(mode: int) -> bool:
     return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
 
 
-class LineReader:
-    """The lines of a pipe, as the SDK's stdio_server iterates a text file."""
-
-    def __init__(self, reader: asyncio.StreamReader) -> None:
-        self._reader = reader
-
-    def __aiter__(self) -> LineReader:
-        return self
-
-    async def __anext__(self) -> str:
-        try:
-            line = await self._reader.readuntil(b"\n")
-        except asyncio.IncompleteReadError as end:
-            line = end.partial
-        except asyncio.LimitOverrunError:
-            await self._skip_line()
-            return "\n"
-        if not line:
-            raise StopAsyncIteration
-        return line.decode("utf-8", errors="replace")
-
-    async def _skip_line(self) -> None:
-        """Drop what is buffered up to and including the next newline."""
-        while True:
-            try:
-                await self._reader.readuntil(b"\n")
-                return
-            except asyncio.LimitOverrunError as over:
-                await self._reader.readexactly(over.consumed)
-            except asyncio.IncompleteReadError:
-                return
-
-
 class LineWriter:
     """A pipe written as the SDK's stdio_server writes a text file: write, then flush."""
 
@@ -121,6 +93,48 @@ class LineWriter:
 
     async def flush(self) -> None:
         await self._writer.drain()
+
+
+class LineReader:
+    """The lines of a pipe, as the SDK's stdio_server iterates a text file; a line over
+    `MAX_LINE_BYTES` is answered here (an error for the id in its first bytes) instead."""
+
+    def __init__(self, reader: asyncio.StreamReader, answers: LineWriter) -> None:
+        self._reader = reader
+        self._answers = answers
+
+    def __aiter__(self) -> LineReader:
+        return self
+
+    async def __anext__(self) -> str:
+        while True:
+            try:
+                line = await self._reader.readuntil(b"\n")
+            except asyncio.IncompleteReadError as end:
+                line = end.partial
+            except asyncio.LimitOverrunError as over:
+                await self._refuse(await self._reader.readexactly(over.consumed))
+                continue
+            if not line:
+                raise StopAsyncIteration
+            return line.decode("utf-8", errors="replace")
+
+    async def _refuse(self, head: bytes) -> None:
+        """Drop the rest of the line `head` begins; answer its request, if it has an id."""
+        while True:
+            try:
+                await self._reader.readuntil(b"\n")
+                break
+            except asyncio.LimitOverrunError as over:
+                await self._reader.readexactly(over.consumed)
+            except asyncio.IncompleteReadError:
+                break
+        found = request_id(head[:HEAD_BYTES])
+        if found is not None:
+            why = f"request refused: it is longer than {MAX_LINE_BYTES:,} bytes"
+            error = {"code": _TOO_LONG, "message": why}
+            reply = {"jsonrpc": "2.0", "id": found, "error": error}
+            await self._answers.write(json.dumps(reply) + "\n")
 
 
 @contextlib.asynccontextmanager
@@ -136,7 +150,8 @@ async def _loop_streams() -> AsyncIterator[tuple[LineReader, LineWriter]]:
         )
         writer = asyncio.StreamWriter(write_transport, flow, None, loop)
         try:
-            yield LineReader(reader), LineWriter(writer)
+            lines = LineWriter(writer)
+            yield LineReader(reader, lines), lines
         finally:  # at once, unless a lost peer closed them: the descriptors close next
             if not read_transport.is_closing():
                 read_transport.close()

@@ -26,6 +26,7 @@ __all__ = [
     "Oversized",
     "refusal",
     "reply_id",
+    "request_id",
     "too_large_message",
 ]
 
@@ -154,6 +155,15 @@ def reply_id(head: bytes, tail: bytes) -> int | str | None:
         found = members.get("id")
         if isinstance(found, int | str) and not isinstance(found, bool):
             return found
+    return None
+
+
+def request_id(head: bytes) -> int | str | None:
+    """The id of the JSON-RPC request whose text begins with `head` (a client's request
+    refused for its size is answered for it); None when `head` holds no whole id."""
+    found = _head_members(head).get("id")
+    if isinstance(found, int | str) and not isinstance(found, bool):
+        return found
     return None
 
 
