@@ -578,3 +578,34 @@ async def test_an_object_posing_as_a_bound_method_is_not_the_guests(sec_gateway:
     assert not reached(out), out
     assert "private attribute '_convert_'" in out["result"][0], out
     assert out["result"][1] is True, out  # the pose itself still works: the guard ignores it
+
+
+async def test_a_bound_method_of_anything_but_a_guest_function_is_not_the_guests(
+    sec_gateway: Gateway,
+) -> None:
+    """Outside attack 63: a real bound method reads on through its `__func__`; one made of
+    a guest enum class counted as the guest's own and read `EnumType._convert_`."""
+    code = (
+        "import enum\nclass A:\n    def f(self):\n        pass\n    def _g(self):\n"
+        "        return 'own'\nM = type(A().f)\nclass C(enum.Enum):\n    pass\n"
+        "try:\n    getattr(M(C, 0), '_convert_')\nexcept AttributeError as e:\n    out = str(e)\n"
+        "else:\n    out = 'ESCAPED'\n[out, A()._g()]"
+    )
+    out = await attempt(sec_gateway, code)
+    assert not reached(out), out
+    assert "private attribute '_convert_'" in out["result"][0], out
+    assert out["result"][1] == "own", out
+
+
+async def test_module_views_are_of_modules_only(sec_gateway: Gateway) -> None:
+    """Outside attack 63: `type(json).__new__` took a guest object named `textwrap`, and
+    the run's own `import textwrap` then gave the guest's object."""
+    code = (
+        "import json\nV = type(json)\nclass Fake:\n    __name__ = 'textwrap'\n"
+        "    def dedent(self, s):\n        return 'ESCAPED'\n"
+        "try:\n    V.__new__(V, Fake(), frozenset({'os'}))\nexcept TypeError as e:\n"
+        "    out = str(e)\nimport textwrap\n[out, textwrap.dedent('  x')]"
+    )
+    out = await attempt(sec_gateway, code)
+    assert not reached(out), out
+    assert out["result"] == ["module views are made by the sandbox, of modules", "x"], out

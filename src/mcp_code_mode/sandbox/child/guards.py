@@ -73,8 +73,9 @@ def is_guest_object(obj: Any) -> bool:
     method of one, an instance of a class it defined, or such a class; in each case one
     whose attributes are read from itself or by the guest's own code (`_plain_lookup`).
     By real type: `isinstance` believes a guest's `__class__` (outside attack 62)."""
-    if type(obj) is types.MethodType:
+    if type(obj) is types.MethodType:  # its reads go on to `__func__`: any callable (attack 63)
         obj = obj.__func__
+        return type(obj) is types.FunctionType and _guest_function(obj)
     if (kind := type(obj)) is types.FunctionType:
         return _guest_function(obj)
     cls = obj if issubclass(kind, type) else kind
