@@ -122,11 +122,12 @@ class ModuleView:
     __slots__ = ()
 
     def __new__(cls, module: Any, allowed: frozenset[str], *, private: bool = False) -> Any:
-        # Of real modules only: `type(json).__new__(...)` with a guest object named like a
-        # module made the run's own later imports of it the guest's (outside attack 63).
-        if not issubclass(type(module), type(builtins)):
+        # Of loaded modules only: `type(json).__new__(...)` with a guest object named like
+        # a module made the run's own later imports of it the guest's (outside attack 63).
+        name = module.__name__
+        if sys.modules.get(name) is not module:
             raise TypeError("module views are made by the sandbox, of modules")
-        key = (module.__name__, private)
+        key = (name, private)
         view_class = _VIEW_CLASSES.get(key)
         if view_class is None:
             view_class = _VIEW_CLASSES[key] = _module_view_class(module, allowed, private)
