@@ -609,3 +609,23 @@ async def test_module_views_are_of_modules_only(sec_gateway: Gateway) -> None:
     out = await attempt(sec_gateway, code)
     assert not reached(out), out
     assert out["result"] == ["module views are made by the sandbox, of modules", "x"], out
+
+
+async def test_a_name_that_answers_for_another_cannot_rewrite_tools(sec_gateway: Gateway) -> None:
+    """Outside attack 65 (3.11): `typing`'s runtime protocol check passed a guest `str`
+    subclass to `hasattr(tools, ...)`; its `__hash__`/`__eq__` made `tools.__getattr__`
+    store another tool under a tool's name."""
+    code = (
+        "import typing\nH = ['pid']\nseen = {'n': 0}\nclass SB(str):\n"
+        "    def __hash__(self):\n        return hash(H[0])\n"
+        "    def __eq__(self, other):\n        ok = type(other) is str and other == H[0]\n"
+        "        if ok and H[0] == 'pid':\n            seen['n'] += 1\n"
+        "            if seen['n'] == 2:\n                H[0] = 'echo'\n        return ok\n"
+        "    def __ne__(self, other):\n        return not self.__eq__(other)\n"
+        "ns = {'__module__': '__main__', '__annotations__': {SB('zzzz'): int}}\n"
+        "P = typing.runtime_checkable(type(typing.Protocol)('P', (typing.Protocol,), ns))\n"
+        "before = repr(tools.t.echo)\nisinstance(tools.t, P)\n[before, repr(tools.t.echo)]"
+    )
+    out = await attempt(sec_gateway, code)
+    assert out["result"][0] == out["result"][1], out
+    assert "echo" in out["result"][1], out

@@ -115,6 +115,7 @@ class _Server(Frozen):
         self.__dict__.update(_name=name, _error=spec.get("error"), _tools=tools)
 
     def __getattr__(self, name: str) -> Any:
+        name = _exact(name)
         state = self.__dict__
         tools = state.get("_tools")
         if tools is not None and name in tools:
@@ -153,6 +154,7 @@ class Tools(Frozen):
         self.__dict__["_names"] = list(index)
 
     def __getattr__(self, name: str) -> Any:
+        name = _exact(name)
         state = self.__dict__
         index = state.get(_INDEX)
         if index is not None and name in index:
@@ -167,6 +169,13 @@ class Tools(Frozen):
 
     def __repr__(self) -> str:
         return f"<tools: {', '.join(self._names)}>"
+
+
+def _exact(name: str) -> str:
+    """A name as an exact str: a subclass's `__hash__` and `__eq__` chose which entry a
+    lookup found and which it wrote (`typing`'s protocol check passes names through
+    `hasattr` as they are; outside attack 65 made `tools.notes` the data server)."""
+    return name if type(name) is str else str.__str__(name)
 
 
 # What ordinary lookup finds on the class before `__getattr__` is asked.
