@@ -629,3 +629,20 @@ async def test_a_name_that_answers_for_another_cannot_rewrite_tools(sec_gateway:
     out = await attempt(sec_gateway, code)
     assert out["result"][0] == out["result"][1], out
     assert "echo" in out["result"][1], out
+
+
+async def test_string_annotations_read_no_blocked_name(sec_gateway: Gateway) -> None:
+    """Outside attack 66: `get_type_hints` (under `singledispatch().register`) evaluated
+    `"G[loop.sock_sendfile]"` with the real attribute reads; the guest's `__getitem__` got
+    the blocked method, and on the local executor it copied a forged `done` into the host
+    channel."""
+    code = (
+        "import functools, asyncio\ngot = []\nclass Grab:\n    def __getitem__(self, item):\n"
+        "        got.append(item)\n        return int\nG = Grab()\ndef f(x):\n    return 1\n"
+        "f.__annotations__ = {'x': 'G[loop.sock_sendfile]'}\nloop = asyncio.new_event_loop()\n"
+        "try:\n    functools.singledispatch(len).register(f)\nexcept Exception as e:\n"
+        "    out = str(e)\nelse:\n    out = 'ESCAPED'\n[out, len(got)]"
+    )
+    out = await attempt(sec_gateway, code)
+    assert not reached(out), out
+    assert "a blocked one" in out["result"][0] and out["result"][1] == 0, out

@@ -11,6 +11,8 @@ import types
 from collections.abc import Iterable
 from typing import Any
 
+from mcp_code_mode.sandbox.child.rules import BLOCKED_ATTRIBUTES, CHECKED_READS, REFUSED_DUNDERS
+
 __all__ = [
     "IMPORT_EVENTS",
     "granted",
@@ -149,13 +151,18 @@ def type_expression_refusal(code: Any) -> str | None:
     if type(code) is not types.CodeType:  # never `isinstance`: see `text_arg`
         return "running code the policy did not check is not allowed"
     ops = code.co_code
-    private = any(type(n) is not str or n.startswith("_") for n in names_in(code))
-    if private or any(ops[i] not in _TYPE_OPS for i in range(0, len(ops), 2)):
+    # The names guest source may not read (outside attack 66: `"G[loop.sock_sendfile]"`
+    # handed a blocked method to a guest `__getitem__` through `get_type_hints`).
+    refused = any(type(n) is not str or n.startswith("_") or n in _UNREAD for n in names_in(code))
+    if refused or any(ops[i] not in _TYPE_OPS for i in range(0, len(ops), 2)):
         return (
             "a string annotation must be a type expression (names, public attributes, "
-            "X[Y], X | Y), not a call or a private name"
+            "X[Y], X | Y), not a call, a private name or a blocked one"
         )
     return None
+
+
+_UNREAD = BLOCKED_ATTRIBUTES | REFUSED_DUNDERS | CHECKED_READS
 
 
 _WHAT = {

@@ -204,6 +204,9 @@ REFUSED_CALLS: dict[str, tuple[str, ...]] = {
     # its C handler took SIGALRM past `signal.signal`, and its dumps write to any
     # descriptor, the host channel among them (with `faulthandler` allowed: attack 36)
     "faulthandler": ("register", "dump_traceback", "dump_traceback_later", "enable"),
+    # asyncio's `sock_sendfile` copies between any two descriptors the objects it is given
+    # name: a guest's report into the host channel (outside attack 66)
+    "os": ("sendfile",),
 }
 """Module functions refused to everyone once a worker is locked down (`refuse_calls`)."""
 
