@@ -631,15 +631,17 @@ async def test_a_name_that_answers_for_another_cannot_rewrite_tools(sec_gateway:
     assert "echo" in out["result"][1], out
 
 
-async def test_string_annotations_read_no_blocked_name(sec_gateway: Gateway) -> None:
+@pytest.mark.parametrize("read", ["loop.sock_sendfile", "s.format", "s.format_map"])
+async def test_string_annotations_read_no_blocked_name(sec_gateway: Gateway, read: str) -> None:
     """Outside attack 66: `get_type_hints` (under `singledispatch().register`) evaluated
     `"G[loop.sock_sendfile]"` with the real attribute reads; the guest's `__getitem__` got
     the blocked method, and on the local executor it copied a forged `done` into the host
-    channel."""
+    channel. Attack 67: `"G[s.format]"` gave the real `str.format`, whose fields walk any
+    attribute (`{0.__globals__[os].environ}`)."""
     code = (
         "import functools, asyncio\ngot = []\nclass Grab:\n    def __getitem__(self, item):\n"
         "        got.append(item)\n        return int\nG = Grab()\ndef f(x):\n    return 1\n"
-        "f.__annotations__ = {'x': 'G[loop.sock_sendfile]'}\nloop = asyncio.new_event_loop()\n"
+        f"f.__annotations__ = {{'x': 'G[{read}]'}}\nloop = asyncio.new_event_loop()\ns = ''\n"
         "try:\n    functools.singledispatch(len).register(f)\nexcept Exception as e:\n"
         "    out = str(e)\nelse:\n    out = 'ESCAPED'\n[out, len(got)]"
     )

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from .child.rules import (
     ALWAYS_IMPORTABLE,
     BLOCKED_ATTRIBUTES,
+    GUARDED_READS,
     LAZY_HELPERS,
     REFUSED_DUNDERS,
     refused_component,
@@ -311,16 +312,12 @@ def _positional_class_patterns(tree: ast.AST) -> list[tuple[int, int, str]]:
     ]
 
 
-# read through the run-time guards: str's format methods, an AttributeError's `obj`
-_GUARDED_READS = frozenset(["format", "format_map", "obj"])
-
-
 def _check_class_pattern(node: ast.MatchClass) -> str | None:
     # `case C(attr=x)` reads `attr` with the real getattr: no run-time check sees it.
     for attr in node.kwd_attrs:
         # `format`/`format_map` too: `getattr` hands them out guarded, a pattern would not
         # (`case str(format=f)`: fields that walk attributes, outside attack 13).
-        if attr.startswith("_") or attr in BLOCKED_ATTRIBUTES or attr in _GUARDED_READS:
+        if attr.startswith("_") or attr in BLOCKED_ATTRIBUTES or attr in GUARDED_READS:
             return (
                 f"a class pattern may not read {attr!r}; match public attributes, "
                 "or read it with getattr() in the case body"

@@ -11,7 +11,7 @@ import types
 from collections.abc import Iterable
 from typing import Any
 
-from mcp_code_mode.sandbox.child.rules import BLOCKED_ATTRIBUTES, CHECKED_READS, REFUSED_DUNDERS
+from mcp_code_mode.sandbox.child.rules import BLOCKED_ATTRIBUTES, GUARDED_READS, REFUSED_DUNDERS
 
 __all__ = [
     "IMPORT_EVENTS",
@@ -162,7 +162,7 @@ def type_expression_refusal(code: Any) -> str | None:
     return None
 
 
-_UNREAD = BLOCKED_ATTRIBUTES | REFUSED_DUNDERS | CHECKED_READS
+_UNREAD = BLOCKED_ATTRIBUTES | REFUSED_DUNDERS | GUARDED_READS
 
 
 _WHAT = {

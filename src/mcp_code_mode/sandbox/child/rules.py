@@ -7,6 +7,7 @@ __all__ = [
     "ALWAYS_IMPORTABLE",
     "BLOCKED_ATTRIBUTES",
     "CHECKED_READS",
+    "GUARDED_READS",
     "GUEST_MODULE",
     "GUEST_ONLY_DUNDERS",
     "LAZY_HELPERS",
@@ -68,6 +69,10 @@ PRIVATE_OK = frozenset(["_asdict", "_replace", "_fields", "_make", "_field_defau
 # guest's own objects (and memoryviews) only: an AttributeError's `obj` is the object a
 # failed lookup was made on, a library's own (outside attack 26).
 CHECKED_READS = frozenset(["obj"])
+# Public names guest code reads only through a run-time guard, never with the real getattr:
+# the checked reads, and str's format methods (handed out guarded: their fields may not walk
+# attributes). Text libraries evaluate may not read them either (outside attack 67).
+GUARDED_READS = CHECKED_READS | {"format", "format_map"}
 # Imported whatever MCP_CODE_ALLOWED_IMPORTS says: a compiler directive, and two modules
 # ordinary code expects that reach nothing the OS layers do not hold (`operator`'s
 # attribute getters are blocked by name like everywhere else).
