@@ -648,3 +648,16 @@ async def test_string_annotations_read_no_blocked_name(sec_gateway: Gateway, rea
     out = await attempt(sec_gateway, code)
     assert not reached(out), out
     assert "a blocked one" in out["result"][0] and out["result"][1] == 0, out
+
+
+async def test_a_partialmethod_keeps_no_real_module(sec_gateway: Gateway) -> None:
+    """Outside attack 68: `partialmethod.__get__` copied `len.__self__`, the real builtins
+    module, onto the partial it handed the guest."""
+    code = (
+        "import functools\nclass C:\n    pm = functools.partialmethod(staticmethod(len))\n"
+        "    def add(self, a, b):\n        return a + b\n"
+        "    add2 = functools.partialmethod(add, 2)\nr = C().pm\n"
+        "[[n for n in dir(r) if 'self' in n], r([1, 2]), C().add2(3)]"
+    )
+    out = await attempt(sec_gateway, code)
+    assert out["result"] == [[], 2, 5], out

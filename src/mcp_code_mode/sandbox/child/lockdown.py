@@ -32,6 +32,7 @@ from mcp_code_mode.sandbox.child.library_guards import (
     guarded_find_caller,
     guarded_forward_ref_init,
     guarded_global_enum,
+    guarded_partialmethod,
     guarded_user_string,
     refuse_calls,
     refuse_subclasses,
@@ -150,6 +151,7 @@ def _wrap_libraries(loaded: dict[str, Any]) -> None:
     if functools is not None:
         functools.cached_property = guarded_cached_property(functools.cached_property)
         functools.update_wrapper = guarded_update_wrapper(functools.update_wrapper)
+        guarded_partialmethod(functools.partialmethod)
     copy: Any = loaded.get("copy")
     if copy is not None:
         copy._reconstruct = guarded_reconstruct(copy._reconstruct)
