@@ -101,13 +101,19 @@ def test_a_line_over_the_limit_is_refused_and_the_next_answered() -> None:
     long_call = _call(2)
     long_call["params"]["arguments"] = {"pad": "x" * 5000}
     no_id = {"jsonrpc": "2.0", "method": "notifications/x", "params": {"pad": "y" * 5000}}
-    lines = [_line(INITIALIZE), _line(INITIALIZED), _line(long_call), _line(no_id)]
+    ping = {"jsonrpc": "2.0", "id": 4, "method": "ping", "params": {"pad": "z" * 5000}}
+    lines = [_line(INITIALIZE), _line(INITIALIZED), _line(long_call), _line(no_id), _line(ping)]
     out, _ = _serve_raw([*lines, _line(_call(3))], "1000", reply_to=3)
     answers = _answers(out)
-    assert answers[2]["error"]["code"] == -32600
-    assert "longer than 1,000 bytes" in answers[2]["error"]["message"]
+    # a tool call gets a result object all the same (contract §7), any other request an error
+    refused = answers[2]["result"]
+    assert refused["isError"] is True
+    assert refused["structuredContent"]["error"]["type"] == "EXECUTOR_ERROR"
+    assert "longer than 1,000 bytes" in refused["structuredContent"]["error"]["message"]
+    assert json.loads(refused["content"][0]["text"]) == refused["structuredContent"]
+    assert answers[4]["error"]["code"] == -32600
     assert answers[3]["result"]["content"][0]["text"] == "ok"
-    assert set(answers) == {1, 2, 3}
+    assert set(answers) == {1, 2, 3, 4}
 
 
 def test_stdout_to_a_regular_file_is_served_the_sdk_way(tmp_path: Path) -> None:
@@ -202,3 +208,23 @@ def test_a_client_that_stops_reading_ends_serving_with_its_own_error() -> None:
         proc.wait(timeout=60)
         err = proc.stderr.read().decode(errors="replace")
     assert "AttributeError" not in err, err
+
+
+async def test_a_request_over_the_limit_gets_its_result_object() -> None:
+    """Through a real client (newest protocol): an `execute_code` too long to read is
+    answered with a §3 result object, and the next call is served."""
+    transport = StdioTransport(
+        command=sys.executable,
+        args=["-m", "mcp_code_mode.executor_server", "--config", "mcp_servers.json"],
+        env={**QUIET, "MCP_CODE_POOL_SIZE": "1"},
+        cwd=str(Path(__file__).parents[1]),
+        keep_alive=False,
+    )
+    async with Client(transport, init_timeout=60) as client:
+        big = await client.call_tool_mcp("execute_code", {"code": "1", "input": "x" * 5_000_000})
+        after = await client.call_tool_mcp("execute_code", {"code": "len(input)", "input": "ab"})
+    assert big.is_error is True
+    refused = json.loads(big.content[0].text)
+    assert refused["ok"] is False and refused["error"]["type"] == "EXECUTOR_ERROR"
+    assert "longer than 4,194,304 bytes" in refused["error"]["message"]
+    assert json.loads(after.content[0].text)["result"] == 2

@@ -25,7 +25,9 @@ import stat
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from .upstreams.framing import HEAD_BYTES, request_id
+from .errors import ErrorType
+from .sandbox.base import ExecutionResult
+from .upstreams.framing import HEAD_BYTES, request_head
 
 if TYPE_CHECKING:
     from fastmcp import FastMCP
@@ -129,12 +131,22 @@ class LineReader:
                 await self._reader.readexactly(over.consumed)
             except asyncio.IncompleteReadError:
                 break
-        found = request_id(head[:HEAD_BYTES])
-        if found is not None:
-            why = f"request refused: it is longer than {MAX_LINE_BYTES:,} bytes"
-            error = {"code": _TOO_LONG, "message": why}
-            reply = {"jsonrpc": "2.0", "id": found, "error": error}
+        ident, method = request_head(head[:HEAD_BYTES])
+        if ident is not None:
+            reply = {"jsonrpc": "2.0", "id": ident, **_refusal(method)}
             await self._answers.write(json.dumps(reply) + "\n")
+
+
+def _refusal(method: str | None) -> dict[str, Any]:
+    """What a request too long to read is answered with: a tool call, its result object
+    (contract §7: a limit the host meets is an error value, not a protocol error)."""
+    why = f"the request is longer than {MAX_LINE_BYTES:,} bytes, the limit of one message"
+    if method != "tools/call":
+        return {"error": {"code": _TOO_LONG, "message": why}}
+    failed = ExecutionResult.failure(ErrorType.EXECUTOR_ERROR, why).to_json()
+    text = {"type": "text", "text": json.dumps(failed)}
+    result = {"content": [text], "structuredContent": failed, "isError": True}
+    return {"result": {**result, "resultType": "complete"}}  # the key 2026-07-28 wants
 
 
 @contextlib.asynccontextmanager

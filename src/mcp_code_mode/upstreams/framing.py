@@ -26,7 +26,7 @@ __all__ = [
     "Oversized",
     "refusal",
     "reply_id",
-    "request_id",
+    "request_head",
     "too_large_message",
 ]
 
@@ -158,13 +158,13 @@ def reply_id(head: bytes, tail: bytes) -> int | str | None:
     return None
 
 
-def request_id(head: bytes) -> int | str | None:
-    """The id of the JSON-RPC request whose text begins with `head` (a client's request
-    refused for its size is answered for it); None when `head` holds no whole id."""
-    found = _head_members(head).get("id")
-    if isinstance(found, int | str) and not isinstance(found, bool):
-        return found
-    return None
+def request_head(head: bytes) -> tuple[int | str | None, str | None]:
+    """The id and method of the JSON-RPC request whose text begins with `head` (a client's
+    request refused for its size is answered for it); None for what `head` holds not whole."""
+    members = _head_members(head)
+    found, method = members.get("id"), members.get("method")
+    ident = found if isinstance(found, int | str) and not isinstance(found, bool) else None
+    return ident, method if isinstance(method, str) else None
 
 
 def _head_members(head: bytes) -> dict[str, Any]:
