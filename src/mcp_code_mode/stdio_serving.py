@@ -10,8 +10,10 @@ loop itself; the SDK's stdio_server still frames and parses the messages.
 What stays as the SDK does it: while serving, fd 0 reads the null device and fd 1 writes
 to stderr, so a child's or a library's stray output cannot reach the wire; both are
 restored afterwards. Used only when stdin and stdout are both pipes or sockets (what MCP
-clients give a server); a terminal or a regular file is served the SDK's way (a terminal's
-non-blocking mode would outlive this process in the shell).
+clients give a server) and not one socket both ways; a terminal, a regular file or one
+socket is served the SDK's way (a terminal's non-blocking mode would outlive this process
+in the shell). What differs: a request line over `MAX_LINE_BYTES` is dropped as it is read
+and answered (`LineReader`), where the SDK's reader would hold and parse it whole.
 """
 
 from __future__ import annotations
