@@ -661,3 +661,83 @@ async def test_a_partialmethod_keeps_no_real_module(sec_gateway: Gateway) -> Non
     )
     out = await attempt(sec_gateway, code)
     assert out["result"] == [[], 2, 5], out
+
+
+@pytest.mark.parametrize(
+    "bases",
+    [
+        "type('M', (), {'__reduce_ex__': Q()}), enum.Enum",
+        "type('M', (), {'__reduce_ex__': staticmethod(Q())}), enum.Enum",
+        "enum.Enum, metaclass=type('MM', (enum.EnumType,), {'__getattribute__': lambda c, n: Q()})",
+    ],
+)
+async def test_enum_hands_no_reducer_to_a_guest_eq(sec_gateway: Gateway, bases: str) -> None:
+    """Outside attack 69: making an enum class, `EnumType.__new__` asks `found in
+    (data_type's, object's)` of a base's `__reduce_ex__`, handing `object.__reduce_ex__` to
+    a guest `__eq__`; called from a library frame, that reducer gave the real `getattr`."""
+    code = (
+        "import enum\ngot = []\nclass Q:\n    def __eq__(self, other):\n"
+        "        got.append(repr(other))\n        return False\n    def __hash__(self):\n"
+        f"        return 0\ntry:\n    class E({bases}):\n        A = 1\n"
+        "except TypeError as e:\n    out = str(e)\nelse:\n    out = 'ESCAPED'\n"
+        "class S(str, enum.Enum):\n    __str__ = str.__str__\n    B = 'b'\n"
+        "[out, [g for g in got if 'reduce' in g], str(S.B)]"
+    )
+    out = await attempt(sec_gateway, code)
+    assert not reached(out), out
+    assert "may not define" in out["result"][0] and out["result"][1:] == [[], "b"], out
+
+
+async def test_copy_calls_no_c_callable_the_guest_chose(sec_gateway: Gateway) -> None:
+    """Outside attack 69: `copy.copy` called a class's `__copy__` (a `functools.partial` of a
+    reducer) from its own frame, whose builtins are the real ones; `deepcopy` an instance's
+    `__deepcopy__` likewise. Hooks are functions and methods; library objects copy as ever."""
+    code = (
+        "import copy, functools, collections\nout = []\n"
+        "X = type('X', (int,), {'__copy__': functools.partial(max, 5)})\nclass Z:\n    pass\n"
+        "z = Z()\nz.__deepcopy__ = functools.partial(max, 5)\n"
+        "for f, x in ((copy.copy, X(2)), (copy.deepcopy, z)):\n    try:\n        f(x)\n"
+        "    except TypeError as e:\n        out.append(str(e))\n    else:\n"
+        "        out.append('ESCAPED')\nclass Y:\n    def __copy__(self):\n        return 'c'\n"
+        "    def __deepcopy__(self, memo):\n        return 'd'\n"
+        "out += [copy.copy(Y()), copy.deepcopy([Y()]), list(copy.copy(collections.deque([1])))]\n"
+        "out += [dict(copy.deepcopy(collections.OrderedDict(a=[1]))), copy.getattr is getattr]\nout"
+    )
+    out = await attempt(sec_gateway, code)
+    assert not reached(out), out
+    refused, rest = out["result"][:2], out["result"][2:]
+    assert all("must be a function or a method" in r for r in refused), out
+    assert rest == ["c", ["d"], [1], {"a": [1]}, True], out
+
+
+async def test_the_tools_views_cannot_be_subclassed(sec_gateway: Gateway) -> None:
+    """Outside attack 69: a guest subclass of `type(tools)` whose `__dict__` was a property
+    made `Tools.__getattr__` build a `_Server` from a mapping that said every name was a
+    tool, and the guards let every read of it through."""
+    code = (
+        "out = []\nfor base in (type(tools), type(tools.t)):\n    try:\n"
+        "        type('T', (base,), {'__dict__': property(lambda s: {})})\n"
+        "    except TypeError as e:\n        out.append(str(e))\n    else:\n"
+        "        out.append('ESCAPED')\nout + [tools.t.echo(text='x')]"
+    )
+    out = await attempt(sec_gateway, code)
+    assert not reached(out), out
+    assert out["result"] == ["tools views cannot be subclassed"] * 2 + ["x"], out
+
+
+async def test_library_functions_take_no_marks(sec_gateway: Gateway) -> None:
+    """Outside attack 69 (low): `update_wrapper` wrote `__wrapped__` onto `json.dumps`, and
+    `typing.final`/`no_type_check` their flags onto library functions, for the whole run.
+    The guest's own functions still take them."""
+    code = (
+        "import functools, json, typing\ntry:\n    functools.update_wrapper(json.dumps, len)\n"
+        "except AttributeError as e:\n    out = [str(e)]\nelse:\n    out = ['ESCAPED']\n"
+        "typing.final(json.dumps)\ntyping.no_type_check(json.loads)\n"
+        "def f():\n    pass\n"
+        "out += [hasattr(json.dumps, '__final__'), hasattr(json.loads, '__no_type_check__')]\n"
+        "out + [typing.final(f).__final__, functools.wraps(len)(f).__name__]"
+    )
+    out = await attempt(sec_gateway, code)
+    assert not reached(out), out
+    assert "did not define" in out["result"][0], out
+    assert out["result"][1:] == [False, False, True, "len"], out

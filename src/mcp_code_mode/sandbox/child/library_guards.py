@@ -20,6 +20,7 @@ from mcp_code_mode.sandbox.child.scopes import TRUSTED_NAMES
 __all__ = [
     "REFUSED_CALLS",
     "guarded_cached_property",
+    "guarded_enum_new",
     "guarded_enum_property_get",
     "guarded_find_caller",
     "guarded_forward_ref_init",
@@ -27,6 +28,7 @@ __all__ = [
     "guarded_partialmethod",
     "guarded_pickle_by_enum_name",
     "guarded_user_string",
+    "guest_only_marker",
     "refuse_calls",
     "refuse_subclasses",
 ]
@@ -118,6 +120,70 @@ def _holds(cls: type, prop: Any) -> bool:
         if name in namespace:
             return namespace[name] is prop
     return False
+
+
+_ENUM_COMPARED = ("__repr__", "__str__", "__format__", "__reduce_ex__")
+_CLASS_READERS = ("__getattribute__", "__getattr__")
+
+
+def guarded_enum_new(new: Callable[..., Any]) -> Callable[..., Any]:
+    """`EnumType.__new__` for bases that cannot answer its comparisons with guest code.
+
+    Making an enum class, it reads `__repr__`, `__str__`, `__format__` and `__reduce_ex__`
+    off the new class and off its data type and asks `found in (data_type's, object's)`,
+    which hands `object.__reduce_ex__` to `found.__eq__`: the guest's, when a guest base
+    bound the name to an object of a guest class, or a guest metaclass answered the read
+    (outside attack 69: called from a library frame, that reducer gave the real `getattr`).
+    So in the guest's own bases and metaclasses those names are bound to no object of a
+    guest class, and no guest metaclass reads class attributes itself."""
+
+    def __new__(metacls: type, cls: str, bases: tuple[Any, ...], classdict: Any, **kw: Any) -> Any:
+        metas = [*MRO(metacls), *(k for b in bases if isinstance(b, type) for k in MRO(type(b)))]
+        classes = [*metas, *(k for b in bases if isinstance(b, type) for k in MRO(b))]
+        for klass in classes:
+            namespace = VARS(klass)
+            if not _is_guests(namespace):
+                continue
+            readers = [hook for hook in _CLASS_READERS if hook in namespace and klass in metas]
+            name = readers[0] if readers else _answered_by_guest(namespace)
+            if name is not None:
+                raise TypeError(
+                    f"an enum's base or metaclass may not define {name} that way in the sandbox"
+                )
+        return new(metacls, cls, bases, classdict, **kw)
+
+    return __new__
+
+
+def _is_guests(namespace: Any) -> bool:
+    module = namespace.get("__module__")
+    return type(module) is str and module == GUEST_MODULE
+
+
+def _answered_by_guest(namespace: Any) -> str | None:
+    """The first of enum's compared names `namespace` binds to an object of a guest class
+    (its `__eq__` would be the guest's), directly or under `staticmethod`/`classmethod`."""
+    for name in _ENUM_COMPARED:
+        value = namespace.get(name)
+        if type(value) in (staticmethod, classmethod):
+            value = value.__func__
+        if any(_is_guests(VARS(klass)) for klass in MRO(type(value))):
+            return name
+    return None
+
+
+def guest_only_marker(mark: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """A decorator that writes a flag onto its argument (`typing.final`,
+    `typing.no_type_check`) for the guest's own objects only: a library function it was
+    given kept the flag for the rest of the run (outside attack 69). Anything else is
+    handed back as it is, as `final` does with what it cannot write."""
+
+    def marked(arg: Any) -> Any:
+        return mark(arg) if is_guest_object(arg) else arg
+
+    marked.__name__ = marked.__qualname__ = getattr(mark, "__name__", "marker")
+    marked.__doc__ = mark.__doc__
+    return marked
 
 
 def guarded_enum_property_get(get: Callable[..., Any], exact: Any) -> Callable[..., Any]:

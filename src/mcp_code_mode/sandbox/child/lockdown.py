@@ -22,18 +22,21 @@ from types import CodeType, MethodType
 from typing import Any
 
 from mcp_code_mode.sandbox.child import audit, module_view, outcome, rewrite, worker
+from mcp_code_mode.sandbox.child.copy_hooks import copy_getattr
 from mcp_code_mode.sandbox.child.generated import guard_generated_code
 from mcp_code_mode.sandbox.child.guards import guest_getattr, os_bases, safe_hasattr
 from mcp_code_mode.sandbox.child.guest import GuestRuntime
 from mcp_code_mode.sandbox.child.library_guards import (
     REFUSED_CALLS,
     guarded_cached_property,
+    guarded_enum_new,
     guarded_enum_property_get,
     guarded_find_caller,
     guarded_forward_ref_init,
     guarded_global_enum,
     guarded_partialmethod,
     guarded_user_string,
+    guest_only_marker,
     refuse_calls,
     refuse_subclasses,
 )
@@ -132,6 +135,7 @@ def _wrap_libraries(loaded: dict[str, Any]) -> None:
     enum: Any = loaded.get("enum")
     if enum is not None:
         enum.global_enum = guarded_global_enum(enum.global_enum, enum.EnumType)
+        enum.EnumType.__new__ = staticmethod(guarded_enum_new(enum.EnumType.__new__))
         enum.property.__get__ = guarded_enum_property_get(enum.property.__get__, enum.property)
     collections: Any = loaded.get("collections")
     if collections is not None:
@@ -144,6 +148,8 @@ def _wrap_libraries(loaded: dict[str, Any]) -> None:
     if typing is not None:
         forward_ref = typing.ForwardRef
         forward_ref.__init__ = guarded_forward_ref_init(forward_ref.__init__, forward_ref)
+        typing.final = guest_only_marker(typing.final)
+        typing.no_type_check = guest_only_marker(typing.no_type_check)
     logging: Any = loaded.get("logging")
     if logging is not None:
         logging.Logger.findCaller = guarded_find_caller(logging.Logger.findCaller)
@@ -154,6 +160,10 @@ def _wrap_libraries(loaded: dict[str, Any]) -> None:
         guarded_partialmethod(functools.partialmethod)
     copy: Any = loaded.get("copy")
     if copy is not None:
+        # the hooks copy calls from its own frame (outside attack 69); the guest reading
+        # `copy.getattr` gets its own
+        copy.getattr = copy_getattr
+        module_view.GUEST_VERSIONS[id(copy_getattr)] = (copy_getattr, guest_getattr)
         copy._reconstruct = guarded_reconstruct(copy._reconstruct)
         copy.deepcopy = guarded_deepcopy(copy.deepcopy)
         copy._keep_alive = keep_alive

@@ -95,6 +95,14 @@ def _refuse_reinit(obj: Frozen, made: object) -> None:
         raise AttributeError(f"{type(obj).__name__} objects are made by the sandbox only")
 
 
+def _refuse_foreign(obj: object, cls: type) -> None:
+    """A view's lookup runs on the view itself only: on an object of a guest subclass, its
+    `__dict__` property chose the index and the tools a `_Server` was made of, and a
+    mapping that said every name was a tool switched the guards off (outside attack 69)."""
+    if type(obj) is not cls:
+        raise AttributeError(f"{cls.__name__}.__getattr__ reads the sandbox's own views only")
+
+
 class _Server(Frozen):
     """`tools.<server>`: one attribute per tool, each made when it is first read."""
 
@@ -114,7 +122,11 @@ class _Server(Frozen):
         # Set last: a tool whose identifier is one of these stays reachable by call_tool().
         self.__dict__.update(_name=name, _error=spec.get("error"), _tools=tools)
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        raise TypeError("tools views cannot be subclassed")
+
     def __getattr__(self, name: str) -> Any:
+        _refuse_foreign(self, _Server)
         name = _exact(name)
         state = self.__dict__
         tools = state.get("_tools")
@@ -153,7 +165,11 @@ class Tools(Frozen):
                 self.__dict__[ident] = _Server(bind, index[ident], made=MADE)
         self.__dict__["_names"] = list(index)
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        raise TypeError("tools views cannot be subclassed")
+
     def __getattr__(self, name: str) -> Any:
+        _refuse_foreign(self, Tools)
         name = _exact(name)
         state = self.__dict__
         index = state.get(_INDEX)

@@ -17,6 +17,7 @@ the guest named use them too (`guarded_names`).
 from __future__ import annotations
 
 import builtins
+import functools
 import sys
 import types
 from collections.abc import Callable
@@ -213,6 +214,8 @@ def guarded_update_wrapper(update_wrapper: Callable[..., Any]) -> Callable[..., 
     (`update_wrapper(json.JSONEncoder, f)` set it on a library class, outside attack 14)."""
 
     def guarded(wrapper: Any, wrapped: Any, *args: Any, **kwargs: Any) -> Any:
+        # a library's function too: the names it writes are the guest's (attacks 23, 69)
+        _refuse_foreign_function(wrapper, "setting")
         reason = write_refusal(wrapper)
         if reason is not None:
             raise AttributeError(f"setting attributes of {reason} is not allowed")
@@ -279,6 +282,12 @@ def _as_guest_builtin(func: Any) -> Callable[..., Any]:
     for name in REMOVED_BUILTINS:
         if func is _REAL_BUILTINS.get(name, _NONE):
             raise TypeError(f"copying by calling {name}() is not allowed")
+    inner = func
+    while type(inner) is functools.partial:
+        inner = inner.func
+    if type(inner) in _C_METHODS and inner.__name__ in ("__reduce__", "__reduce_ex__"):
+        # called from a library frame, a reducer reads the real builtins (outside attack 69)
+        raise TypeError("copying by calling a reducer is not allowed")
     swaps: dict[str, Callable[..., Any]] = {
         "getattr": guest_getattr,
         "setattr": safe_setattr,
@@ -291,6 +300,12 @@ def _as_guest_builtin(func: Any) -> Callable[..., Any]:
     return func  # type: ignore[no-any-return]
 
 
+_C_METHODS = (
+    types.BuiltinMethodType,
+    types.MethodWrapperType,
+    types.MethodDescriptorType,
+    types.WrapperDescriptorType,
+)
 _REAL_BUILTINS = dict(vars(builtins))  # taken in the zygote, before any guest code
 _NONE = object()
 

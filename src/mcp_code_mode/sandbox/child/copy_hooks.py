@@ -1,0 +1,52 @@
+"""What `copy` may call from its own frame: the hooks it looks up with `getattr`.
+
+`copy.copy` and `copy.deepcopy` look up `__copy__`, `__deepcopy__`, `__reduce_ex__` and
+`__reduce__` and call what they find from copy's own frame, whose builtins are the real
+ones. A C callable there reads those builtins: a reducer bound to a method returns
+`(getattr, (obj, name))` with the real `getattr`, and `copy.copy` handed it back
+(a class's `__copy__` set to `functools.partial(object.__reduce_ex__, [].append)`,
+outside attack 69). So copy's `getattr` is `copy_getattr`: a hook it finds must be a
+Python function or a method of one (its frame has its own builtins), or the library's own
+method of the very object (or class) copied; anything else is refused before it is called.
+
+Stdlib only: runs in local workers and Pyodide runners.
+"""
+
+from __future__ import annotations
+
+import types
+from typing import Any
+
+from mcp_code_mode.sandbox.child.guards import MRO, VARS
+
+__all__ = ["COPY_HOOKS", "copy_getattr"]
+
+COPY_HOOKS = frozenset({"__copy__", "__deepcopy__", "__reduce_ex__", "__reduce__"})
+_BOUND = (types.BuiltinMethodType, types.MethodWrapperType)
+_UNBOUND = (types.MethodDescriptorType, types.WrapperDescriptorType)
+
+
+def copy_getattr(obj: Any, name: str, *default: Any) -> Any:
+    """`getattr` for the `copy` module: as the builtin, but a copy hook it returns is one
+    that runs in a frame of its own or is the copied object's own (see the module)."""
+    value = getattr(obj, name, *default)
+    if name in COPY_HOOKS and not (default and value is default[0]) and not _own(obj, name, value):
+        raise TypeError(
+            f"copy: the {name} of a {type(obj).__name__!r} object must be a function or a "
+            f"method, not a {type(value).__name__!r}"
+        )
+    return value
+
+
+def _own(obj: Any, name: str, hook: Any) -> bool:
+    kind = type(hook)
+    if kind is types.FunctionType:
+        return True
+    if kind is types.MethodType:
+        return type(hook.__func__) is types.FunctionType
+    if kind in _BOUND:  # a library method bound to the object copied, not to another
+        return hook.__self__ is obj
+    if kind in _UNBOUND and issubclass(type(obj), type):  # `__copy__` read off the class
+        owner = hook.__objclass__
+        return owner in MRO(obj) and VARS(owner).get(name) is hook
+    return False
