@@ -669,6 +669,10 @@ async def test_a_partialmethod_keeps_no_real_module(sec_gateway: Gateway) -> Non
         "type('M', (), {'__reduce_ex__': Q()}), enum.Enum",
         "type('M', (), {'__reduce_ex__': staticmethod(Q())}), enum.Enum",
         "enum.Enum, metaclass=type('MM', (enum.EnumType,), {'__getattribute__': lambda c, n: Q()})",
+        # outside attack 70: library objects whose reads or `==` reach the guest's code
+        "enum.Enum, metaclass=type('EM', (enum.EnumType,), {'__reduce_ex__': property(Q)})",
+        "type('M', (), {'__reduce_ex__': classmethod(property(lambda c: Q()))}), enum.Enum",
+        "type('M', (), {'__reduce_ex__': collections.UserString('x')}), enum.Enum",
     ],
 )
 async def test_enum_hands_no_reducer_to_a_guest_eq(sec_gateway: Gateway, bases: str) -> None:
@@ -676,7 +680,7 @@ async def test_enum_hands_no_reducer_to_a_guest_eq(sec_gateway: Gateway, bases: 
     (data_type's, object's)` of a base's `__reduce_ex__`, handing `object.__reduce_ex__` to
     a guest `__eq__`; called from a library frame, that reducer gave the real `getattr`."""
     code = (
-        "import enum\ngot = []\nclass Q:\n    def __eq__(self, other):\n"
+        "import enum, collections\ngot = []\nclass Q:\n    def __eq__(self, other):\n"
         "        got.append(repr(other))\n        return False\n    def __hash__(self):\n"
         f"        return 0\ntry:\n    class E({bases}):\n        A = 1\n"
         "except TypeError as e:\n    out = str(e)\nelse:\n    out = 'ESCAPED'\n"

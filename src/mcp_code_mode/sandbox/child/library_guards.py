@@ -4,6 +4,7 @@ them; `guards` has the attribute checks they rest on)."""
 
 from __future__ import annotations
 
+import types
 from collections.abc import Callable
 from typing import Any, cast
 
@@ -132,19 +133,23 @@ def guarded_enum_new(new: Callable[..., Any]) -> Callable[..., Any]:
     Making an enum class, it reads `__repr__`, `__str__`, `__format__` and `__reduce_ex__`
     off the new class and off its data type and asks `found in (data_type's, object's)`,
     which hands `object.__reduce_ex__` to `found.__eq__`: the guest's, when a guest base
-    bound the name to an object of a guest class, or a guest metaclass answered the read
-    (outside attack 69: called from a library frame, that reducer gave the real `getattr`).
-    So in the guest's own bases and metaclasses those names are bound to no object of a
-    guest class, and no guest metaclass reads class attributes itself."""
+    bound the name to an object whose `==` is the guest's, or a guest metaclass answered
+    the read (outside attacks 69 and 70: called from a library frame, that reducer gave the
+    real `getattr`).
+    So in the guest's own bases and metaclasses those names are bound to plain callables
+    only (`_answered_by_guest`), and no guest metaclass reads class attributes itself."""
 
     def __new__(metacls: type, cls: str, bases: tuple[Any, ...], classdict: Any, **kw: Any) -> Any:
-        metas = [*MRO(metacls), *(k for b in bases if isinstance(b, type) for k in MRO(type(b)))]
-        classes = [*metas, *(k for b in bases if isinstance(b, type) for k in MRO(b))]
+        # by real types and identity: a guest metaclass's `__eq__` answers `in` and `==`
+        types_ = [b for b in bases if issubclass(type(b), type)]
+        metas = [*MRO(metacls), *(k for b in types_ for k in MRO(type(b)))]
+        classes = [*metas, *(k for b in types_ for k in MRO(b))]
         for klass in classes:
             namespace = VARS(klass)
             if not _is_guests(namespace):
                 continue
-            readers = [hook for hook in _CLASS_READERS if hook in namespace and klass in metas]
+            meta = any(klass is m for m in metas)
+            readers = [hook for hook in _CLASS_READERS if hook in namespace and meta]
             name = readers[0] if readers else _answered_by_guest(namespace)
             if name is not None:
                 raise TypeError(
@@ -161,15 +166,30 @@ def _is_guests(namespace: Any) -> bool:
 
 
 def _answered_by_guest(namespace: Any) -> str | None:
-    """The first of enum's compared names `namespace` binds to an object of a guest class
-    (its `__eq__` would be the guest's), directly or under `staticmethod`/`classmethod`."""
+    """The first of enum's compared names `namespace` binds to anything but a function, a
+    C method or descriptor, or a `staticmethod`/`classmethod` of one: whose `==` cannot
+    reach the guest (a property's getter, a `UserString` over a guest object, an object of
+    a guest class could, outside attacks 69 and 70). By identity: a guest metaclass's
+    `__eq__` answers `in` for its classes."""
     for name in _ENUM_COMPARED:
-        value = namespace.get(name)
-        if type(value) in (staticmethod, classmethod):
+        if name not in namespace:
+            continue
+        value = namespace[name]
+        if any(type(value) is wrapper for wrapper in (staticmethod, classmethod)):
             value = value.__func__
-        if any(_is_guests(VARS(klass)) for klass in MRO(type(value))):
+        if not any(type(value) is plain for plain in _PLAIN_CALLABLES):
             return name
     return None
+
+
+_PLAIN_CALLABLES = (
+    types.FunctionType,
+    types.BuiltinFunctionType,
+    types.MethodDescriptorType,
+    types.WrapperDescriptorType,
+    types.MethodWrapperType,
+    types.ClassMethodDescriptorType,
+)
 
 
 def guest_only_marker(mark: Callable[[Any], Any]) -> Callable[[Any], Any]:

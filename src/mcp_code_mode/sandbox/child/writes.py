@@ -214,8 +214,10 @@ def guarded_update_wrapper(update_wrapper: Callable[..., Any]) -> Callable[..., 
     (`update_wrapper(json.JSONEncoder, f)` set it on a library class, outside attack 14)."""
 
     def guarded(wrapper: Any, wrapped: Any, *args: Any, **kwargs: Any) -> Any:
-        # a library's function too: the names it writes are the guest's (attacks 23, 69)
-        _refuse_foreign_function(wrapper, "setting")
+        # a library's own function too (the names it writes are the guest's, attacks 23 and
+        # 69); not the closures library decorators make and wrap (`singledispatch`'s)
+        if type(wrapper) is not types.FunctionType or wrapper.__closure__ is None:
+            _refuse_foreign_function(wrapper, "setting")
         reason = write_refusal(wrapper)
         if reason is not None:
             raise AttributeError(f"setting attributes of {reason} is not allowed")
