@@ -673,6 +673,8 @@ async def test_a_partialmethod_keeps_no_real_module(sec_gateway: Gateway) -> Non
         "enum.Enum, metaclass=type('EM', (enum.EnumType,), {'__reduce_ex__': property(Q)})",
         "type('M', (), {'__reduce_ex__': classmethod(property(lambda c: Q()))}), enum.Enum",
         "type('M', (), {'__reduce_ex__': collections.UserString('x')}), enum.Enum",
+        # outside attack 71: a guest class may say it is a library module's
+        "type('M', (), {'__reduce_ex__': Q(), '__module__': 'json'}), enum.Enum",
     ],
 )
 async def test_enum_hands_no_reducer_to_a_guest_eq(sec_gateway: Gateway, bases: str) -> None:
@@ -745,3 +747,41 @@ async def test_library_functions_take_no_marks(sec_gateway: Gateway) -> None:
     assert not reached(out), out
     assert "did not define" in out["result"][0], out
     assert out["result"][1:] == [False, False, True, "len"], out
+
+
+async def test_a_typing_alias_copies_only_under_typings_public_names(sec_gateway: Gateway) -> None:
+    """Outside attack 71: `_GenericAlias.__reduce__` looks the alias's `name=` up in typing's
+    globals; `name="__builtins__"` made `copy.copy` hand out the real `getattr` through
+    `operator.getitem`. Refused by the alias, and (a second wall) copies may not make a
+    module's globals, the builtins or a builtin the guest's are without."""
+    code = (
+        "import typing, copy, collections\nout = []\n"
+        "for cls in (type(typing.List[int]), type(typing.Literal[1])):\n"
+        "    try:\n        copy.copy(cls(list, ('getattr',), name='__builtins__'))\n"
+        "    except TypeError as e:\n        out.append(str(e))\n    else:\n"
+        "        out.append('ESCAPED')\n"
+        "out + [repr(copy.copy(typing.List[int])), repr(copy.deepcopy(typing.Dict[str, int]))]"
+    )
+    out = await attempt(sec_gateway, code)
+    assert not reached(out), out
+    assert out["result"][:2] == ["copying a typing alias named '__builtins__' is not supported"] * 2
+    assert out["result"][2:] == ["typing.List[int]", "typing.Dict[str, int]"], out
+
+
+async def test_no_copy_of_an_object_that_names_its_own_class(sec_gateway: Gateway) -> None:
+    """Outside attack 71: `UserDict.__copy__` makes the copy from `self.__class__` and writes
+    its `__dict__` natively; a `__class__` property named a class whose `__new__` returned
+    `tools`, whose `__dict__` was then written."""
+    code = (
+        "import collections, copy\nclass G:\n    def __new__(cls):\n        return tools\n"
+        "U = type('U', (collections.UserDict,), {'__class__': property(lambda s: G)})\n"
+        "u = U()\nu.planted = 'ESCAPED'\ntry:\n    copy.copy(u)\nexcept TypeError as e:\n"
+        "    out = str(e)\n[out, hasattr(tools, 'planted'), dict(copy.copy(collections.UserDict(a=1)))]"
+    )
+    out = await attempt(sec_gateway, code)
+    assert not reached(out), out
+    assert out["result"] == [
+        "copy: the object's class names a __class__ of its own",
+        False,
+        {"a": 1},
+    ]

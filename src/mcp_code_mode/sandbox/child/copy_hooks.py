@@ -28,7 +28,12 @@ _UNBOUND = (types.MethodDescriptorType, types.WrapperDescriptorType)
 
 def copy_getattr(obj: Any, name: str, *default: Any) -> Any:
     """`getattr` for the `copy` module: as the builtin, but a copy hook it returns is one
-    that runs in a frame of its own or is the copied object's own (see the module)."""
+    that runs in a frame of its own or is the copied object's own (see the module), and
+    no hook copies an object whose class says it is of another (`__class__`): a library's
+    `__copy__` makes the copy from `self.__class__` and writes its `__dict__` natively
+    (`UserDict.__copy__` wrote the `tools` view's, outside attack 71)."""
+    if name in COPY_HOOKS and _says_class(obj):
+        raise TypeError("copy: the object's class names a __class__ of its own")
     value = getattr(obj, name, *default)
     if name in COPY_HOOKS and not (default and value is default[0]) and not _own(obj, name, value):
         raise TypeError(
@@ -36,6 +41,13 @@ def copy_getattr(obj: Any, name: str, *default: Any) -> Any:
             f"method, not a {type(value).__name__!r}"
         )
     return value
+
+
+def _says_class(obj: Any) -> bool:
+    """Whether `obj`'s class (or `obj`, a class whose `__copy__` copy reads) names a
+    `__class__` of its own."""
+    classes = [*MRO(type(obj)), *(MRO(obj) if issubclass(type(obj), type) else ())]
+    return any(klass is not object and "__class__" in VARS(klass) for klass in classes)
 
 
 def _own(obj: Any, name: str, hook: Any) -> bool:

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any, cast
 
 from mcp_code_mode.sandbox.child.guards import (
+    BENIGN_HOOKS,
     MRO,
     VARS,
     guarded_format,
@@ -20,6 +21,7 @@ from mcp_code_mode.sandbox.child.scopes import TRUSTED_NAMES
 
 __all__ = [
     "REFUSED_CALLS",
+    "guarded_alias_reduce",
     "guarded_cached_property",
     "guarded_enum_new",
     "guarded_enum_property_get",
@@ -144,12 +146,12 @@ def guarded_enum_new(new: Callable[..., Any]) -> Callable[..., Any]:
         types_ = [b for b in bases if issubclass(type(b), type)]
         metas = [*MRO(metacls), *(k for b in types_ for k in MRO(type(b)))]
         classes = [*metas, *(k for b in types_ for k in MRO(b))]
+        # Every class, not only those saying `__module__ = "__main__"`: a guest class may
+        # name any module; the stdlib's own bind these names to plain callables.
         for klass in classes:
             namespace = VARS(klass)
-            if not _is_guests(namespace):
-                continue
             meta = any(klass is m for m in metas)
-            readers = [hook for hook in _CLASS_READERS if hook in namespace and meta]
+            readers = [h for h in _CLASS_READERS if meta and _reads_itself(namespace.get(h))]
             name = readers[0] if readers else _answered_by_guest(namespace)
             if name is not None:
                 raise TypeError(
@@ -160,9 +162,15 @@ def guarded_enum_new(new: Callable[..., Any]) -> Callable[..., Any]:
     return __new__
 
 
-def _is_guests(namespace: Any) -> bool:
-    module = namespace.get("__module__")
-    return type(module) is str and module == GUEST_MODULE
+def _reads_itself(hook: Any) -> bool:
+    """Whether a metaclass's `__getattribute__`/`__getattr__` is code that can answer a
+    read with anything: neither the interpreter's (a C slot) nor enum's own member lookup."""
+    plain = (types.WrapperDescriptorType, types.MethodDescriptorType)
+    return (
+        hook is not None
+        and not any(type(hook) is kind for kind in plain)
+        and not any(hook is benign for benign in BENIGN_HOOKS)
+    )
 
 
 def _answered_by_guest(namespace: Any) -> str | None:
@@ -226,6 +234,24 @@ def guarded_enum_property_get(get: Callable[..., Any], exact: Any) -> Callable[.
         return get(self, instance, ownerclass)
 
     return __get__
+
+
+def guarded_alias_reduce(reduce: Callable[..., Any], typing: Any) -> Callable[..., Any]:
+    """`typing._GenericAlias.__reduce__` (its subclasses' too) for typing's own aliases of
+    typing's public names: it looks `self._name` up in typing's globals, and the public
+    constructor takes any `name=` (`"__builtins__"` made `copy.copy` hand out the real
+    `getattr`, outside attack 71)."""
+    public = frozenset(typing.__all__)
+
+    def __reduce__(self: Any) -> Any:
+        if VARS(type(self)).get("__module__") != "typing":
+            raise TypeError("copying a subclass of typing's aliases is not supported")
+        name = self._name  # an instance attribute: not the guest's to write (private)
+        if name and not (type(name) is str and name in public):
+            raise TypeError(f"copying a typing alias named {name!r} is not supported")
+        return reduce(self)
+
+    return __reduce__
 
 
 def guarded_forward_ref_init(init: Callable[..., Any], exact: type) -> Callable[..., Any]:

@@ -28,6 +28,7 @@ from mcp_code_mode.sandbox.child.guards import guest_getattr, os_bases, safe_has
 from mcp_code_mode.sandbox.child.guest import GuestRuntime
 from mcp_code_mode.sandbox.child.library_guards import (
     REFUSED_CALLS,
+    guarded_alias_reduce,
     guarded_cached_property,
     guarded_enum_new,
     guarded_enum_property_get,
@@ -148,6 +149,8 @@ def _wrap_libraries(loaded: dict[str, Any]) -> None:
     if typing is not None:
         forward_ref = typing.ForwardRef
         forward_ref.__init__ = guarded_forward_ref_init(forward_ref.__init__, forward_ref)
+        alias = typing._GenericAlias
+        alias.__reduce__ = guarded_alias_reduce(alias.__reduce__, typing)
         typing.final = guest_only_marker(typing.final)
         typing.no_type_check = guest_only_marker(typing.no_type_check)
     logging: Any = loaded.get("logging")

@@ -242,6 +242,9 @@ def guarded_reconstruct(reconstruct: Callable[..., Any]) -> Callable[..., Any]:
 
         def make(*made_from: Any) -> Any:
             made = call(*made_from)
+            refusal = _made_refusal(made)
+            if refusal is not None:  # whatever reducer or callable made it (attack 71)
+                raise TypeError(f"copying may not make {refusal}")
             reason = None if state is None else write_refusal(made) or _state_refusal(made, state)
             if reason is not None:
                 raise AttributeError(f"copying state onto {reason} is not allowed")
@@ -251,6 +254,20 @@ def guarded_reconstruct(reconstruct: Callable[..., Any]) -> Callable[..., Any]:
 
     guarded.__name__ = guarded.__qualname__ = "_reconstruct"
     return guarded
+
+
+def _made_refusal(made: Any) -> str | None:
+    """What `made` is when a copy may not hand it out: a module, a module's globals or the
+    builtins (a dict holding `__builtins__`), or a builtin the guest's builtins replace or
+    remove (`typing`'s alias reducer took a name the guest chose from its globals)."""
+    if isinstance(made, types.ModuleType):
+        return "a module"
+    if type(made) is dict and ("__builtins__" in made or made is _BUILTINS_DICT):
+        return "a module's globals"
+    for name in _UNSHARED_BUILTINS:
+        if made is _REAL_BUILTINS.get(name, _NONE):
+            return f"the builtin {name}()"
+    return None
 
 
 def _state_refusal(made: Any, state: Any) -> str | None:
@@ -309,6 +326,8 @@ _C_METHODS = (
     types.WrapperDescriptorType,
 )
 _REAL_BUILTINS = dict(vars(builtins))  # taken in the zygote, before any guest code
+_BUILTINS_DICT = vars(builtins)
+_UNSHARED_BUILTINS = (*REMOVED_BUILTINS, "getattr", "setattr", "delattr", "hasattr")
 _NONE = object()
 
 
