@@ -785,3 +785,34 @@ async def test_no_copy_of_an_object_that_names_its_own_class(sec_gateway: Gatewa
         False,
         {"a": 1},
     ]
+
+
+async def test_typing_internals_take_no_subclass_from_keywords(sec_gateway: Gateway) -> None:
+    """Outside attack 72: `**{"_root": True}` (the policy refuses the keyword written out)
+    let a guest class subclass typing's aliases, say `__module__ = "typing"` and give its
+    reducer one `_name` when checked and another when used."""
+    code = (
+        "import typing\nA = type(typing.List[int])\nkw = {'_r' + 'oot': True}\ntry:\n"
+        "    type(A)('X', (A,), {'__module__': 'typing'}, **kw)\nexcept TypeError as e:\n"
+        "    out = str(e)\nelse:\n    out = 'ESCAPED'\nT = typing.TypeVar('T')\n"
+        "class Box(typing.Generic[T]):\n    pass\n[out, repr(Box[int])]"
+    )
+    out = await attempt(sec_gateway, code)
+    assert not reached(out), out
+    assert out["result"] == ["Cannot subclass special typing classes", "__main__.Box[int]"], out
+
+
+async def test_a_copy_is_not_made_from_a_modules_globals(sec_gateway: Gateway) -> None:
+    """Outside attack 72: `deepcopy` copied a reducer's arguments into its memo, which guest
+    code can read, before the object made from them was checked; typing's real builtins
+    were among them. Arguments and state are checked first (a dict holding `__builtins__`
+    is taken for a module's globals)."""
+    code = (
+        "import copy\nclass R:\n    def __reduce_ex__(self, p):\n"
+        "        return (dict, ({'__builtins__': 1},))\nout = []\n"
+        "for f in (copy.copy, copy.deepcopy):\n    try:\n        f(R())\n"
+        "    except TypeError as e:\n        out.append(str(e))\n"
+        "out + [copy.deepcopy({'a': [1]})]"
+    )
+    out = await attempt(sec_gateway, code)
+    assert out["result"] == ["copying from a module's globals is not allowed"] * 2 + [{"a": [1]}]

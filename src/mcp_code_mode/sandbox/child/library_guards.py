@@ -25,6 +25,7 @@ __all__ = [
     "guarded_cached_property",
     "guarded_enum_new",
     "guarded_enum_property_get",
+    "guarded_final_subclass",
     "guarded_find_caller",
     "guarded_forward_ref_init",
     "guarded_global_enum",
@@ -240,18 +241,36 @@ def guarded_alias_reduce(reduce: Callable[..., Any], typing: Any) -> Callable[..
     """`typing._GenericAlias.__reduce__` (its subclasses' too) for typing's own aliases of
     typing's public names: it looks `self._name` up in typing's globals, and the public
     constructor takes any `name=` (`"__builtins__"` made `copy.copy` hand out the real
-    `getattr`, outside attack 71)."""
+    `getattr`, outside attack 71). Typing's own classes by identity, taken now: a guest
+    subclass said `__module__ = "typing"` and had a `_name` property that answered the
+    check one name and the reducer another (outside attack 72)."""
     public = frozenset(typing.__all__)
+    own = tuple(
+        cls
+        for cls in vars(typing).values()
+        if isinstance(cls, type) and issubclass(cls, typing._GenericAlias)
+    )
 
     def __reduce__(self: Any) -> Any:
-        if VARS(type(self)).get("__module__") != "typing":
+        if not any(type(self) is cls for cls in own):
             raise TypeError("copying a subclass of typing's aliases is not supported")
-        name = self._name  # an instance attribute: not the guest's to write (private)
+        name = self._name  # a plain attribute of typing's own class: not the guest's to write
         if name and not (type(name) is str and name in public):
             raise TypeError(f"copying a typing alias named {name!r} is not supported")
         return reduce(self)
 
     return __reduce__
+
+
+def guarded_final_subclass(final: type) -> None:
+    """`typing._Final` subclasses only as typing made them before the run: `_root=True`
+    (which the policy refuses as a keyword, not from `**{...}`) let a guest class subclass
+    typing's aliases (outside attack 72)."""
+
+    def __init_subclass__(cls: type, /, *args: Any, **kwds: Any) -> None:
+        raise TypeError("Cannot subclass special typing classes")
+
+    final.__init_subclass__ = classmethod(__init_subclass__)  # type: ignore[assignment]
 
 
 def guarded_forward_ref_init(init: Callable[..., Any], exact: type) -> Callable[..., Any]:

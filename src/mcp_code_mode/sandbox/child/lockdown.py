@@ -32,6 +32,7 @@ from mcp_code_mode.sandbox.child.library_guards import (
     guarded_cached_property,
     guarded_enum_new,
     guarded_enum_property_get,
+    guarded_final_subclass,
     guarded_find_caller,
     guarded_forward_ref_init,
     guarded_global_enum,
@@ -151,6 +152,7 @@ def _wrap_libraries(loaded: dict[str, Any]) -> None:
         forward_ref.__init__ = guarded_forward_ref_init(forward_ref.__init__, forward_ref)
         alias = typing._GenericAlias
         alias.__reduce__ = guarded_alias_reduce(alias.__reduce__, typing)
+        guarded_final_subclass(typing._Final)
         typing.final = guest_only_marker(typing.final)
         typing.no_type_check = guest_only_marker(typing.no_type_check)
     logging: Any = loaded.get("logging")

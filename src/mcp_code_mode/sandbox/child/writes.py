@@ -239,6 +239,12 @@ def guarded_reconstruct(reconstruct: Callable[..., Any]) -> Callable[..., Any]:
     ) -> Any:
         state = rest[0] if rest else kw.get("state")
         call = _as_guest_builtin(func)
+        # `deepcopy` copies the arguments and state into its memo, which guest code can read
+        # (a guest `__deepcopy__` gets it), before `make` runs (outside attack 72)
+        for part in (*(args if type(args) is tuple else ()), state):
+            refusal = _made_refusal(part)
+            if refusal is not None:
+                raise TypeError(f"copying from {refusal} is not allowed")
 
         def make(*made_from: Any) -> Any:
             made = call(*made_from)
