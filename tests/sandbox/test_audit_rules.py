@@ -119,4 +119,6 @@ def test_a_reducers_builtin_is_the_guests_own() -> None:
         reconstruct(None, None, builtins.getattr, (json.dumps, "__globals__"))
     with pytest.raises(TypeError, match="eval"):
         reconstruct(None, None, builtins.eval, ("1",))
-    assert reconstruct(None, None, builtins.getattr, (json, "dumps")) is json.dumps
+    assert reconstruct(None, None, builtins.getattr, ("ab", "upper"))() == "AB"
+    with pytest.raises(TypeError, match="from a module"):  # nor a module (outside attack 72)
+        reconstruct(None, None, builtins.getattr, (json, "dumps"))

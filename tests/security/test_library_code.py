@@ -816,3 +816,26 @@ async def test_a_copy_is_not_made_from_a_modules_globals(sec_gateway: Gateway) -
     )
     out = await attempt(sec_gateway, code)
     assert out["result"] == ["copying from a module's globals is not allowed"] * 2 + [{"a": [1]}]
+
+
+@pytest.mark.parametrize(("user", "data"), [("UserDict", "{'a': 1}"), ("UserList", "['a']")])
+async def test_a_user_collection_copies_to_its_own_class_only(
+    sec_gateway: Gateway, user: str, data: str
+) -> None:
+    """Outside attack 73: `UserDict.__copy__` (and `UserList`'s), called unbound or through a
+    `__getattribute__` that answered `__class__`, made the copy with a `__new__` that
+    returned `tools` and wrote the tools view's `__dict__`. The copy is of the real class."""
+    code = (
+        f"import collections, copy\nbase = collections.{user}\nclass G:\n"
+        "    def __new__(cls):\n        return tools\n"
+        "U = type('U', (base,), {'__class__': property(lambda s: G)})\nu = U()\n"
+        "u.planted = 'ESCAPED'\nclass V(base):\n    def __new__(cls, *a):\n        return tools\n"
+        "out = []\nfor f, x in ((base.__copy__, u), (copy.copy, object.__new__(V))):\n"
+        "    try:\n        out.append(type(f(x)).__name__)\n"
+        "    except (TypeError, AttributeError) as e:\n        out.append(str(e))\n"
+        f"W = type('W', (base,), {{}})\nw = W({data})\nw.tag = 't'\nc = copy.copy(w)\n"
+        "out + [hasattr(tools, 'planted'), type(c).__name__, c.tag, list(c), c.data is w.data]"
+    )
+    out = await attempt(sec_gateway, code)
+    assert out["result"][:2] == ["U", "copy: V.__new__() made another kind of object"], out
+    assert out["result"][2:] == [False, "W", "t", ["a"], False], out

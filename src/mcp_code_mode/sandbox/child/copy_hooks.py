@@ -15,11 +15,12 @@ Stdlib only: runs in local workers and Pyodide runners.
 from __future__ import annotations
 
 import types
+from collections.abc import Callable
 from typing import Any
 
 from mcp_code_mode.sandbox.child.guards import MRO, VARS
 
-__all__ = ["COPY_HOOKS", "copy_getattr"]
+__all__ = ["COPY_HOOKS", "copy_getattr", "guarded_user_copy"]
 
 COPY_HOOKS = frozenset({"__copy__", "__deepcopy__", "__reduce_ex__", "__reduce__"})
 _BOUND = (types.BuiltinMethodType, types.MethodWrapperType)
@@ -62,3 +63,27 @@ def _own(obj: Any, name: str, hook: Any) -> bool:
         owner = hook.__objclass__
         return owner in MRO(obj) and VARS(owner).get(name) is hook
     return False
+
+
+def guarded_user_copy(user: type, duplicate: Callable[[Any], Any]) -> None:
+    """`UserDict.__copy__`/`UserList.__copy__` on the object's real class. The library's made
+    the copy from `self.__class__` (whatever a lying `__class__` or `__getattribute__`
+    named, and on anything when called unbound) and wrote its `__dict__` natively: a
+    `__new__` that returned `tools` had the tools view's `__dict__` written, `typing.List`'s
+    and asyncio's logger's likewise (outside attacks 71 and 73). Here the copy is a new
+    object of the copied one's real class, or none; `duplicate` copies `data`."""
+
+    def __copy__(self: Any) -> Any:
+        cls: Any = type(self)
+        if not any(klass is user for klass in MRO(cls)):
+            raise TypeError(f"{user.__name__}.__copy__() takes {user.__name__} objects only")
+        made = cls.__new__(cls)
+        if type(made) is not cls:
+            raise TypeError(f"copy: {cls.__name__}.__new__() made another kind of object")
+        state = dict(object.__getattribute__(self, "__dict__"))
+        mine = object.__getattribute__(made, "__dict__")
+        mine.update(state)
+        mine["data"] = duplicate(state["data"])
+        return made
+
+    user.__copy__ = __copy__  # type: ignore[attr-defined]

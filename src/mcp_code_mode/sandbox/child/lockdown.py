@@ -22,7 +22,7 @@ from types import CodeType, MethodType
 from typing import Any
 
 from mcp_code_mode.sandbox.child import audit, module_view, outcome, rewrite, worker
-from mcp_code_mode.sandbox.child.copy_hooks import copy_getattr
+from mcp_code_mode.sandbox.child.copy_hooks import copy_getattr, guarded_user_copy
 from mcp_code_mode.sandbox.child.generated import guard_generated_code
 from mcp_code_mode.sandbox.child.guards import guest_getattr, os_bases, safe_hasattr
 from mcp_code_mode.sandbox.child.guest import GuestRuntime
@@ -142,6 +142,8 @@ def _wrap_libraries(loaded: dict[str, Any]) -> None:
     collections: Any = loaded.get("collections")
     if collections is not None:
         guarded_user_string(collections.UserString)
+        guarded_user_copy(collections.UserDict, lambda data: data.copy())
+        guarded_user_copy(collections.UserList, lambda data: data[:])
     dataclasses: Any = loaded.get("dataclasses")
     if dataclasses is not None:  # a subclass's `name` property said anything (attack 45)
         refuse_subclasses(dataclasses.Field, "its instances are the text dataclasses compiles")
