@@ -675,6 +675,9 @@ async def test_a_partialmethod_keeps_no_real_module(sec_gateway: Gateway) -> Non
         "type('M', (), {'__reduce_ex__': collections.UserString('x')}), enum.Enum",
         # outside attack 71: a guest class may say it is a library module's
         "type('M', (), {'__reduce_ex__': Q(), '__module__': 'json'}), enum.Enum",
+        # outside attack 74: a metaclass's mro() names a class that is not among the bases
+        "enum.Enum, metaclass=type('EM', (enum.EnumType,), {'mro': lambda c: (c, "
+        "type('Evil', (), {'__reduce_ex__': Q()}), enum.Enum, object)})",
     ],
 )
 async def test_enum_hands_no_reducer_to_a_guest_eq(sec_gateway: Gateway, bases: str) -> None:
@@ -839,3 +842,27 @@ async def test_a_user_collection_copies_to_its_own_class_only(
     out = await attempt(sec_gateway, code)
     assert out["result"][:2] == ["U", "copy: V.__new__() made another kind of object"], out
     assert out["result"][2:] == [False, "W", "t", ["a"], False], out
+
+
+async def test_only_typings_own_forward_references_name_a_module(sec_gateway: Gateway) -> None:
+    """Outside attack 74: a `ForwardRef` subclass (a first base whose `__init_subclass__`
+    says nothing passes typing's wall) answered `__forward_module__` None to the guard and
+    "json" to `_evaluate`, and `"getattr"` was evaluated in json's real globals."""
+    code = (
+        "import typing, functools\nFR = type(typing.List['x'].__args__[0])\nclass Quiet:\n"
+        "    def __init_subclass__(cls, **kw):\n        pass\nreads = []\n"
+        "def module(self):\n    reads.append(1)\n    return None if len(reads) == 1 else 'json'\n"
+        "def ignore(self, v):\n    pass\n"
+        "S = type('S', (Quiet, FR), {'__forward_' + 'module__': property(module, ignore)})\n"
+        "r = S('getattr')\ndef h(x: r):\n    pass\ntry:\n"
+        "    functools.singledispatch(len).register(h)\nexcept Exception as e:\n"
+        "    out = str(e)\nelse:\n    out = 'ESCAPED'\n"
+        "def g(x: 'int'):\n    pass\nsd = functools.singledispatch(len)\nsd.register(g)\n"
+        "[out, sd.dispatch(int) is g]"
+    )
+    out = await attempt(sec_gateway, code)
+    assert not reached(out), out
+    assert out["result"] == [
+        "a forward reference evaluated in another module is not allowed",
+        True,
+    ], out

@@ -346,20 +346,19 @@ def install_guards(safe_builtins: dict[str, Any]) -> None:
     evaluates annotation text with a globals dict that may lack `__builtins__` (an object
     without `__globals__` gets `{}`); `eval` then inserts the *real* builtins, so
     `x: "__import__('os')"` would reach `os`. Every evaluation goes through
-    `ForwardRef._evaluate`, so its globals get the guest's builtins. A forward reference
-    made with `module=` would be evaluated in that module's globals instead
-    (`ForwardRef("modules", module="sys")` is `sys.modules`): only the guest's own module
-    may be named.
-    """
+    `ForwardRef._evaluate`, so its globals get the guest's builtins. `module=` would have it
+    evaluated in that module's globals (`ForwardRef("modules", module="sys")` is
+    `sys.modules`): only the guest's own may be named, by typing's own forward references."""
     import typing
 
     if _GUARDS:
         return
     _GUARDS.append(True)
-    evaluate, eval_type = typing.ForwardRef._evaluate, typing._eval_type  # type: ignore[attr-defined]
+    forward, eval_type = typing.ForwardRef, typing._eval_type  # type: ignore[attr-defined]
+    evaluate = forward._evaluate
 
     def guarded(self: Any, globalns: Any, localns: Any, *args: Any, **kwargs: Any) -> Any:
-        module = self.__forward_module__
+        module = self.__forward_module__ if type(self) is forward else "a subclass's"  # 74
         if module is not None and not (type(module) is str and module == GUEST_MODULE):
             raise Refused("a forward reference evaluated in another module is not allowed")
         scope, local = _guest_scope(globalns, localns, safe_builtins)
@@ -371,7 +370,7 @@ def install_guards(safe_builtins: dict[str, Any]) -> None:
         scope, local = _guest_scope(globalns, localns, safe_builtins)
         return eval_type(t, scope, local, *args, **kwargs)
 
-    typing.ForwardRef._evaluate = guarded  # type: ignore[method-assign]
+    forward._evaluate = guarded  # type: ignore[method-assign]
     typing._eval_type = guarded_eval_type  # type: ignore[attr-defined]
 
 

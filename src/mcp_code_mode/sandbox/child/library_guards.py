@@ -127,7 +127,7 @@ def _holds(cls: type, prop: Any) -> bool:
 
 
 _ENUM_COMPARED = ("__repr__", "__str__", "__format__", "__reduce_ex__")
-_CLASS_READERS = ("__getattribute__", "__getattr__")
+_CLASS_READERS = ("__getattribute__", "__getattr__", "mro")  # `mro()` makes the class's MRO
 
 
 def guarded_enum_new(new: Callable[..., Any]) -> Callable[..., Any]:
@@ -138,7 +138,7 @@ def guarded_enum_new(new: Callable[..., Any]) -> Callable[..., Any]:
     which hands `object.__reduce_ex__` to `found.__eq__`: the guest's, when a guest base
     bound the name to an object whose `==` is the guest's, or a guest metaclass answered
     the read (outside attacks 69 and 70: called from a library frame, that reducer gave the
-    real `getattr`).
+    real `getattr`; 74: a metaclass's `mro()` put another class in the new class's MRO).
     So in the guest's own bases and metaclasses those names are bound to plain callables
     only (`_answered_by_guest`), and no guest metaclass reads class attributes itself."""
 
