@@ -668,6 +668,8 @@ async def test_a_partialmethod_keeps_no_real_module(sec_gateway: Gateway) -> Non
     [
         "type('M', (), {'__reduce_ex__': Q()}), enum.Enum",
         "type('M', (), {'__reduce_ex__': staticmethod(Q())}), enum.Enum",
+        # outside attack 75: a staticmethod of a plain callable, re-initialised by a hook
+        "type('M', (), {'__reduce_ex__': staticmethod(len)}), enum.Enum",
         "enum.Enum, metaclass=type('MM', (enum.EnumType,), {'__getattribute__': lambda c, n: Q()})",
         # outside attack 70: library objects whose reads or `==` reach the guest's code
         "enum.Enum, metaclass=type('EM', (enum.EnumType,), {'__reduce_ex__': property(Q)})",

@@ -175,18 +175,14 @@ def _reads_itself(hook: Any) -> bool:
 
 
 def _answered_by_guest(namespace: Any) -> str | None:
-    """The first of enum's compared names `namespace` binds to anything but a function, a
-    C method or descriptor, or a `staticmethod`/`classmethod` of one: whose `==` cannot
-    reach the guest (a property's getter, a `UserString` over a guest object, an object of
-    a guest class could, outside attacks 69 and 70). By identity: a guest metaclass's
-    `__eq__` answers `in` for its classes."""
+    """The first of enum's compared names `namespace` binds to anything but a function or a
+    C method or descriptor: whose `==` cannot reach the guest (a property's getter, a
+    `UserString` over a guest object, an object of a guest class could, outside attacks 69
+    and 70) and which cannot change before enum compares it (a `staticmethod` accepted
+    here was re-initialised around `Q()` by a hook `type.__new__` runs, attack 75). By
+    identity: a guest metaclass's `__eq__` answers `in` for its classes."""
     for name in _ENUM_COMPARED:
-        if name not in namespace:
-            continue
-        value = namespace[name]
-        if any(type(value) is wrapper for wrapper in (staticmethod, classmethod)):
-            value = value.__func__
-        if not any(type(value) is plain for plain in _PLAIN_CALLABLES):
+        if name in namespace and not any(type(namespace[name]) is p for p in _PLAIN_CALLABLES):
             return name
     return None
 
