@@ -52,16 +52,17 @@ def _says_class(obj: Any) -> bool:
 
 
 def _own(obj: Any, name: str, hook: Any) -> bool:
+    """By identity throughout: a guest metaclass's `__eq__` answers `in` for its classes."""
     kind = type(hook)
     if kind is types.FunctionType:
         return True
     if kind is types.MethodType:
         return type(hook.__func__) is types.FunctionType
-    if kind in _BOUND:  # a library method bound to the object copied, not to another
+    if any(kind is bound for bound in _BOUND):  # a library method bound to the object copied
         return hook.__self__ is obj
-    if kind in _UNBOUND and issubclass(type(obj), type):  # `__copy__` read off the class
-        owner = hook.__objclass__
-        return owner in MRO(obj) and VARS(owner).get(name) is hook
+    if any(kind is unbound for unbound in _UNBOUND) and issubclass(type(obj), type):
+        owner = hook.__objclass__  # `__copy__` read off the class: the class's own
+        return any(owner is klass for klass in MRO(obj)) and VARS(owner).get(name) is hook
     return False
 
 
