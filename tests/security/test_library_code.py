@@ -868,3 +868,21 @@ async def test_only_typings_own_forward_references_name_a_module(sec_gateway: Ga
         "a forward reference evaluated in another module is not allowed",
         True,
     ], out
+
+
+async def test_an_enum_is_made_from_the_bases_its_guard_saw(sec_gateway: Gateway) -> None:
+    """Outside attack 76: a `tuple` subclass whose `__iter__` showed the enum guard (and
+    enum's Python code) `(Enum,)` while `type.__new__` built the class from its real items,
+    a base whose `__reduce_ex__` was a guest object among them."""
+    code = (
+        "import enum\ngot = []\nclass Q:\n    def __eq__(self, other):\n"
+        "        got.append(repr(other))\n        return False\n    def __hash__(self):\n"
+        "        return 0\nclass T(tuple):\n    def __iter__(self):\n"
+        "        return iter((enum.Enum,))\nBase = type('Base', (), {'__reduce_ex__': Q()})\n"
+        "d = enum.EnumType.__prepare__('E', (enum.Enum,))\nd['A'] = 1\ntry:\n"
+        "    enum.EnumType('E', T((Base, enum.Enum)), d)\nexcept TypeError as e:\n"
+        "    out = str(e)\nelse:\n    out = 'ESCAPED'\n[out, got]"
+    )
+    out = await attempt(sec_gateway, code)
+    assert not reached(out), out
+    assert out["result"] == ["an enum's bases must be a tuple", []], out

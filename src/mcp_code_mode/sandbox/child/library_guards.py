@@ -143,6 +143,8 @@ def guarded_enum_new(new: Callable[..., Any]) -> Callable[..., Any]:
     only (`_answered_by_guest`), and no guest metaclass reads class attributes itself."""
 
     def __new__(metacls: type, cls: str, bases: tuple[Any, ...], classdict: Any, **kw: Any) -> Any:
+        if type(bases) is not tuple:  # a subclass's `__iter__` showed other bases (attack 76)
+            raise TypeError("an enum's bases must be a tuple")
         # by real types and identity: a guest metaclass's `__eq__` answers `in` and `==`
         types_ = [b for b in bases if issubclass(type(b), type)]
         metas = [*MRO(metacls), *(k for b in types_ for k in MRO(type(b)))]
