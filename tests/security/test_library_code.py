@@ -259,8 +259,8 @@ _MIXED_METACLASS = (
     "        got.append(other)\n        return True\n    __hash__ = None\n"
     "@dataclasses.dataclass(init=False)\nclass C:\n    _convert_: object\n"
     "class M(C, enum.EnumType):\n    pass\n"
-    "E1 = M.__new__(M, 'E1', (enum.Enum,), M.__prepare__('E1', (enum.Enum,)))\n"
-    "E2 = M.__new__(M, 'E2', (enum.Enum,), M.__prepare__('E2', (enum.Enum,)))\n"
+    # instances of M made past enum's `__new__`, which takes no guest metaclass (attack 77)
+    "E1 = type.__new__(M, 'E1', (), {})\nE2 = type.__new__(M, 'E2', (), {})\n"
     "C.__eq__(E1, E2)\n'ESCAPED' if got else 'held'"
 )
 
@@ -570,7 +570,7 @@ async def test_an_object_posing_as_a_bound_method_is_not_the_guests(sec_gateway:
         "def g():\n    pass\n"
         "S = type('S', (super,), {'__cl' + 'ass__': property(lambda s: MT),"
         " '__fu' + 'nc__': property(lambda s: g)})\n"
-        "class M(enum.EnumType):\n    pass\nclass GE(enum.Enum, metaclass=M):\n    pass\n"
+        "class M(enum.EnumType):\n    pass\nGE = type.__new__(M, 'GE', (), {})\n"
         "try:\n    getattr(S(M, GE), '_convert_')\nexcept AttributeError as e:\n    out = str(e)\n"
         "else:\n    out = 'ESCAPED'\n[out, isinstance(S(M, GE), MT)]"
     )
@@ -680,6 +680,9 @@ async def test_a_partialmethod_keeps_no_real_module(sec_gateway: Gateway) -> Non
         # outside attack 74: a metaclass's mro() names a class that is not among the bases
         "enum.Enum, metaclass=type('EM', (enum.EnumType,), {'mro': lambda c: (c, "
         "type('Evil', (), {'__reduce_ex__': Q()}), enum.Enum, object)})",
+        # outside attack 77: a metaclass choosing the data type enum compares with
+        "metaclass=type('M', (enum.EnumType,), {'_get_mixins_': staticmethod(lambda c, b: "
+        "(type('C', (), {'__reduce_ex__': Q()}), enum.Enum))})",
     ],
 )
 async def test_enum_hands_no_reducer_to_a_guest_eq(sec_gateway: Gateway, bases: str) -> None:
@@ -696,7 +699,7 @@ async def test_enum_hands_no_reducer_to_a_guest_eq(sec_gateway: Gateway, bases: 
     )
     out = await attempt(sec_gateway, code)
     assert not reached(out), out
-    assert "may not define" in out["result"][0] and out["result"][1:] == [[], "b"], out
+    assert "in the sandbox" in out["result"][0] and out["result"][1:] == [[], "b"], out
 
 
 async def test_copy_calls_no_c_callable_the_guest_chose(sec_gateway: Gateway) -> None:
@@ -886,3 +889,15 @@ async def test_an_enum_is_made_from_the_bases_its_guard_saw(sec_gateway: Gateway
     out = await attempt(sec_gateway, code)
     assert not reached(out), out
     assert out["result"] == ["an enum's bases must be a tuple", []], out
+
+
+async def test_an_enum_takes_no_private_keyword(sec_gateway: Gateway) -> None:
+    """Outside attack 77: `_simple=True` made an enum base without `Enum` in its MRO, whose
+    `_member_type_` then chose the data type enum compared with."""
+    code = (
+        "import enum\ntry:\n    enum.EnumType('Y', (), {'_member_names_': []}, **{'_simple': True})\n"
+        "except TypeError as e:\n    out = str(e)\nelse:\n    out = 'ESCAPED'\n"
+        "F = enum.Flag('F', 'a b', boundary=enum.STRICT)\n[out, F.a.value | F.b.value]"
+    )
+    out = await attempt(sec_gateway, code)
+    assert out["result"] == ["an enum takes no private keyword in the sandbox", 3], out

@@ -4,12 +4,10 @@ them; `guards` has the attribute checks they rest on)."""
 
 from __future__ import annotations
 
-import types
 from collections.abc import Callable
 from typing import Any, cast
 
 from mcp_code_mode.sandbox.child.guards import (
-    BENIGN_HOOKS,
     MRO,
     VARS,
     guarded_format,
@@ -23,7 +21,6 @@ __all__ = [
     "REFUSED_CALLS",
     "guarded_alias_reduce",
     "guarded_cached_property",
-    "guarded_enum_new",
     "guarded_enum_property_get",
     "guarded_final_subclass",
     "guarded_find_caller",
@@ -124,79 +121,6 @@ def _holds(cls: type, prop: Any) -> bool:
         if name in namespace:
             return namespace[name] is prop
     return False
-
-
-_ENUM_COMPARED = ("__repr__", "__str__", "__format__", "__reduce_ex__")
-_CLASS_READERS = ("__getattribute__", "__getattr__", "mro")  # `mro()` makes the class's MRO
-
-
-def guarded_enum_new(new: Callable[..., Any]) -> Callable[..., Any]:
-    """`EnumType.__new__` for bases that cannot answer its comparisons with guest code.
-
-    Making an enum class, it reads `__repr__`, `__str__`, `__format__` and `__reduce_ex__`
-    off the new class and off its data type and asks `found in (data_type's, object's)`,
-    which hands `object.__reduce_ex__` to `found.__eq__`: the guest's, when a guest base
-    bound the name to an object whose `==` is the guest's, or a guest metaclass answered
-    the read (outside attacks 69 and 70: called from a library frame, that reducer gave the
-    real `getattr`; 74: a metaclass's `mro()` put another class in the new class's MRO).
-    So in the guest's own bases and metaclasses those names are bound to plain callables
-    only (`_answered_by_guest`), and no guest metaclass reads class attributes itself."""
-
-    def __new__(metacls: type, cls: str, bases: tuple[Any, ...], classdict: Any, **kw: Any) -> Any:
-        if type(bases) is not tuple:  # a subclass's `__iter__` showed other bases (attack 76)
-            raise TypeError("an enum's bases must be a tuple")
-        # by real types and identity: a guest metaclass's `__eq__` answers `in` and `==`
-        types_ = [b for b in bases if issubclass(type(b), type)]
-        metas = [*MRO(metacls), *(k for b in types_ for k in MRO(type(b)))]
-        classes = [*metas, *(k for b in types_ for k in MRO(b))]
-        # Every class, not only those saying `__module__ = "__main__"`: a guest class may
-        # name any module; the stdlib's own bind these names to plain callables.
-        for klass in classes:
-            namespace = VARS(klass)
-            meta = any(klass is m for m in metas)
-            readers = [h for h in _CLASS_READERS if meta and _reads_itself(namespace.get(h))]
-            name = readers[0] if readers else _answered_by_guest(namespace)
-            if name is not None:
-                raise TypeError(
-                    f"an enum's base or metaclass may not define {name} that way in the sandbox"
-                )
-        return new(metacls, cls, bases, classdict, **kw)
-
-    return __new__
-
-
-def _reads_itself(hook: Any) -> bool:
-    """Whether a metaclass's `__getattribute__`/`__getattr__` is code that can answer a
-    read with anything: neither the interpreter's (a C slot) nor enum's own member lookup."""
-    plain = (types.WrapperDescriptorType, types.MethodDescriptorType)
-    return (
-        hook is not None
-        and not any(type(hook) is kind for kind in plain)
-        and not any(hook is benign for benign in BENIGN_HOOKS)
-    )
-
-
-def _answered_by_guest(namespace: Any) -> str | None:
-    """The first of enum's compared names `namespace` binds to anything but a function or a
-    C method or descriptor: whose `==` cannot reach the guest (a property's getter, a
-    `UserString` over a guest object, an object of a guest class could, outside attacks 69
-    and 70) and which cannot change before enum compares it (a `staticmethod` accepted
-    here was re-initialised around `Q()` by a hook `type.__new__` runs, attack 75). By
-    identity: a guest metaclass's `__eq__` answers `in` for its classes."""
-    for name in _ENUM_COMPARED:
-        if name in namespace and not any(type(namespace[name]) is p for p in _PLAIN_CALLABLES):
-            return name
-    return None
-
-
-_PLAIN_CALLABLES = (
-    types.FunctionType,
-    types.BuiltinFunctionType,
-    types.MethodDescriptorType,
-    types.WrapperDescriptorType,
-    types.MethodWrapperType,
-    types.ClassMethodDescriptorType,
-)
 
 
 def guest_only_marker(mark: Callable[[Any], Any]) -> Callable[[Any], Any]:

@@ -23,6 +23,7 @@ from typing import Any
 
 from mcp_code_mode.sandbox.child import audit, module_view, outcome, rewrite, worker
 from mcp_code_mode.sandbox.child.copy_hooks import copy_getattr, guarded_user_copy
+from mcp_code_mode.sandbox.child.enum_guard import guarded_enum_new
 from mcp_code_mode.sandbox.child.generated import guard_generated_code
 from mcp_code_mode.sandbox.child.guards import guest_getattr, os_bases, safe_hasattr
 from mcp_code_mode.sandbox.child.guest import GuestRuntime
@@ -30,7 +31,6 @@ from mcp_code_mode.sandbox.child.library_guards import (
     REFUSED_CALLS,
     guarded_alias_reduce,
     guarded_cached_property,
-    guarded_enum_new,
     guarded_enum_property_get,
     guarded_final_subclass,
     guarded_find_caller,
@@ -137,7 +137,7 @@ def _wrap_libraries(loaded: dict[str, Any]) -> None:
     enum: Any = loaded.get("enum")
     if enum is not None:
         enum.global_enum = guarded_global_enum(enum.global_enum, enum.EnumType)
-        enum.EnumType.__new__ = staticmethod(guarded_enum_new(enum.EnumType.__new__))
+        enum.EnumType.__new__ = staticmethod(guarded_enum_new(enum.EnumType.__new__, enum.EnumType))
         enum.property.__get__ = guarded_enum_property_get(enum.property.__get__, enum.property)
     collections: Any = loaded.get("collections")
     if collections is not None:
