@@ -901,3 +901,25 @@ async def test_an_enum_takes_no_private_keyword(sec_gateway: Gateway) -> None:
     )
     out = await attempt(sec_gateway, code)
     assert out["result"] == ["an enum takes no private keyword in the sandbox", 3], out
+
+
+async def test_an_enum_base_has_enum_in_its_mro(sec_gateway: Gateway) -> None:
+    """Outside attack 78: `type.__new__(EnumType, ...)` made an enum base without `Enum` in
+    its MRO; a hook enum runs after its guard (an `_ignore_` key's `__hash__`) changed the
+    data type a plain base named, and enum compared `object.__reduce_ex__`, the new class's
+    own there, with a guest object."""
+    code = (
+        "import enum\ngot = []\nclass Q:\n    def __eq__(self, other):\n"
+        "        got.append(repr(other))\n        return False\n    def __hash__(self):\n"
+        "        return 0\nC = type('C', (), {'__reduce' + '_ex__': Q()})\nclass P:\n"
+        "    _member_type_ = object\nseen = []\nclass K:\n    def __hash__(self):\n"
+        "        seen.append(1)\n        if len(seen) >= 2:\n            P._member_type_ = C\n"
+        "        return 7\n    def __eq__(self, other):\n"
+        "        return False\nY = type.__new__(enum.EnumType, 'Y', (P,), "
+        "{'_member_names_': [], '_member_map_': {}, '_value_repr_': None})\ntry:\n"
+        "    class E(Y):\n        _ignore_ = [K()]\nexcept TypeError as e:\n    out = str(e)\n"
+        "else:\n    out = 'ESCAPED'\n[out, got]"
+    )
+    out = await attempt(sec_gateway, code)
+    assert not reached(out), out
+    assert "without Enum among its bases" in out["result"][0] and out["result"][1] == [], out

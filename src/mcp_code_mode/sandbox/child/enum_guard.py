@@ -15,7 +15,8 @@ The guard looks at every class enum may read those names from, before enum runs:
 - no metaclass but `type`, `abc.ABCMeta` and enum's own (a guest one's `mro`,
   `__getattribute__`, `_get_mixins_`, `__mro__`, a `_member_type_` property chose what
   enum reads, attacks 74 and 77);
-- no private keyword (`_simple` made an enum base without `Enum` in its MRO, attack 77).
+- no private keyword (`_simple` made an enum base without `Enum` in its MRO, attack 77),
+  and no enum base without `Enum` in its MRO however made (`type.__new__`, attack 78).
 
 Stdlib only: runs in local workers and Pyodide runners.
 """
@@ -42,7 +43,9 @@ _PLAIN_CALLABLES = (
 )
 
 
-def guarded_enum_new(new: Callable[..., Any], enum_type: type) -> Callable[..., Any]:
+def guarded_enum_new(
+    new: Callable[..., Any], enum_type: type, enum_base: type
+) -> Callable[..., Any]:
     """`EnumType.__new__` once its inputs pass `_refusal` (see the module)."""
     library = (type, enum_type, abc.ABCMeta)
 
@@ -51,12 +54,24 @@ def guarded_enum_new(new: Callable[..., Any], enum_type: type) -> Callable[..., 
             raise TypeError("an enum's bases must be a tuple")
         if any(type(key) is not str or key.startswith("_") for key in kw):
             raise TypeError("an enum takes no private keyword in the sandbox")
-        reason = _refusal(metacls, bases, library)
+        reason = _refusal(metacls, bases, library) or _without_enum(bases, enum_type, enum_base)
         if reason is not None:
             raise TypeError(f"an enum's base, data type or metaclass {reason} in the sandbox")
         return new(metacls, cls, bases, classdict, **kw)
 
     return __new__
+
+
+def _without_enum(bases: tuple[Any, ...], enum_type: type, enum_base: type) -> str | None:
+    """An enum base whose MRO lacks `Enum` (made with `type.__new__(EnumType, ...)`): a new
+    class of it finds `object.__reduce_ex__` as its own, and enum compared that with a data
+    type a hook changed after this guard had looked (outside attack 78). With `Enum` in the
+    MRO, what enum finds is `Enum`'s or a callable checked here (that name cannot be
+    written later), and `object`'s reducer goes only to its `__eq__`."""
+    for base in bases:
+        if issubclass(type(base), enum_type) and not any(k is enum_base for k in MRO(base)):
+            return "is an enum class without Enum among its bases"
+    return None
 
 
 def _refusal(metacls: type, bases: tuple[Any, ...], library: tuple[type, ...]) -> str | None:

@@ -137,7 +137,8 @@ def _wrap_libraries(loaded: dict[str, Any]) -> None:
     enum: Any = loaded.get("enum")
     if enum is not None:
         enum.global_enum = guarded_global_enum(enum.global_enum, enum.EnumType)
-        enum.EnumType.__new__ = staticmethod(guarded_enum_new(enum.EnumType.__new__, enum.EnumType))
+        made = guarded_enum_new(enum.EnumType.__new__, enum.EnumType, enum.Enum)
+        enum.EnumType.__new__ = staticmethod(made)
         enum.property.__get__ = guarded_enum_property_get(enum.property.__get__, enum.property)
     collections: Any = loaded.get("collections")
     if collections is not None:
