@@ -19,12 +19,11 @@ from collections.abc import Callable
 from typing import Any
 
 from mcp_code_mode.sandbox.child.guards import MRO, VARS
+from mcp_code_mode.sandbox.child.rules import C_BOUND_METHODS, C_UNBOUND_METHODS
 
 __all__ = ["COPY_HOOKS", "copy_getattr", "guarded_user_copy"]
 
 COPY_HOOKS = frozenset({"__copy__", "__deepcopy__", "__reduce_ex__", "__reduce__"})
-_BOUND = (types.BuiltinMethodType, types.MethodWrapperType)
-_UNBOUND = (types.MethodDescriptorType, types.WrapperDescriptorType)
 
 
 def copy_getattr(obj: Any, name: str, *default: Any) -> Any:
@@ -58,9 +57,10 @@ def _own(obj: Any, name: str, hook: Any) -> bool:
         return True
     if kind is types.MethodType:
         return type(hook.__func__) is types.FunctionType
-    if any(kind is bound for bound in _BOUND):  # a library method bound to the object copied
+    # a library method bound to the object copied
+    if any(kind is bound for bound in C_BOUND_METHODS):
         return hook.__self__ is obj
-    if any(kind is unbound for unbound in _UNBOUND) and issubclass(type(obj), type):
+    if any(kind is unbound for unbound in C_UNBOUND_METHODS) and issubclass(type(obj), type):
         owner = hook.__objclass__  # `__copy__` read off the class: the class's own
         return any(owner is klass for klass in MRO(obj)) and VARS(owner).get(name) is hook
     return False

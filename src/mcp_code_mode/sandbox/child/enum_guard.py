@@ -29,16 +29,15 @@ from collections.abc import Callable
 from typing import Any
 
 from mcp_code_mode.sandbox.child.guards import MRO, VARS
+from mcp_code_mode.sandbox.child.rules import C_BOUND_METHODS, C_UNBOUND_METHODS
 
 __all__ = ["guarded_enum_new"]
 
 _ENUM_COMPARED = ("__repr__", "__str__", "__format__", "__reduce_ex__")
 _PLAIN_CALLABLES = (
     types.FunctionType,
-    types.BuiltinFunctionType,
-    types.MethodDescriptorType,
-    types.WrapperDescriptorType,
-    types.MethodWrapperType,
+    *C_BOUND_METHODS,
+    *C_UNBOUND_METHODS,
     types.ClassMethodDescriptorType,
 )
 

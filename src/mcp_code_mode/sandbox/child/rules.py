@@ -3,10 +3,14 @@ guards (in the worker) share. Stdlib only; data, no behaviour."""
 
 from __future__ import annotations
 
+import types
+
 __all__ = [
     "ALWAYS_IMPORTABLE",
     "BLOCKED_ATTRIBUTES",
     "CHECKED_READS",
+    "C_BOUND_METHODS",
+    "C_UNBOUND_METHODS",
     "GUARDED_READS",
     "GUEST_MODULE",
     "GUEST_ONLY_DUNDERS",
@@ -16,6 +20,12 @@ __all__ = [
     "REMOVED_BUILTINS",
     "refused_component",
 ]
+
+# The callables written in C, which hold no code, globals or closure to change: bound to
+# an object, and unbound (the descriptors a class holds). Compared by `type(x) is`, never
+# `isinstance` (a guest's `__class__` answers that).
+C_BOUND_METHODS = (types.BuiltinMethodType, types.MethodWrapperType)
+C_UNBOUND_METHODS = (types.MethodDescriptorType, types.WrapperDescriptorType)
 
 GUEST_MODULE = "__main__"
 """The guest's module name: `if __name__ == "__main__":` runs, classes say `__main__`."""

@@ -37,6 +37,8 @@ from mcp_code_mode.sandbox.child.guards import (
 from mcp_code_mode.sandbox.child.module_view import ModuleView
 from mcp_code_mode.sandbox.child.rules import (
     BLOCKED_ATTRIBUTES,
+    C_BOUND_METHODS,
+    C_UNBOUND_METHODS,
     GUEST_MODULE,
     REFUSED_DUNDERS,
     REMOVED_BUILTINS,
@@ -310,7 +312,8 @@ def _as_guest_builtin(func: Any) -> Callable[..., Any]:
     inner = func
     while type(inner) is functools.partial:
         inner = inner.func
-    if type(inner) in _C_METHODS and inner.__name__ in ("__reduce__", "__reduce_ex__"):
+    c_method = any(type(inner) is kind for kind in (*C_BOUND_METHODS, *C_UNBOUND_METHODS))
+    if c_method and inner.__name__ in ("__reduce__", "__reduce_ex__"):
         # called from a library frame, a reducer reads the real builtins (outside attack 69)
         raise TypeError("copying by calling a reducer is not allowed")
     swaps: dict[str, Callable[..., Any]] = {
@@ -325,12 +328,6 @@ def _as_guest_builtin(func: Any) -> Callable[..., Any]:
     return func  # type: ignore[no-any-return]
 
 
-_C_METHODS = (
-    types.BuiltinMethodType,
-    types.MethodWrapperType,
-    types.MethodDescriptorType,
-    types.WrapperDescriptorType,
-)
 _REAL_BUILTINS = dict(vars(builtins))  # taken in the zygote, before any guest code
 _BUILTINS_DICT = vars(builtins)
 _UNSHARED_BUILTINS = (*REMOVED_BUILTINS, "getattr", "setattr", "delattr", "hasattr")
