@@ -16,7 +16,6 @@ import types
 from collections.abc import Callable
 from typing import Any
 
-from mcp_code_mode.sandbox.child.audit import Refused
 from mcp_code_mode.sandbox.child.rules import (
     BLOCKED_ATTRIBUTES,
     CHECKED_READS,
@@ -33,7 +32,6 @@ __all__ = [
     "exact_name",
     "guarded_format",
     "guest_getattr",
-    "install_guards",
     "is_blocked",
     "is_guest_object",
     "is_private",
@@ -334,66 +332,3 @@ def library_getattr(obj: Any, name: str, *default: Any) -> Any:
 def safe_hasattr(obj: Any, name: str) -> bool:
     name = exact_name(name)
     return _refusal(obj, name) is None and hasattr(obj, name)
-
-
-_GUARDS: list[bool] = []
-
-
-def install_guards(safe_builtins: dict[str, Any]) -> None:
-    """Make `typing` evaluate string annotations with the guest's builtins (once per process).
-
-    `typing.get_type_hints` (called by `functools.singledispatch().register`, for one)
-    evaluates annotation text with a globals dict that may lack `__builtins__` (an object
-    without `__globals__` gets `{}`); `eval` then inserts the *real* builtins, so
-    `x: "__import__('os')"` would reach `os`. Every evaluation goes through
-    `ForwardRef._evaluate`, so its globals get the guest's builtins. `module=` would have it
-    evaluated in that module's globals (`ForwardRef("modules", module="sys")` is
-    `sys.modules`): only the guest's own may be named, by typing's own forward references."""
-    import typing
-
-    if _GUARDS:
-        return
-    _GUARDS.append(True)
-    forward, eval_type = typing.ForwardRef, typing._eval_type  # type: ignore[attr-defined]
-    evaluate = forward._evaluate
-
-    def guarded(self: Any, globalns: Any, localns: Any, *args: Any, **kwargs: Any) -> Any:
-        module = self.__forward_module__ if type(self) is forward else "a subclass's"  # 74
-        if module is not None and not (type(module) is str and module == GUEST_MODULE):
-            raise Refused("a forward reference evaluated in another module is not allowed")
-        scope, local = _guest_scope(globalns, localns, safe_builtins)
-        return evaluate(self, scope, local, *args, **kwargs)
-
-    def guarded_eval_type(t: Any, globalns: Any, localns: Any, *args: Any, **kwargs: Any) -> Any:
-        # What `get_type_hints` calls with the globals it picked, before any `_evaluate`
-        # (a ForwardRef subclass's own would get them as they are).
-        scope, local = _guest_scope(globalns, localns, safe_builtins)
-        return eval_type(t, scope, local, *args, **kwargs)
-
-    forward._evaluate = guarded  # type: ignore[method-assign]
-    typing._eval_type = guarded_eval_type  # type: ignore[attr-defined]
-
-
-def _guest_scope(
-    globalns: Any, localns: Any, safe_builtins: dict[str, Any]
-) -> tuple[dict[str, Any], Any]:
-    """The globals and locals annotation text is evaluated in: a copy of the guest's own
-    globals (or of such a copy) with the locals given, less real modules; else nothing at
-    all, locals included; and the guest's builtins either way. `get_type_hints` picks the
-    globals of whatever a function's `__wrapped__` leads to, or of a base class's module,
-    and passes them as the locals too: a library module's names (`sys`, a dict of the real
-    builtins) would reach text the policy never saw."""
-    own = getattr(sys.modules.get(GUEST_MODULE), "__dict__", None)
-    copied = type(globalns) is dict and dict.get(globalns, "__builtins__") is safe_builtins
-    if not (globalns is own or copied):
-        return {"__builtins__": safe_builtins}, {}
-    scope = dict(globalns)
-    scope["__builtins__"] = safe_builtins
-    return scope, _without_modules(localns)
-
-
-def _without_modules(localns: Any) -> Any:
-    """Local names for an evaluation, less any real module (a library class's attributes)."""
-    if type(localns) is not dict:
-        return localns
-    return {k: v for k, v in localns.items() if not isinstance(v, types.ModuleType)}

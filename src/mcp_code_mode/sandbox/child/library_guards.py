@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, cast
 
+from mcp_code_mode.sandbox.child.frozen_classes import made_before_run
 from mcp_code_mode.sandbox.child.guards import (
     MRO,
     VARS,
@@ -21,6 +22,7 @@ __all__ = [
     "REFUSED_CALLS",
     "guarded_alias_reduce",
     "guarded_cached_property",
+    "guarded_compose_mro",
     "guarded_enum_property_get",
     "guarded_final_subclass",
     "guarded_find_caller",
@@ -246,6 +248,24 @@ def refuse_subclasses(
         raise TypeError(f"subclassing {base.__qualname__} is not allowed in the sandbox ({why})")
 
     base.__init_subclass__ = classmethod(__init_subclass__)  # type: ignore[assignment]
+
+
+def guarded_compose_mro(compose: Callable[..., Any]) -> Callable[..., Any]:
+    """functools' `_compose_mro` (how `singledispatch` finds an implementation) for classes
+    whose metaclass existed before the run: it calls `object.__subclasses__()` and tests
+    each class the process holds against a set made from `cls.__mro__`, so a guest
+    `__mro__` (a plain object's attribute, a guest metaclass's property) full of objects
+    whose `__hash__` matched class addresses had their `__eq__` handed every hidden class
+    (`BuiltinImporter`, then the real builtins: outside attack 80). A library metaclass
+    answers `__mro__`, `__hash__` and `__eq__` with the class's own."""
+
+    def _compose_mro(cls: Any, types: Any) -> Any:
+        types = list(types)
+        if not all(issubclass(type(c), type) and made_before_run(type(c)) for c in (cls, *types)):
+            raise TypeError("singledispatch takes classes whose metaclass is the library's only")
+        return compose(cls, types)
+
+    return _compose_mro
 
 
 def guarded_partialmethod(partialmethod: Any) -> None:

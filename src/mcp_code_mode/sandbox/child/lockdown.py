@@ -24,6 +24,8 @@ from typing import Any
 from mcp_code_mode.sandbox.child import audit, module_view, outcome, rewrite, worker
 from mcp_code_mode.sandbox.child.copy_hooks import copy_getattr, guarded_user_copy
 from mcp_code_mode.sandbox.child.enum_guard import guarded_enum_new
+from mcp_code_mode.sandbox.child.forward_refs import guard_forward_refs
+from mcp_code_mode.sandbox.child.frozen_classes import freeze_classes
 from mcp_code_mode.sandbox.child.generated import guard_generated_code
 from mcp_code_mode.sandbox.child.guards import guest_getattr, os_bases, safe_hasattr
 from mcp_code_mode.sandbox.child.guest import GuestRuntime
@@ -31,6 +33,7 @@ from mcp_code_mode.sandbox.child.library_guards import (
     REFUSED_CALLS,
     guarded_alias_reduce,
     guarded_cached_property,
+    guarded_compose_mro,
     guarded_enum_property_get,
     guarded_final_subclass,
     guarded_find_caller,
@@ -48,6 +51,7 @@ from mcp_code_mode.sandbox.child.rules import (
     REFUSED_DUNDERS,
     REMOVED_BUILTINS,
 )
+from mcp_code_mode.sandbox.child.tools_view import Frozen
 from mcp_code_mode.sandbox.child.trusted import LINES, reads, trusted_helpers
 from mcp_code_mode.sandbox.child.writes import (
     AttributeTarget,
@@ -78,6 +82,9 @@ dunders and the frame, code and generator internals (frozen dataclasses call
 _NAME_TAKERS: dict[str, tuple[str, ...]] = {
     "functools": ("getattr", "setattr"),
     "copy": ("setattr",),
+    # `NamedTupleMeta` sets every namespace key on the class it makes (`__bases__` too,
+    # outside attack 80); an alias's `__setattr__` sets public names on its origin
+    "typing": ("setattr",),
     "dataclasses": ("getattr",),  # asdict/astuple/replace read `Field.name`, which can change
 }
 
@@ -116,12 +123,16 @@ def lock_down(
         (outcome.guest_frames, frozenset([*reads("tb_frame", "f_code"), "open"]), LINES),
     ]
     trusted = trusted_helpers(loaded, own)
-    if loaded.get("dataclasses") is not None:  # after: its `_create_fn` stays the trusted one
+    # after: `_create_fn` and `ForwardRef._evaluate` stay the trusted ones
+    if loaded.get("dataclasses") is not None:
         guard_generated_code(loaded["dataclasses"])
+    if loaded.get("typing") is not None:
+        guard_forward_refs(loaded["typing"])
     runners = {rewrite.compile_guest.__code__: "compile", worker.run_guest_code.__code__: "exec"}
     if warm_up is not None:
         runners[warm_up.__code__] = "exec before"
     runners.update(dict.fromkeys(_guest_proxies(), "guest"))
+    freeze_classes(_sealed(loaded))  # last of the writes; before the hook refuses `ctypes`
     audit.install(
         guest_filename=rewrite.GUEST_FILENAME,
         trusted=trusted,
@@ -164,6 +175,7 @@ def _wrap_libraries(loaded: dict[str, Any]) -> None:
     functools: Any = loaded.get("functools")
     if functools is not None:
         functools.cached_property = guarded_cached_property(functools.cached_property)
+        functools._compose_mro = guarded_compose_mro(functools._compose_mro)
         functools.update_wrapper = guarded_update_wrapper(functools.update_wrapper)
         guarded_partialmethod(functools.partialmethod)
     copy: Any = loaded.get("copy")
@@ -186,6 +198,18 @@ def _refuse(loaded: dict[str, Any]) -> None:
     for name, calls in REFUSED_CALLS.items():
         if loaded.get(name) is not None:
             refuse_calls(loaded[name], calls)
+
+
+def _sealed(loaded: dict[str, Any]) -> list[type]:
+    """The classes that take no new subclass (see `frozen_classes`)."""
+    sealed = [*os_bases(), Frozen]  # Frozen: the `tools` views
+    dataclasses: Any = loaded.get("dataclasses")
+    typing: Any = loaded.get("typing")
+    if dataclasses is not None:
+        sealed.append(dataclasses.Field)
+    if typing is not None:
+        sealed.append(typing._Final)
+    return sealed
 
 
 def _guest_proxies() -> list[Any]:

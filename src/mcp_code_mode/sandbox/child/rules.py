@@ -197,6 +197,11 @@ BLOCKED_ATTRIBUTES = frozenset(
         "ForwardRef",
         "attrgetter",  # operator's getters resolve dotted names with the real getattr
         "methodcaller",
+        # an importer's methods hand out any module by name (`BuiltinImporter`, one of the
+        # classes outside attack 80 had singledispatch hand it: the real builtins)
+        "load_module",
+        "exec_module",
+        "create_module",
         "cell_contents",  # what a closure holds: a library closure holds the library
         # contextlib's redirects read and set an attribute of the real `sys` named by a
         # class attribute a guest subclass chose (`_stream = "__dict__"`: outside attack 37)

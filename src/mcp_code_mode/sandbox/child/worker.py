@@ -19,7 +19,6 @@ from collections.abc import Callable
 from types import CodeType, FrameType
 from typing import TYPE_CHECKING, Any
 
-from mcp_code_mode.sandbox.child.guards import install_guards
 from mcp_code_mode.sandbox.child.guest import Fatal, GuestRuntime, Submitted
 from mcp_code_mode.sandbox.child.outcome import error_for, make_error, result_value
 from mcp_code_mode.sandbox.child.rewrite import RESULT_NAME, compile_guest
@@ -218,7 +217,6 @@ def _namespace_for(
         namespace = fresh
     else:
         namespace.update(fresh)
-    install_guards(namespace["__builtins__"])
     # The guest is module `__main__`: `typing` and `dataclasses` find the globals of a guest
     # class through `sys.modules[cls.__module__]`, which must be the guest's own namespace.
     main = _GuestModule()

@@ -1,0 +1,170 @@
+"""Library classes are read-only in a worker (`sandbox/child/frozen_classes.py`): library
+code the guest steers can no longer write a library class's attributes. Outside attacks 50
+and 73 changed every later `json.dumps` of a run with an `__init__` called unbound on its
+class."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+from mcp_code_mode.gateway import Gateway
+
+from .helpers import attempt, error_type
+
+
+async def test_library_code_cannot_write_a_library_class(sec_gateway: Gateway) -> None:
+    code = (
+        "import json, collections\nout = []\n"
+        "for write in (lambda: json.JSONEncoder.__init__(json.JSONEncoder, default=repr),\n"
+        "              lambda: collections.UserDict.__init__(collections.UserDict, {'a': 1})):\n"
+        "    try:\n        write()\n        out.append('WROTE')\n"
+        "    except TypeError as e:\n        out.append(str(e))\n"
+        "try:\n    json.dumps(object())\nexcept TypeError:\n    out.append('not serializable')\n"
+        "out + [hasattr(collections.UserDict, 'data')]"
+    )
+    out = await attempt(sec_gateway, code)
+    assert error_type(out) == "OK", out
+    assert out["result"] == [
+        "cannot set 'skipkeys' attribute of immutable type 'JSONEncoder'",
+        "cannot set 'data' attribute of immutable type 'UserDict'",
+        "not serializable",
+        False,
+    ], out
+
+
+async def test_classes_made_in_a_run_stay_writable(sec_gateway: Gateway) -> None:
+    code = (
+        "import collections, dataclasses, enum, json, string\n"
+        "class Mine(json.JSONEncoder):\n    pass\nMine.default = lambda self, o: 'mine'\n"
+        "@dataclasses.dataclass(order=True)\nclass P:\n    x: int\n"
+        "class Color(enum.Flag):\n    R = 1\n    G = 2\n"
+        "class T(string.Template):\n    delimiter = '%'\n"
+        "N = collections.namedtuple('N', 'a')\nN.extra = 3\n"
+        "[json.dumps(object(), cls=Mine), P(1) < P(2), str(Color.R | Color.G),\n"
+        " T('%a').substitute(a=1), N(1).extra]"
+    )
+    out = await attempt(sec_gateway, code)
+    assert out["result"] == ['"mine"', True, "Color.R|G", "1", 3], out
+
+
+def test_freezing_marks_existing_classes_and_spares_those_written_at_run_time() -> None:
+    """In a process of its own: the flag cannot be taken back."""
+    script = textwrap.dedent(
+        """
+        import io, json, weakref, zipfile
+        from mcp_code_mode.sandbox.child.frozen_classes import freeze_classes
+        marked = freeze_classes()
+        out = [marked > 300, freeze_classes()]
+        try:
+            json.JSONDecoder.parse_float = int
+        except TypeError:
+            out.append("refused")
+        class Late(json.JSONEncoder):
+            pass
+        Late.x = 1
+        class O:
+            pass
+        weakref.finalize(O(), print)
+        buffer = io.BytesIO()
+        with zipfile.ZipFile(buffer, "w") as z:
+            z.writestr("a/b.txt", "hi")
+        out.append([p.name for p in zipfile.Path(zipfile.ZipFile(buffer)).iterdir()])
+        print(out)
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[True, 0, 'refused', ['a']]", done.stdout
+
+
+async def test_sealed_classes_take_no_subclass_by_any_route(sec_gateway: Gateway) -> None:
+    """Outside attack 74: the `__init_subclass__` walls were a first base's to keep; a first
+    base whose own `__init_subclass__` said nothing passed them. The interpreter's own
+    check on each base holds for a class statement, `type(...)` and `type.__new__`."""
+    code = (
+        "import asyncio, dataclasses, typing\nclass Quiet:\n"
+        "    def __init_subclass__(cls, **kw):\n        pass\nout = []\n"
+        "bases = (asyncio.BaseEventLoop, asyncio.SelectorEventLoop, asyncio.Transport,\n"
+        "         asyncio.Runner, dataclasses.Field, type(typing.List[int]), type(tools))\n"
+        "for base in bases:\n"
+        "    for make in (lambda: type('S', (Quiet, base), {}),\n"
+        "                 lambda: type.__new__(type, 'S', (Quiet, base), {})):\n"
+        "        try:\n            make()\n            out.append('MADE')\n"
+        "        except TypeError as e:\n            out.append(str(e).split(\"'\")[1])\n"
+        "class Mine(asyncio.Protocol):\n    pass\nclass Box(typing.Generic[typing.TypeVar('T')]):\n"
+        "    pass\nout + [Mine.__name__, repr(Box[int])]"
+    )
+    out = await attempt(sec_gateway, code)
+    names = ["BaseEventLoop", "_UnixSelectorEventLoop", "Transport", "Runner", "Field"]
+    names += ["_GenericAlias", "Tools"]
+    assert out["result"][:-2] == [n for n in names for _ in range(2)], out
+    assert out["result"][-2:] == ["Mine", "__main__.Box[int]"], out
+
+
+_PROBES = (
+    "import functools, collections.abc\nleaked = []\nclass Probe:\n"
+    "    def __init__(self, h):\n        self.h = h\n    def __hash__(self):\n"
+    "        return self.h\n    def __eq__(self, other):\n        leaked.append(other)\n"
+    "        return False\na = id(type(collections.abc.Hashable))\n"
+    "bits = 64 if a > 2 ** 32 else 32\nmask = (1 << bits) - 1\ndef h(p):\n"
+    "    y = ((p >> 4) | (p << (bits - 4))) & mask\n"
+    "    return y - (1 << bits) if y >= 1 << (bits - 1) else y\n"
+    "probes = tuple(Probe(h(p)) for p in range(a - (1 << 17), a + (1 << 17), 8))\n"
+)
+
+
+async def test_singledispatch_hands_no_hidden_class_to_guest_code(sec_gateway: Gateway) -> None:
+    """Outside attack 80: singledispatch's `_compose_mro` tests every subclass of `object`
+    against a set made from `cls.__mro__`; a guest `__mro__` of objects whose hashes were
+    class addresses had their `__eq__` given hidden classes (`BuiltinImporter`, whose
+    `load_module("builtins")` is the real builtins). Only classes of a library metaclass
+    are dispatched on; ordinary dispatch works."""
+    code = _PROBES + (
+        "Fake = type('Fake', (), {'__m' + 'ro__': probes, '__ba' + 'ses__': (object,)})\n"
+        "class Meta(type):\n    __mro__ = property(lambda cls: probes)\n"
+        "class G(metaclass=Meta):\n    pass\nd = functools.singledispatch(lambda x: 'default')\n"
+        "out = []\nfor cls in (Fake(), G):\n    try:\n        d.dispatch(cls)\n"
+        "    except TypeError as e:\n        out.append(str(e))\n"
+        "import dataclasses, enum\n@d.register\ndef _(x: int):\n    return 'int'\n"
+        "@d.register(collections.abc.Sequence)\ndef _(x):\n    return 'seq'\n"
+        "class Mine(list):\n    pass\nclass E(enum.Enum):\n    A = 1\n"
+        "@dataclasses.dataclass\nclass P:\n    x: int = 0\n"
+        "out + [len(leaked), d(True), d(Mine()), d((1,)), d(E.A), d(P())]"
+    )
+    out = await attempt(sec_gateway, code)
+    refused = "singledispatch takes classes whose metaclass is the library's only"
+    assert out["result"] == [refused, refused, 0, "int", "seq", "seq", "default", "default"], out
+
+
+async def test_a_named_tuple_sets_no_refused_name(sec_gateway: Gateway) -> None:
+    """Outside attack 80: `typing.NamedTupleMeta` set every key of the namespace with the
+    real `setattr` (trusted to set `__bases__`): now the guest's own."""
+    code = (
+        "import typing\nbase = typing.NamedTuple.__mro_entries__((typing.NamedTuple,))[0]\n"
+        "NTM = type(base)\nclass Mix(tuple):\n    __slots__ = ()\n"
+        "ns = {'__module__': '__main__', '__annotations__': {'a': int}, '__ba' + 'ses__': (Mix,)}\n"
+        "try:\n    NTM('N', (base,), ns)\n    out = 'SET'\nexcept Exception as e:\n"
+        "    out = str(e)\nclass Point(typing.NamedTuple):\n    '''A point.'''\n    x: int\n"
+        "    y: int = 0\n    def norm(self):\n        return abs(self.x) + abs(self.y)\n"
+        "    def __repr__(self):\n        return f'P{tuple(self)}'\n"
+        "p = Point(3, -4)\n[out, p.norm(), repr(p), Point.__doc__, p._replace(y=1)._asdict()]"
+    )
+    out = await attempt(sec_gateway, code)
+    assert out["result"] == [
+        "setting this attribute: '__bases__' is not allowed in guest code",
+        7,
+        "P(3, -4)",
+        "A point.",
+        {"x": 3, "y": 1},
+    ], out
+
+
+async def test_an_importer_hands_out_no_module(sec_gateway: Gateway) -> None:
+    """The step after a hidden class reached: an importer's `load_module`."""
+    code = "x = [].__class__\ngetattr(x, 'load_' + 'module')"
+    out = await attempt(sec_gateway, code)
+    assert "access to attribute 'load_module' is not allowed" in out["error"]["message"], out
