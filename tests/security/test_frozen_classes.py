@@ -94,7 +94,7 @@ async def test_sealed_classes_take_no_subclass_by_any_route(sec_gateway: Gateway
         "    for make in (lambda: type('S', (Quiet, base), {}),\n"
         "                 lambda: type.__new__(type, 'S', (Quiet, base), {})):\n"
         "        try:\n            make()\n            out.append('MADE')\n"
-        "        except TypeError as e:\n            out.append(str(e).split(\"'\")[1])\n"
+        '        except TypeError as e:\n            out.append(str(e).split("\'")[1])\n'
         "class Mine(asyncio.Protocol):\n    pass\nclass Box(typing.Generic[typing.TypeVar('T')]):\n"
         "    pass\nout + [Mine.__name__, repr(Box[int])]"
     )
