@@ -156,7 +156,7 @@ def _plain_lookup_of(cls: type) -> bool:
         guest = _is_guest_namespace(namespace)
         for hook in ("__getattr__", "__getattribute__"):
             value = namespace.get(hook)
-            if value is None or any(value is benign for benign in BENIGN_HOOKS):
+            if value is None or any(value is benign for benign in _BENIGN_HOOKS):
                 continue
             if guest and not (type(value) is types.FunctionType and _guest_function(value)):
                 return False
@@ -194,7 +194,7 @@ def _refusal(obj: Any, name: str) -> str | None:
 
 _SLOT_WRAPPER = type(object.__dict__["__getattribute__"])
 # enum's metaclass (3.11) looks a missing name up in the class's own member map only
-BENIGN_HOOKS = tuple(
+_BENIGN_HOOKS = tuple(
     hook for hook in (enum.EnumType.__dict__.get("__getattr__"),) if hook is not None
 )
 MRO = type.__dict__["__mro__"].__get__
