@@ -168,3 +168,42 @@ async def test_an_importer_hands_out_no_module(sec_gateway: Gateway) -> None:
     code = "x = [].__class__\ngetattr(x, 'load_' + 'module')"
     out = await attempt(sec_gateway, code)
     assert "access to attribute 'load_module' is not allowed" in out["error"]["message"], out
+
+
+async def test_a_guest_loop_policy_never_gets_a_later_steps_coroutine(
+    sec_gateway: Gateway,
+) -> None:
+    """Outside attack 81: a session step set a guest policy whose `__class__` said it was
+    asyncio's; the next step's top-level `await` asked it for the loop and handed that loop
+    the run's coroutine. The loop comes from the backend's factory, never a policy."""
+    session = sec_gateway.executor.open_session()
+    assert session is not None
+    try:
+        first = (
+            "import asyncio\nasked = []\nclass Base:\n"
+            "    def new_event_loop(self):\n        asked.append('new')\n"
+            "        return asyncio.DefaultEventLoopPolicy().new_event_loop()\n"
+            "    def get_event_loop(self):\n        asked.append('get')\n"
+            "    def set_event_loop(self, loop):\n        asked.append('set')\n"
+            "    def get_child_watcher(self):\n        asked.append('watcher')\n"
+            "P = type('P', (Base,), {'__cl' + 'ass__': "
+            "property(lambda s: asyncio.DefaultEventLoopPolicy)})\n"
+            "asyncio.set_event_loop_policy(P())\n1"
+        )
+        assert (await sec_gateway.execute(first, session=session)).ok
+        out = await sec_gateway.execute("await asyncio.sleep(0)\nasked", session=session)
+        assert out.result == [], out.to_json()
+    finally:
+        session.close()
+
+
+async def test_printed_text_is_counted_as_the_text_it_is(sec_gateway: Gateway) -> None:
+    """Outside attack 81: the stdout capture took a str subclass's `__len__` and slicing,
+    so `print` charged 1 character and kept 3 MB (the host then refused the whole run)."""
+    code = (
+        "big = 'A' * 3_000_000\nclass T(str):\n    def __str__(self):\n        return self\n"
+        "    def __len__(self):\n        return 1\n    def __getitem__(self, k):\n"
+        "        return big\nprint(T('xyz'))\n'done'"
+    )
+    out = await attempt(sec_gateway, code)
+    assert (out["result"], out["stdout"]) == ("done", "xyz\n"), out

@@ -145,6 +145,9 @@ class _Capture(io.TextIOBase):
     def write(self, text: str) -> int:
         if not isinstance(text, str):
             raise TypeError(f"write() argument must be str, not {type(text).__name__}")
+        # an exact str: a subclass's `__len__` and slicing are the guest's (outside attack
+        # 81 charged 1 character and kept 3 MB)
+        text = str.__str__(text)
         keep = max(0, min(len(text), self._run.limit - self._kept))
         if keep:
             self._parts.append(text[:keep])
@@ -263,7 +266,9 @@ def _run_with_limits(
 
 LOOP_FACTORY: list[Callable[[], Any]] = []
 """The event loop top-level `await` runs on, when a backend names one (Pyodide's
-`GuestLoop`: a policy a session's code set must not pick it, outside attack 49)."""
+`GuestLoop`); else asyncio's own selector loop. Never the loop policy's: a policy a
+session's earlier code set (a guest object whose `__class__` said it was asyncio's) would
+be handed the run's coroutine (outside attacks 49 and 81)."""
 
 
 def run_guest_code(code: CodeType, namespace: dict[str, Any]) -> None:
@@ -271,10 +276,9 @@ def run_guest_code(code: CodeType, namespace: dict[str, Any]) -> None:
     if code.co_flags & 0x80:  # CO_COROUTINE: the code uses top-level await
         import asyncio
 
-        if LOOP_FACTORY:
-            asyncio.run(eval(code, namespace), loop_factory=LOOP_FACTORY[0])  # type: ignore[call-arg]
-        else:
-            asyncio.run(eval(code, namespace))
+        factory = LOOP_FACTORY[0] if LOOP_FACTORY else asyncio.SelectorEventLoop
+        with asyncio.Runner(loop_factory=factory) as runner:
+            runner.run(eval(code, namespace))
     else:
         exec(code, namespace)
 
