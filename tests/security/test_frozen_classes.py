@@ -207,3 +207,24 @@ async def test_printed_text_is_counted_as_the_text_it_is(sec_gateway: Gateway) -
     )
     out = await attempt(sec_gateway, code)
     assert (out["result"], out["stdout"]) == ("done", "xyz\n"), out
+
+
+async def test_re_caches_are_keyed_by_exact_text(sec_gateway: Gateway) -> None:
+    """Outside attack 81: a `str` subclass whose `__eq__`/`__hash__` matched another
+    pattern's text was cached under it; every later `re.compile` of that text got the
+    guest's pattern (a replacement template and an `int` subclass of flags likewise)."""
+    code = (
+        "import re\nseen = []\nclass M(type):\n    def __eq__(cls, other):\n"
+        "        return other is str or type.__eq__(cls, other)\n    def __hash__(cls):\n"
+        "        return hash(str)\nclass S(str, metaclass=M):\n    def __eq__(self, other):\n"
+        "        seen.append(other)\n        return True\n    def __hash__(self):\n"
+        "        return hash('[a-z]+')\nre.compile(S('[0-9]+'))\nclass R(str, metaclass=M):\n"
+        "    def __eq__(self, other):\n        return True\n    def __hash__(self):\n"
+        "        return hash(r'<\\1>')\nre.sub('(b)', R('X'), 'abc')\nclass F(int):\n"
+        "    def __eq__(self, other):\n        return True\n    def __hash__(self):\n"
+        "        return 0\nre.compile('q', F(2))\n"
+        "[re.compile('[a-z]+').findall('abc123'), re.sub('(b)', r'<\\1>', 'abc'),\n"
+        " re.compile('q').flags, seen]"
+    )
+    out = await attempt(sec_gateway, code)
+    assert out["result"] == [["abc"], "a<b>c", 32, []], out

@@ -40,6 +40,7 @@ from mcp_code_mode.sandbox.child.library_guards import (
     guarded_forward_ref_init,
     guarded_global_enum,
     guarded_partialmethod,
+    guarded_re_caches,
     guarded_user_string,
     guest_only_marker,
     refuse_calls,
@@ -169,6 +170,8 @@ def _wrap_libraries(loaded: dict[str, Any]) -> None:
         guarded_final_subclass(typing._Final)
         typing.final = guest_only_marker(typing.final)
         typing.no_type_check = guest_only_marker(typing.no_type_check)
+    if loaded.get("re") is not None:
+        guarded_re_caches(loaded["re"])
     logging: Any = loaded.get("logging")
     if logging is not None:
         logging.Logger.findCaller = guarded_find_caller(logging.Logger.findCaller)
