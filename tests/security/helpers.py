@@ -25,6 +25,9 @@ RUN_TIMEOUT_S = 2.0  # timeout_s for every case; runaway cases hit it
 SLOW_MACHINE_TIMEOUT_S = 15.0  # a second chance for a case that is not a runaway
 SLACK_S = 1.5  # a loaded 2-core machine: on top of the contract's timeout + 1 s
 ESCAPED = "ESCAPED"  # guest snippets return this marker only when the escape worked
+# Guest code makes no metaclass (`type` and every metaclass are sealed, `frozen_classes`):
+# what a case built on one now meets first.
+NO_METACLASS = "is not an acceptable base type"
 _ZYGOTE = b"mcp_code_mode.sandbox.child.zygote"
 _SEEN_WORKERS: set[int] = set()  # every worker pid observed; their sessions must die with them
 _ZYGOTES_OF: dict[int, set[int]] = {}  # id(gateway) -> its zygote pids

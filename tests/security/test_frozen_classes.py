@@ -11,7 +11,7 @@ import textwrap
 
 from mcp_code_mode.gateway import Gateway
 
-from .helpers import attempt, error_type
+from .helpers import NO_METACLASS, attempt, error_type
 
 
 async def test_library_code_cannot_write_a_library_class(sec_gateway: Gateway) -> None:
@@ -96,12 +96,17 @@ async def test_sealed_classes_take_no_subclass_by_any_route(sec_gateway: Gateway
         "        try:\n            make()\n            out.append('MADE')\n"
         '        except TypeError as e:\n            out.append(str(e).split("\'")[1])\n'
         "class Mine(asyncio.Protocol):\n    pass\nclass Box(typing.Generic[typing.TypeVar('T')]):\n"
-        "    pass\nout + [Mine.__name__, repr(Box[int])]"
+        "    pass\nfor meta in (type, type(typing.Protocol)):\n"
+        "    try:\n        type.__new__(type, 'M', (Quiet, meta), {})\n"
+        "        out.append('MADE')\n    except TypeError as e:\n"
+        '        out.append(str(e).split("\'")[1])\n'
+        "out + [Mine.__name__, repr(Box[int])]"
     )
     out = await attempt(sec_gateway, code)
     names = ["BaseEventLoop", "_UnixSelectorEventLoop", "Transport", "Runner", "Field"]
     names += ["_GenericAlias", "Tools"]
-    assert out["result"][:-2] == [n for n in names for _ in range(2)], out
+    metaclasses = ["type", "_ProtocolMeta"]  # no metaclass of the guest's either
+    assert out["result"][:-2] == [n for n in names for _ in range(2)] + metaclasses, out
     assert out["result"][-2:] == ["Mine", "__main__.Box[int]"], out
 
 
@@ -125,10 +130,10 @@ async def test_singledispatch_hands_no_hidden_class_to_guest_code(sec_gateway: G
     are dispatched on; ordinary dispatch works."""
     code = _PROBES + (
         "Fake = type('Fake', (), {'__m' + 'ro__': probes, '__ba' + 'ses__': (object,)})\n"
-        "class Meta(type):\n    __mro__ = property(lambda cls: probes)\n"
-        "class G(metaclass=Meta):\n    pass\nd = functools.singledispatch(lambda x: 'default')\n"
-        "out = []\nfor cls in (Fake(), G):\n    try:\n        d.dispatch(cls)\n"
-        "    except TypeError as e:\n        out.append(str(e))\n"
+        "d = functools.singledispatch(lambda x: 'default')\nout = []\ntry:\n"
+        "    type('Meta', (type,), {'__m' + 'ro__': property(lambda cls: probes)})\n"
+        "except TypeError as e:\n    out.append(str(e))\ntry:\n    d.dispatch(Fake())\n"
+        "except TypeError as e:\n    out.append(str(e))\n"
         "import dataclasses, enum\n@d.register\ndef _(x: int):\n    return 'int'\n"
         "@d.register(collections.abc.Sequence)\ndef _(x):\n    return 'seq'\n"
         "class Mine(list):\n    pass\nclass E(enum.Enum):\n    A = 1\n"
@@ -137,7 +142,9 @@ async def test_singledispatch_hands_no_hidden_class_to_guest_code(sec_gateway: G
     )
     out = await attempt(sec_gateway, code)
     refused = "singledispatch takes classes whose metaclass is the library's only"
-    assert out["result"] == [refused, refused, 0, "int", "seq", "seq", "default", "default"], out
+    no_metaclass = f"type 'type' {NO_METACLASS}"
+    expected = [no_metaclass, refused, 0, "int", "seq", "seq", "default", "default"]
+    assert out["result"] == expected, out
 
 
 async def test_a_named_tuple_sets_no_refused_name(sec_gateway: Gateway) -> None:
@@ -214,9 +221,9 @@ async def test_re_caches_are_keyed_by_exact_text(sec_gateway: Gateway) -> None:
     pattern's text was cached under it; every later `re.compile` of that text got the
     guest's pattern (a replacement template and an `int` subclass of flags likewise)."""
     code = (
-        "import re\nseen = []\nclass M(type):\n    def __eq__(cls, other):\n"
-        "        return other is str or type.__eq__(cls, other)\n    def __hash__(cls):\n"
-        "        return hash(str)\nclass S(str, metaclass=M):\n    def __eq__(self, other):\n"
+        "import re\nseen = []\ntry:\n    M = type('M', (type,), {'__eq__': lambda c, o: True, "
+        "'__hash__': lambda c: hash(str)})\nexcept TypeError:\n    M = type\n"
+        "class S(str, metaclass=M):\n    def __eq__(self, other):\n"
         "        seen.append(other)\n        return True\n    def __hash__(self):\n"
         "        return hash('[a-z]+')\nre.compile(S('[0-9]+'))\nclass R(str, metaclass=M):\n"
         "    def __eq__(self, other):\n        return True\n    def __hash__(self):\n"

@@ -57,9 +57,8 @@ def freeze_classes(sealed: Iterable[type] = ()) -> int:
     changed = 0
     for klass in _all_classes(object):
         flags = klass.__flags__
-        if not flags & _HEAP:
-            continue  # a static type: read-only and its own already
-        new = flags if _exempt_class(klass, exempt) else flags | _IMMUTABLE
+        # a static type is read-only already; a heap type unless it writes itself
+        new = flags if not flags & _HEAP or _exempt_class(klass, exempt) else flags | _IMMUTABLE
         new = new & ~_BASETYPE if id(klass) in final else new
         if new == flags:
             continue

@@ -205,7 +205,10 @@ def _refuse(loaded: dict[str, Any]) -> None:
 
 def _sealed(loaded: dict[str, Any]) -> list[type]:
     """The classes that take no new subclass (see `frozen_classes`)."""
-    sealed = [*os_bases(), Frozen]  # Frozen: the `tools` views
+    # `type`: no metaclass of the guest's, whose `__eq__`, `__hash__`, `__mro__` or `mro()`
+    # would answer for its classes wherever library code compares or walks them (outside
+    # attacks 69-81); Frozen: the `tools` views
+    sealed = [type, *os_bases(), Frozen]
     dataclasses: Any = loaded.get("dataclasses")
     typing: Any = loaded.get("typing")
     if dataclasses is not None:
