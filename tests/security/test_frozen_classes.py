@@ -235,3 +235,11 @@ async def test_re_caches_are_keyed_by_exact_text(sec_gateway: Gateway) -> None:
     )
     out = await attempt(sec_gateway, code)
     assert out["result"] == [["abc"], "a<b>c", 32, []], out
+
+
+async def test_a_metaclass_is_refused_with_a_reason(sec_gateway: Gateway) -> None:
+    out = await attempt(sec_gateway, "class Singleton(type):\n    pass")
+    assert error_type(out) == "RUNTIME_ERROR", out
+    message = out["error"]["message"]
+    assert "type 'type' is not an acceptable base type" in message, out
+    assert "in the sandbox no metaclass can be defined" in message, out

@@ -103,11 +103,18 @@ def format_traceback(exc: BaseException, source: str) -> str:
         text = "(the exception's message could not be shown)"
     if len(text) > _ERROR_CHARS:
         text = text[:_ERROR_CHARS]
+    if type(exc) is TypeError and type(text) is str and text.endswith(_SEALED):
+        text += _SEALED_HINT
     out.append(f"{type(exc).__name__}: {text}")
     return "\n".join(out)
 
 
 _ERROR_CHARS = 4000  # error messages are cut here: a guest can raise a 100 MB message
+_SEALED = "is not an acceptable base type"  # CPython's words for a class that is final
+_SEALED_HINT = (
+    " (in the sandbox no metaclass can be defined, and asyncio's loops and transports, "
+    "dataclasses.Field, typing's internals and the tools views cannot be subclassed)"
+)
 
 
 _ERROR_CODES = frozenset(get_args(ErrorCode))
