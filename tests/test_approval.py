@@ -295,3 +295,37 @@ async def test_a_client_without_elicitation(tmp_path: Path, mode: str, posted: i
         assert len(await posts(gw)) == posted
     finally:
         await gw.aclose()
+
+
+class Picky(Handler):
+    """Approves the questions that name `tool`, declines the others."""
+
+    def __init__(self, tool: str) -> None:
+        super().__init__("accept")
+        self.tool = tool
+
+    async def __call__(self, message: str, response_type: Any, params: Any, context: Any) -> Any:
+        self.messages.append(message)
+        return {"approve": True} if self.tool in message else ElicitResult(action="decline")
+
+
+@pytest.mark.parametrize("first", ["post_message", "delete_posts"])
+async def test_each_answer_settles_the_question_it_was_shown_for(
+    board: Gateway, first: str
+) -> None:
+    """Outside attack 82: a run asking about two tools at once (`call_tools`) kept one
+    answer slot, so the answer to the question shown settled the other: approving
+    `add_note` ran `delete_note`. Each question now has its own answer."""
+    code = (
+        "out = []\ncalls = [('board', 'post_message', {'text': 'x'}), ('board', 'delete_posts', {})]\n"
+        f"for r in call_tools(calls if {first!r} == 'post_message' else calls[::-1]):\n"
+        "    out.append(r if isinstance(r, int) else 'declined' if 'declined' in str(r) else 'ERR')\n"
+        "[out, tools.board.read_posts()]"
+    )
+    handler = Picky("board.post_message")
+    result = await call(board, handler, code)
+    assert result["ok"], result
+    outcomes, left = result["result"]
+    posted, deleted = outcomes if first == "post_message" else outcomes[::-1]
+    assert (posted, deleted, left) == (1, "declined", ["x"]), result
+    assert len(handler.messages) == 2, handler.messages

@@ -122,8 +122,13 @@ class _WaitingRun:
         progress: RunProgress,
         logs: RunLogStream,
     ) -> None:
-        self._questions: asyncio.Queue[ApprovalRequest] = asyncio.Queue()
-        self._answer: asyncio.Future[bool] | None = None
+        # Each question with its own answer: a run may ask several at once (`call_tools`),
+        # and one slot let the answer to the question shown settle another (outside
+        # attack 82: approving `add_note` ran `delete_note`).
+        self._questions: asyncio.Queue[tuple[ApprovalRequest, asyncio.Future[bool]]] = (
+            asyncio.Queue()
+        )
+        self._shown: asyncio.Future[bool] | None = None
         self.progress, self.logs = progress, logs
         run = gateway.execute(
             code,
@@ -147,13 +152,15 @@ class _WaitingRun:
         return self._task.done()
 
     async def _ask(self, request: ApprovalRequest) -> bool:
-        self._answer = asyncio.get_running_loop().create_future()
-        await self._questions.put(request)
-        return await self._answer
+        answer: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        await self._questions.put((request, answer))
+        return await answer
 
     def answer(self, approved: bool) -> None:
-        if self._answer is not None and not self._answer.done():
-            self._answer.set_result(approved)
+        """The answer to the question `next_event()` handed out last, and to no other."""
+        shown, self._shown = self._shown, None
+        if shown is not None and not shown.done():
+            shown.set_result(approved)
 
     async def next_event(self) -> ExecutionResult | ApprovalRequest:
         """The run's result, or the next question it asks."""
@@ -164,7 +171,8 @@ class _WaitingRun:
             if not question.done():
                 question.cancel()
         if question.done() and not question.cancelled():
-            return question.result()
+            request, self._shown = question.result()
+            return request
         return self._task.result()
 
 
