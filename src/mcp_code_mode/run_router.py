@@ -28,7 +28,7 @@ from collections.abc import Awaitable, Callable, Collection
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .approval import RunApprovals
-from .encodable import clean_text, clip
+from .encodable import clean_text, clip, refused_by_size
 from .errors import CodeModeError, ToolCallFailed, ToolCallLimitExceeded, UnknownToolError
 from .runs.log_stream import RunLogStream
 from .runs.progress import MESSAGE_CHARS, RunProgress
@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from opentelemetry.trace import Span
 
     from .runs.spans import RunOutcome, RunSpans
+    from .settings import Settings
 
 __all__ = ["MAX_NAME_CHARS", "RECORD_NAME_CHARS", "Admission", "RouterHost", "RunRouter"]
 
@@ -53,6 +54,7 @@ Admission = Callable[[bool], Awaitable[None]]
 
 
 class RouterHost(Protocol):
+    settings: Settings  # `max_call_bytes` bounds each call's arguments
     """What a run's calls and discovery queries need of the gateway."""
 
     async def resolve(self, server: str, tool: str) -> None:
@@ -76,6 +78,13 @@ class RouterHost(Protocol):
     ) -> list[dict[str, Any]]: ...
     def get_tool_docs(self, server: str, tool: str | None, page: int) -> str: ...
     def list_servers(self) -> list[dict[str, Any]]: ...
+
+
+_NOT_KEPT = "(not kept: over MCP_CODE_MAX_CALL_BYTES)"
+
+
+async def _failing(error: ToolCallFailed) -> Reply:
+    raise error
 
 
 class RunRouter:
@@ -140,9 +149,17 @@ class RunRouter:
         if self._closed:
             raise ToolCallFailed(*kept, "the run has ended")
         _check_names(server, tool)
-        traced = None if self.trace is None else self.trace.call(*kept, args)
-        span = None if self.spans is None else self.spans.call(len(self._records) - 1, *kept, args)
-        call = self._approved_call(server, tool, args, record, traced)
+        refused = await refused_by_size(args, self._host.settings.max_call_bytes)
+        if refused is not None:
+            args = {}  # an oversized value is kept by nobody, this frame included
+        shown = _NOT_KEPT if refused else args
+        traced = None if self.trace is None else self.trace.call(*kept, shown)
+        span = None if self.spans is None else self.spans.call(len(self._records) - 1, *kept, shown)
+        call = (
+            _failing(ToolCallFailed(*kept, refused))
+            if refused is not None
+            else self._approved_call(server, tool, args, record, traced)
+        )
         if self.spans is not None and span is not None:
             call = _made_in(self.spans, span, call)
         task = asyncio.ensure_future(call)
@@ -159,6 +176,9 @@ class RunRouter:
             raise
         finally:
             self._tasks.discard(task)
+            # the task holds the error, whose traceback holds this frame: no cycle keeps
+            # a failed call's arguments for the run (outside attack 82)
+            del task
         self._ended(traced, span, reply=reply)
         return reply.value
 

@@ -13,7 +13,7 @@ import pytest_asyncio
 from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 
-from mcp_code_mode.encodable import make_encodable, wire_size
+from mcp_code_mode.encodable import _json_bytes_at_least, make_encodable, wire_size
 from mcp_code_mode.gateway import Gateway
 
 from ..support import ROOT, server_entry, start_gateway
@@ -93,3 +93,26 @@ def test_no_mcp_writer_writes_more_bytes_than_are_counted(value: Any) -> None:
 def test_text_that_cannot_be_encoded_counts_as_over() -> None:
     assert wire_size({"t": "\ud800"}, 100) == 101
     assert wire_size({"t": "é"}, 100) == len('{"t":"é"}'.encode())
+
+
+@given(value=JSON_VALUES)
+@settings(max_examples=300, deadline=None, database=None)
+def test_the_early_refusal_counts_no_more_than_is_sent(value: Any) -> None:
+    """The lower bound that refuses a far oversized call unseen is never over the bytes
+    sent: a call that fits is never refused by it."""
+    assert _json_bytes_at_least(value, 10**9) <= wire_size(make_encodable(value), 10**9)
+
+
+def test_the_early_refusal_stops_counting_past_its_limit() -> None:
+    """Work bounded by the limit: 3 million strings are counted only until the bound passes."""
+    value = {"query": ["\ud800"] * 3_000_000}
+    assert 4_000 < _json_bytes_at_least(value, 4_000) < 3_000_000 * 3
+
+
+async def test_far_oversized_arguments_are_refused_before_they_are_copied(gw: Gateway) -> None:
+    """Outside attack 82: 3 million lone surrogates were made encodable and measured on the
+    event loop (9 s), then kept for the run, before the size check refused them."""
+    code = "call_tool('raw', 'wire_size', {'text': [chr(0xD800)] * 3_000_000})"
+    out = (await gw.execute(code, timeout_s=60)).to_json()
+    assert out["error"]["type"] == "TOOL_ERROR", out
+    assert f"far over the {LIMIT:,} allowed (MCP_CODE_MAX_CALL_BYTES)" in out["error"]["message"]
