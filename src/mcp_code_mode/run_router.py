@@ -268,8 +268,12 @@ class RunRouter:
             if limit is not None and not isinstance(limit, int):
                 raise UnknownToolError(f"search_tools: limit must be an int, not {limit!r}")
             used = {record.server for record in self._records if record.ok}
-            query = str(args.get("query", ""))
-            return host.search_tools(query, 5 if limit is None else limit, prefer=used)
+            query = args.get("query", "")
+            if not isinstance(query, str | int | float):  # `str()` of a 3M list: 1 s (attack 82)
+                raise UnknownToolError(
+                    f"search_tools: query must be a str, not {type(query).__name__}"
+                )
+            return host.search_tools(str(query), 5 if limit is None else limit, prefer=used)
         if kind == "get_tool_docs":
             server, tool, page = args.get("server"), args.get("tool"), args.get("page", 1)
             if not isinstance(server, str) or not (tool is None or isinstance(tool, str)):

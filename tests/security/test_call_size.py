@@ -116,3 +116,15 @@ async def test_far_oversized_arguments_are_refused_before_they_are_copied(gw: Ga
     out = (await gw.execute(code, timeout_s=60)).to_json()
     assert out["error"]["type"] == "TOOL_ERROR", out
     assert f"far over the {LIMIT:,} allowed (MCP_CODE_MAX_CALL_BYTES)" in out["error"]["message"]
+
+
+async def test_a_search_query_is_text(gw: Gateway) -> None:
+    """Outside attack 82: `str()` of a 3-million-item query ran on the event loop (1.1 s)
+    before the query was cut to its length."""
+    code = (
+        "try:\n    search_tools([0] * 1000)\nexcept ToolError as e:\n    out = str(e)\n"
+        "[out, type(search_tools(5)).__name__]"
+    )
+    out = (await gw.execute(code, timeout_s=60)).to_json()
+    assert out["ok"], out
+    assert "query must be a str, not list" in out["result"][0] and out["result"][1] == "list", out
