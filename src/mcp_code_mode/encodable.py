@@ -12,7 +12,6 @@ overrides, which could rewrite a terminal or make the text read otherwise than i
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 from typing import Any
@@ -26,7 +25,6 @@ __all__ = [
     "clip",
     "encodable_text",
     "make_encodable",
-    "refused_by_size",
     "wire_size",
 ]
 
@@ -151,58 +149,3 @@ def sendable(args: Any, max_bytes: int) -> Any:
             "(MCP_CODE_MAX_CALL_BYTES)"
         )
     return args
-
-
-_SURELY_OVER = 4  # past this many times the limit, a value is refused by its lower bound
-_IN_THREAD = 256 * 1024  # the exact count of a value this big runs off the event loop
-
-
-async def refused_by_size(args: Any, max_bytes: int) -> str | None:
-    """Why `args` cannot be sent within `max_bytes` of JSON, or None when they may fit;
-    work bounded by the limit, not by the value. A lower bound on the JSON's size, counted
-    until it passes `_SURELY_OVER` times the limit, refuses what is far over at once; what
-    is nearer is counted exactly in a thread (`sendable`). Before any copy, record or
-    trace of the value: 3 million lone surrogates stalled the event loop 9 s and were kept
-    for the run (outside attack 82)."""
-    bound = _json_bytes_at_least(args, _SURELY_OVER * max_bytes)
-    if bound <= max_bytes:
-        return None
-    if bound > _SURELY_OVER * max_bytes:
-        return (
-            f"the arguments are over {_SURELY_OVER * max_bytes:,} bytes of JSON, far over the "
-            f"{max_bytes:,} allowed (MCP_CODE_MAX_CALL_BYTES)"
-        )
-    try:
-        if bound > _IN_THREAD:
-            await asyncio.to_thread(sendable, args, max_bytes)
-        else:
-            sendable(args, max_bytes)
-    except ValueError as exc:
-        return str(exc)
-    return None
-
-
-def _json_bytes_at_least(value: Any, stop: int) -> int:
-    """A lower bound on `value`'s size as JSON, counted until it passes `stop`: each node
-    adds at least a byte, so no more than `stop` nodes are visited."""
-    total, stack = 0, [value]
-    while stack and total <= stop:
-        item = stack.pop()
-        if isinstance(item, str):
-            total += len(item) + 2
-        elif isinstance(item, bool) or item is None:
-            total += 4
-        elif isinstance(item, int):
-            total += max(1, item.bit_length() * 3 // 10)
-        elif isinstance(item, dict):
-            total += 1 + 2 * len(item)  # braces, a colon and a comma per key
-            if total <= stop:
-                stack.extend(item.values())
-                stack.extend(k if isinstance(k, str) else "" for k in item)
-        elif isinstance(item, list | tuple):
-            total += 1 + len(item)  # brackets and commas
-            if total <= stop:
-                stack.extend(item)
-        else:
-            total += 1
-    return total

@@ -18,7 +18,7 @@ import mcp_types
 from .approval import Approver, RunApprovals
 from .catalog import Catalog
 from .config import GatewayConfig, load_config
-from .encodable import clean_text, clip, sendable
+from .encodable import clean_text, clip
 from .errors import ErrorType, ToolCallFailed, UnknownToolError
 from .memory import release_free_memory
 from .reach import servers_reached
@@ -343,13 +343,9 @@ class Gateway:
     async def send(
         self, server: str, tool: str, args: dict[str, Any], *, admit: Admission
     ) -> Reply:
-        """Send a call, its arguments bounded by their size on the wire. `admit` is told
-        whether the tool needs approval, as the connection the call goes over lists it,
-        right before it is sent; it raises to refuse the call."""
-        try:
-            args = sendable(args, self.settings.max_call_bytes)
-        except ValueError as exc:
-            raise ToolCallFailed(server, tool, str(exc)) from None
+        """Send a call, its arguments as they go (`run_router.bounded_args`). `admit` is
+        told whether the tool needs approval, as the connection the call goes over lists
+        it, right before it is sent; it raises to refuse the call."""
 
         async def decide(listed: mcp_types.Tool | None) -> None:
             if listed is None:

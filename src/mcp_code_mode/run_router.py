@@ -28,12 +28,13 @@ from collections.abc import Awaitable, Callable, Collection
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .approval import RunApprovals
-from .encodable import clean_text, clip, refused_by_size
+from .encodable import clean_text, clip, sendable
 from .errors import CodeModeError, ToolCallFailed, ToolCallLimitExceeded, UnknownToolError
 from .runs.log_stream import RunLogStream
 from .runs.progress import MESSAGE_CHARS, RunProgress
 from .runs.trace import CallTrace, RunTrace
 from .sandbox.base import ToolCallRecord
+from .sandbox.protocol import SURELY_OVER, far_over, json_bytes_at_least
 from .tool_formatter import load_tokenizer
 from .tool_results import JSON, Reply
 
@@ -78,6 +79,30 @@ class RouterHost(Protocol):
     ) -> list[dict[str, Any]]: ...
     def get_tool_docs(self, server: str, tool: str | None, page: int) -> str: ...
     def list_servers(self) -> list[dict[str, Any]]: ...
+
+
+_IN_THREAD = 256 * 1024  # the exact count of arguments this big runs off the event loop
+
+
+async def bounded_args(args: Any, max_bytes: int) -> tuple[Any, str | None]:
+    """`args` as they are sent (`sendable`), or why they cannot be within `max_bytes` of
+    JSON. Before any copy, record or trace of the value (3 million lone surrogates stalled
+    the event loop 9 s and were kept for the run, outside attack 82): a value past
+    `_IN_THREAD` bytes by a lower bound is measured in a thread, where the walks over it
+    give the event loop its turns (outside attack 83: 2 million floats, 5 s)."""
+    if json_bytes_at_least(args, _IN_THREAD) > _IN_THREAD:
+        return await asyncio.to_thread(_bounded, args, max_bytes)
+    return _bounded(args, max_bytes)
+
+
+def _bounded(args: Any, max_bytes: int) -> tuple[Any, str | None]:
+    """A lower bound refuses what is far over (`SURELY_OVER`) unseen; the rest is counted."""
+    if json_bytes_at_least(args, SURELY_OVER * max_bytes) > SURELY_OVER * max_bytes:
+        return None, far_over(max_bytes)
+    try:
+        return sendable(args, max_bytes), None
+    except ValueError as exc:
+        return None, str(exc)
 
 
 _NOT_KEPT = "(not kept: over MCP_CODE_MAX_CALL_BYTES)"
@@ -149,7 +174,7 @@ class RunRouter:
         if self._closed:
             raise ToolCallFailed(*kept, "the run has ended")
         _check_names(server, tool)
-        refused = await refused_by_size(args, self._host.settings.max_call_bytes)
+        args, refused = await bounded_args(args, self._host.settings.max_call_bytes)
         if refused is not None:
             args = {}  # an oversized value is kept by nobody, this frame included
         shown = _NOT_KEPT if refused else args

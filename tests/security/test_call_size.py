@@ -13,8 +13,10 @@ import pytest_asyncio
 from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 
-from mcp_code_mode.encodable import _json_bytes_at_least, make_encodable, wire_size
+from mcp_code_mode.encodable import make_encodable, wire_size
 from mcp_code_mode.gateway import Gateway
+from mcp_code_mode.run_router import bounded_args
+from mcp_code_mode.sandbox.protocol import far_over, json_bytes_at_least
 
 from ..support import ROOT, server_entry, start_gateway
 
@@ -100,13 +102,13 @@ def test_text_that_cannot_be_encoded_counts_as_over() -> None:
 def test_the_early_refusal_counts_no_more_than_is_sent(value: Any) -> None:
     """The lower bound that refuses a far oversized call unseen is never over the bytes
     sent: a call that fits is never refused by it."""
-    assert _json_bytes_at_least(value, 10**9) <= wire_size(make_encodable(value), 10**9)
+    assert json_bytes_at_least(value, 10**9) <= wire_size(make_encodable(value), 10**9)
 
 
 def test_the_early_refusal_stops_counting_past_its_limit() -> None:
     """Work bounded by the limit: 3 million strings are counted only until the bound passes."""
     value = {"query": ["\ud800"] * 3_000_000}
-    assert 4_000 < _json_bytes_at_least(value, 4_000) < 3_000_000 * 3
+    assert 4_000 < json_bytes_at_least(value, 4_000) < 3_000_000 * 3
 
 
 async def test_far_oversized_arguments_are_refused_before_they_are_copied(gw: Gateway) -> None:
@@ -128,3 +130,28 @@ async def test_a_search_query_is_text(gw: Gateway) -> None:
     out = (await gw.execute(code, timeout_s=60)).to_json()
     assert out["ok"], out
     assert "query must be a str, not list" in out["result"][0] and out["result"][1] == "list", out
+
+
+async def test_the_host_refuses_by_size_whatever_the_worker_did() -> None:
+    """The worker refuses far oversized arguments unsent, as a courtesy; the host's own
+    check is the one that holds (an escaped worker sends what it likes)."""
+    far = {"q": ["x"] * 10_000}
+    assert await bounded_args(far, 1000) == (None, far_over(1000))
+    assert (await bounded_args({"q": [1.2345678901234567e-300] * 200}, 1000))[1] == far_over(1000)
+    near = {"q": "x" * 2000}
+    assert "2,008 bytes of JSON, over the 1,000 allowed" in (
+        (await bounded_args(near, 1000))[1] or ""
+    )
+    assert await bounded_args({"q": "\ud800" * 9}, 1000) == ({"q": "\ufffd" * 9}, None)
+
+
+async def test_a_batch_refuses_only_its_oversized_call(gw: Gateway) -> None:
+    code = (
+        "r = call_tools([('raw', 'wire_size', {'text': 'a'}),\n"
+        "                ('raw', 'wire_size', {'text': ['b'] * 100_000})])\n"
+        "[r[0], type(r[1]).__name__, str(r[1])]"
+    )
+    out = (await gw.execute(code, timeout_s=60)).to_json()
+    assert out["ok"], out
+    assert out["result"][:2] == [{"bytes": 12, "utf8": True}, "ToolError"], out
+    assert far_over(LIMIT) in out["result"][2], out

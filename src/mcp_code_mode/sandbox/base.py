@@ -33,6 +33,7 @@ class Limits:
 
     memory_mb: int = 256
     max_output_chars: int = 100_000
+    max_call_bytes: int = 1_000_000  # of one tool call's arguments, as JSON
     max_chars: int = 8000  # of code
     max_lines: int = 400  # of code
 
@@ -41,6 +42,7 @@ class Limits:
         return cls(
             memory_mb=settings.memory_mb,
             max_output_chars=settings.max_output_chars,
+            max_call_bytes=settings.max_call_bytes,
             max_chars=settings.max_chars,
             max_lines=settings.max_lines,
         )

@@ -94,6 +94,7 @@ class SandboxExecutor:
             "index": index.servers,
             "timeout_s": timeout_s,
             "max_output_chars": self.limits.max_output_chars,
+            "max_call_bytes": self.limits.max_call_bytes,
             "seed": secrets.randbits(128),
         }
 

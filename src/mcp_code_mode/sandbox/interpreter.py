@@ -203,6 +203,7 @@ class MCPCodeInterpreter:
             "index": self._index.servers,
             "timeout_s": self.timeout_s,
             "max_output_chars": self.limits.max_output_chars,
+            "max_call_bytes": self.limits.max_call_bytes,
             "session": True,
             "variables": variables or {},
         }

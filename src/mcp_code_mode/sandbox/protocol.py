@@ -18,6 +18,7 @@ import json
 from typing import IO, Any, Literal, NotRequired, TypedDict
 
 __all__ = [
+    "SURELY_OVER",
     "CallRequest",
     "ChildMessage",
     "DoneMessage",
@@ -39,6 +40,8 @@ __all__ = [
     "as_child_message",
     "decode",
     "encode",
+    "far_over",
+    "json_bytes_at_least",
     "write_message",
 ]
 
@@ -88,6 +91,7 @@ class RunMessage(TypedDict):
     index: NotRequired[dict[str, Any]]  # absent: the worker's last index is this version
     timeout_s: float
     max_output_chars: int
+    max_call_bytes: NotRequired[int]  # the worker refuses far larger arguments unsent
     seed: NotRequired[int]  # for `random`, from the host's entropy
     session: NotRequired[bool]  # a dspy interpreter session: keep the namespace
     variables: NotRequired[dict[str, Any]]  # a session's injected variables
@@ -238,3 +242,46 @@ def write_message(stream: IO[bytes], message: Any) -> None:
     """Write and flush one message (worker side, blocking)."""
     stream.write(encode(message))
     stream.flush()
+
+
+SURELY_OVER = 4
+"""Tool-call arguments whose JSON is surely over this many times MCP_CODE_MAX_CALL_BYTES
+are refused by a lower bound (`json_bytes_at_least`), before they are sent or copied."""
+
+
+def far_over(max_bytes: int) -> str:
+    """The refusal of arguments surely over `SURELY_OVER` times `max_bytes`."""
+    return (
+        f"the arguments are over {SURELY_OVER * max_bytes:,} bytes of JSON, far over the "
+        f"{max_bytes:,} allowed (MCP_CODE_MAX_CALL_BYTES)"
+    )
+
+
+def json_bytes_at_least(value: Any, stop: int) -> int:
+    """A lower bound on `value`'s size as JSON, counted until it passes `stop`: each node
+    adds at least a byte, so no more than `stop` nodes are visited. The host refuses a
+    tool call's arguments far over MCP_CODE_MAX_CALL_BYTES by it before any copy, and the
+    worker before it sends them (outside attack 82)."""
+    total, stack = 0, [value]
+    while stack and total <= stop:
+        item = stack.pop()
+        if isinstance(item, str):
+            total += len(item) + 2
+        elif isinstance(item, bool) or item is None:
+            total += 4
+        elif isinstance(item, int):
+            total += max(1, item.bit_length() * 3 // 10)
+        elif isinstance(item, float):
+            total += len(float.__repr__(item))  # as JSON writes it: up to 24 bytes (attack 83)
+        elif isinstance(item, dict):
+            total += 1 + 2 * len(item)  # braces, a colon and a comma per key
+            if total <= stop:
+                stack.extend(item.values())
+                stack.extend(k if isinstance(k, str) else "" for k in item)
+        elif isinstance(item, list | tuple):
+            total += 1 + len(item)  # brackets and commas
+            if total <= stop:
+                stack.extend(item)
+        else:
+            total += 1
+    return total

@@ -31,6 +31,7 @@ from mcp_code_mode.sandbox.child.rules import (
 from mcp_code_mode.sandbox.child.scopes import SelfMatchingTypes
 from mcp_code_mode.sandbox.child.tools_view import MADE, GuestIndex, ToolError, Tools
 from mcp_code_mode.sandbox.child.writes import AttributeTarget, safe_delattr, safe_setattr
+from mcp_code_mode.sandbox.protocol import SURELY_OVER, far_over, json_bytes_at_least
 
 if TYPE_CHECKING:
     from mcp_code_mode.sandbox.protocol import ErrorCode
@@ -78,8 +79,11 @@ def _submit(**fields: Any) -> None:
 class GuestRuntime:
     """Builds a fresh guest namespace for one run and carries its requests to the host."""
 
-    def __init__(self, request: Requester, allowed_imports: Iterable[str]) -> None:
+    def __init__(
+        self, request: Requester, allowed_imports: Iterable[str], max_call_bytes: int | None = None
+    ) -> None:
         self._request = request
+        self._max_call_bytes = max_call_bytes
         self.allowed_imports = frozenset(allowed_imports)
         self.logs: list[str] = []
         self.on_output: Callable[[int], None] = lambda n: None
@@ -131,7 +135,11 @@ class GuestRuntime:
 
     def call_tool(self, server: str, tool: str, args: dict[str, Any] | None = None) -> Any:
         """Call one upstream tool by its original names; raises ToolError on failure."""
-        outcome = self._request({"op": "call", "calls": [_spec(server, tool, args)]})[0]
+        spec = _spec(server, tool, args)
+        refused = self._far_over(spec)
+        if refused is not None:
+            raise ToolError(server, tool, refused)
+        outcome = self._request({"op": "call", "calls": [spec]})[0]
         if not outcome["ok"]:
             raise ToolError(server, tool, outcome.get("error", "failed"))
         return outcome.get("value")
@@ -139,13 +147,26 @@ class GuestRuntime:
     def call_tools(self, calls: Iterable[Any]) -> list[Any]:
         """Run `(server, tool, args)` calls concurrently; a failed one yields its ToolError."""
         specs = [_spec(*_unpack(c)) for c in calls]
-        if not specs:
-            return []
-        outcomes = self._request({"op": "call", "calls": specs})
+        refused = [self._far_over(s) for s in specs]
+        sent = [s for s, why in zip(specs, refused, strict=True) if why is None]
+        answers = iter(self._request({"op": "call", "calls": sent}) if sent else [])
+        outcomes: list[Any] = [
+            next(answers) if why is None else {"ok": False, "error": why} for why in refused
+        ]
         return [
             o.get("value") if o["ok"] else ToolError(s["server"], s["tool"], o.get("error", ""))
             for s, o in zip(specs, outcomes, strict=True)
         ]
+
+    def _far_over(self, spec: dict[str, Any]) -> str | None:
+        """Arguments surely over `SURELY_OVER` times the host's limit are refused here,
+        unsent: the host would parse them only to refuse them (outside attack 82)."""
+        limit = self._max_call_bytes
+        if limit is None or json_bytes_at_least(spec["args"], SURELY_OVER * limit) <= (
+            SURELY_OVER * limit
+        ):
+            return None
+        return far_over(limit)
 
     def _function(self, spec: GuestFunction) -> Callable[..., Any]:
         """The runtime's method of that name, else a query built from the declaration."""

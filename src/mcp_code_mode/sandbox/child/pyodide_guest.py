@@ -103,7 +103,7 @@ def run_next() -> None:
     done = worker.execute(
         message,
         run,
-        GuestRuntime(run.request, _allowed),
+        GuestRuntime(run.request, _allowed, message.get("max_call_bytes")),
         namespace,
         index=_index.for_run(message),
     )

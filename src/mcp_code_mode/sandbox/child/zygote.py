@@ -373,7 +373,7 @@ def _serve_runs(
         run = worker.Run(exchange, int(message["max_output_chars"]), mirror)
         if message.get("session") and namespace is None:
             namespace = {}
-        runtime = GuestRuntime(run.request, allowed_imports)
+        runtime = GuestRuntime(run.request, allowed_imports, message.get("max_call_bytes"))
         done = worker.execute(message, run, runtime, namespace, index=index.for_run(message))
         write_message(exchange.pipe_out, done)
         if not message.get("session"):
