@@ -243,3 +243,16 @@ async def test_a_metaclass_is_refused_with_a_reason(sec_gateway: Gateway) -> Non
     message = out["error"]["message"]
     assert "type 'type' is not an acceptable base type" in message, out
     assert "in the sandbox no metaclass can be defined" in message, out
+
+
+async def test_strptime_formats_are_cached_by_exact_text(sec_gateway: Gateway) -> None:
+    """Outside attack 83: `_strptime`'s format cache took a `str` subclass equal to
+    "%Y-%m-%d", and every later `strptime` of that format read "%Y-%d-%m"."""
+    code = (
+        "import datetime\nclass F(str):\n    def __hash__(self):\n"
+        "        return hash('%Y-%m-%d')\n    def __eq__(self, other):\n        return True\n"
+        "datetime.datetime.strptime('2020-31-12', F('%Y-%d-%m'))\n"
+        "str(datetime.datetime.strptime('2020-01-12', '%Y-%m-%d').date())"
+    )
+    out = await attempt(sec_gateway, code)
+    assert out["result"] == "2020-01-12", out

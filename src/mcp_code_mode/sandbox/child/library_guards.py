@@ -31,6 +31,7 @@ __all__ = [
     "guarded_partialmethod",
     "guarded_pickle_by_enum_name",
     "guarded_re_caches",
+    "guarded_strptime_cache",
     "guarded_user_string",
     "guest_only_marker",
     "refuse_calls",
@@ -285,6 +286,12 @@ def guarded_re_caches(re: Any) -> None:
         cached = getattr(re, name, None)
         if cached is not None:
             setattr(re, name, _text_argument(cached, text_at))
+
+
+def guarded_strptime_cache(strptime: Any) -> None:
+    """`_strptime`'s format cache keyed by exact text (outside attack 83: a `str` subclass
+    equal to "%Y-%m-%d" made every later `strptime` of that format read "%Y-%d-%m")."""
+    strptime._strptime = _text_argument(strptime._strptime, 1)
 
 
 def _text_argument(function: Callable[..., Any], at: int) -> Callable[..., Any]:

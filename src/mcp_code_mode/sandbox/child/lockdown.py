@@ -41,6 +41,7 @@ from mcp_code_mode.sandbox.child.library_guards import (
     guarded_global_enum,
     guarded_partialmethod,
     guarded_re_caches,
+    guarded_strptime_cache,
     guarded_user_string,
     guest_only_marker,
     refuse_calls,
@@ -172,6 +173,8 @@ def _wrap_libraries(loaded: dict[str, Any]) -> None:
         typing.no_type_check = guest_only_marker(typing.no_type_check)
     if loaded.get("re") is not None:
         guarded_re_caches(loaded["re"])
+    if loaded.get("_strptime") is not None:
+        guarded_strptime_cache(loaded["_strptime"])
     logging: Any = loaded.get("logging")
     if logging is not None:
         logging.Logger.findCaller = guarded_find_caller(logging.Logger.findCaller)
