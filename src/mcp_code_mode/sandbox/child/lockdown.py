@@ -171,10 +171,7 @@ def _wrap_libraries(loaded: dict[str, Any]) -> None:
         guarded_final_subclass(typing._Final)
         typing.final = guest_only_marker(typing.final)
         typing.no_type_check = guest_only_marker(typing.no_type_check)
-    if loaded.get("re") is not None:
-        guarded_re_caches(loaded["re"])
-    if loaded.get("_strptime") is not None:
-        guarded_strptime_cache(loaded["_strptime"])
+    _key_caches_by_exact_text(loaded)
     logging: Any = loaded.get("logging")
     if logging is not None:
         logging.Logger.findCaller = guarded_find_caller(logging.Logger.findCaller)
@@ -195,6 +192,14 @@ def _wrap_libraries(loaded: dict[str, Any]) -> None:
         copy._keep_alive = keep_alive
         # A bound method copies as itself (as `deepcopy` has it), never through its reducer.
         copy._copy_dispatch[MethodType] = copy._copy_immutable
+
+
+def _key_caches_by_exact_text(loaded: dict[str, Any]) -> None:
+    """Library caches keyed by text the guest passes take it as exact `str` (attacks 81, 83)."""
+    if loaded.get("re") is not None:
+        guarded_re_caches(loaded["re"])
+    if loaded.get("_strptime") is not None:
+        guarded_strptime_cache(loaded["_strptime"])
 
 
 def _refuse(loaded: dict[str, Any]) -> None:
