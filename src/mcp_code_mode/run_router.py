@@ -55,8 +55,9 @@ Admission = Callable[[bool], Awaitable[None]]
 
 
 class RouterHost(Protocol):
-    settings: Settings  # `max_call_bytes` bounds each call's arguments
     """What a run's calls and discovery queries need of the gateway."""
+
+    settings: Settings  # `max_call_bytes` bounds each call's arguments
 
     async def resolve(self, server: str, tool: str) -> None:
         """Wait for `server` and check that it lists `tool`.

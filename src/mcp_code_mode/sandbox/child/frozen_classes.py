@@ -15,7 +15,9 @@ flag is not inherited.
 
 The classes whose instances must be the library's own (asyncio's loops and transports act
 on the OS from their private state, dataclasses compiles text from a `Field`, typing's
-internals, the `tools` views) lose `Py_TPFLAGS_BASETYPE`, with every subclass they have:
+internals, the `tools` views), and `type` with every metaclass (guest code defines none, so
+no class's `__eq__`, `__hash__` or `__mro__` is the guest's code where library code
+compares or walks classes), lose `Py_TPFLAGS_BASETYPE`, with every subclass they have:
 `type.__new__` checks it on each base before anything else, so no new subclass of them can
 be made by any route (a class statement, `type(...)`, `type.__new__` on any metaclass).
 Their `__init_subclass__` refusals were only a first base's to keep: a first base whose own
@@ -63,7 +65,7 @@ def freeze_classes(sealed: Iterable[type] = ()) -> int:
         if new == flags:
             continue
         word = ctypes.c_ulong.from_address(id(klass) + offset)
-        if word.value != flags:  # not the layout this module knows: change nothing
+        if word.value != flags:  # not the layout this module knows: write nothing more
             return changed
         word.value = new
         changed += 1
