@@ -34,15 +34,18 @@ async def gateway(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncItera
 
 async def test_arguments_that_expand_are_refused_before_they_are_parsed(gateway: Gateway) -> None:
     """4 million empty lists are 8 MB of JSON and about 400 MB of Python objects: the
-    gateway refuses the message by its estimated cost instead of building them (it used
-    to build 3 GB for 60 MB of them before the call-size check refused the call)."""
+    gateway used to build 3 GB for 60 MB of them before the call-size check refused the
+    call. Now the worker refuses them unsent, by a lower bound on their size (outside
+    attack 82); the host's own walls (the decode budget, `bounded_args`) stay behind it
+    for a worker that does not."""
     code = (
         "lists = [[]] * 4000\nnested = [lists] * 1000\n"
-        "call_tools([('t', 'echo', {'text': 'x', 'tags': nested})])"
+        "r = call_tools([('t', 'echo', {'text': 'x', 'tags': nested})])\n"
+        "[type(r[0]).__name__, str(r[0])]"
     )
     out = (await gateway.execute(code, timeout_s=60)).to_json()
-    assert out["error"]["type"] == "EXECUTOR_ERROR", out
-    assert "would take about" in out["error"]["message"], out
+    assert out["ok"] and out["result"][0] == "ToolError", out
+    assert "far over the 1,000,000 allowed (MCP_CODE_MAX_CALL_BYTES)" in out["result"][1], out
     assert (await gateway.execute("1 + 1")).result == 2
 
 

@@ -8,6 +8,7 @@ line is size-limited, parsed, and checked against the protocol's message types.
 from __future__ import annotations
 
 import asyncio
+import functools
 
 from ..errors import WorkerCrashed
 from .protocol import ChildMessage, HostMessage, as_child_message, decode, encode
@@ -79,4 +80,4 @@ def _decode_cost(line: bytes) -> int:
 
 
 async def _decode_in_thread(line: bytes) -> dict[str, object]:
-    return await asyncio.to_thread(decode, line)
+    return await asyncio.to_thread(functools.partial(decode, line, yielding=True))
