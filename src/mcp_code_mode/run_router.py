@@ -34,7 +34,7 @@ from .runs.log_stream import RunLogStream
 from .runs.progress import MESSAGE_CHARS, RunProgress
 from .runs.trace import CallTrace, RunTrace
 from .sandbox.base import ToolCallRecord
-from .sandbox.protocol import SURELY_OVER, far_over, json_bytes_at_least
+from .sandbox.protocol import json_bytes_at_least, over_limit
 from .tool_formatter import load_tokenizer
 from .tool_results import JSON, Reply
 
@@ -97,9 +97,10 @@ async def bounded_args(args: Any, max_bytes: int) -> tuple[Any, str | None]:
 
 
 def _bounded(args: Any, max_bytes: int) -> tuple[Any, str | None]:
-    """A lower bound refuses what is far over (`SURELY_OVER`) unseen; the rest is counted."""
-    if json_bytes_at_least(args, SURELY_OVER * max_bytes) > SURELY_OVER * max_bytes:
-        return None, far_over(max_bytes)
+    """A lower bound refuses what is over (`over_limit`) unseen; the rest is counted."""
+    refused = over_limit(args, max_bytes)
+    if refused is not None:
+        return None, refused
     try:
         return sendable(args, max_bytes), None
     except ValueError as exc:

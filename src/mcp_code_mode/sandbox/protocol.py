@@ -18,7 +18,6 @@ import json
 from typing import IO, Any, Literal, NotRequired, TypedDict
 
 __all__ = [
-    "SURELY_OVER",
     "CallRequest",
     "ChildMessage",
     "DoneMessage",
@@ -40,8 +39,8 @@ __all__ = [
     "as_child_message",
     "decode",
     "encode",
-    "far_over",
     "json_bytes_at_least",
+    "over_limit",
     "write_message",
 ]
 
@@ -252,24 +251,25 @@ def write_message(stream: IO[bytes], message: Any) -> None:
     stream.flush()
 
 
-SURELY_OVER = 4
-"""Tool-call arguments whose JSON is surely over this many times MCP_CODE_MAX_CALL_BYTES
-are refused by a lower bound (`json_bytes_at_least`), before they are sent or copied."""
-
-
-def far_over(max_bytes: int) -> str:
-    """The refusal of arguments surely over `SURELY_OVER` times `max_bytes`."""
+def over_limit(args: Any, max_bytes: int) -> str | None:
+    """Why `args` are surely over `max_bytes` of JSON (MCP_CODE_MAX_CALL_BYTES), by a lower
+    bound on their size counted only until it passes the limit, or None when they may fit.
+    Work bounded by the limit, never by the value: the worker refuses by it before it sends,
+    the host before it copies, records or measures (exactly, which converts every integer
+    to digits: quadratic in C, outside attack 84)."""
+    bound = json_bytes_at_least(args, max_bytes)
+    if bound <= max_bytes:
+        return None
     return (
-        f"the arguments are over {SURELY_OVER * max_bytes:,} bytes of JSON, far over the "
-        f"{max_bytes:,} allowed (MCP_CODE_MAX_CALL_BYTES)"
+        f"the arguments are at least {bound:,} bytes of JSON, over the {max_bytes:,} allowed "
+        "(MCP_CODE_MAX_CALL_BYTES)"
     )
 
 
 def json_bytes_at_least(value: Any, stop: int) -> int:
     """A lower bound on `value`'s size as JSON, counted until it passes `stop`: each node
-    adds at least a byte, so no more than `stop` nodes are visited. The host refuses a
-    tool call's arguments far over MCP_CODE_MAX_CALL_BYTES by it before any copy, and the
-    worker before it sends them (outside attack 82)."""
+    adds at least a byte, so no more than `stop` nodes are visited (see `over_limit`;
+    outside attacks 82-83)."""
     total, stack = 0, [value]
     while stack and total <= stop:
         item = stack.pop()

@@ -31,7 +31,7 @@ from mcp_code_mode.sandbox.child.rules import (
 from mcp_code_mode.sandbox.child.scopes import SelfMatchingTypes
 from mcp_code_mode.sandbox.child.tools_view import MADE, GuestIndex, ToolError, Tools
 from mcp_code_mode.sandbox.child.writes import AttributeTarget, safe_delattr, safe_setattr
-from mcp_code_mode.sandbox.protocol import SURELY_OVER, far_over, json_bytes_at_least
+from mcp_code_mode.sandbox.protocol import over_limit
 
 if TYPE_CHECKING:
     from mcp_code_mode.sandbox.protocol import ErrorCode
@@ -136,7 +136,7 @@ class GuestRuntime:
     def call_tool(self, server: str, tool: str, args: dict[str, Any] | None = None) -> Any:
         """Call one upstream tool by its original names; raises ToolError on failure."""
         spec = _spec(server, tool, args)
-        refused = self._far_over(spec)
+        refused = self._over_limit(spec)
         if refused is not None:
             raise ToolError(server, tool, refused)
         outcome = self._request({"op": "call", "calls": [spec]})[0]
@@ -147,7 +147,7 @@ class GuestRuntime:
     def call_tools(self, calls: Iterable[Any]) -> list[Any]:
         """Run `(server, tool, args)` calls concurrently; a failed one yields its ToolError."""
         specs = [_spec(*_unpack(c)) for c in calls]
-        refused = [self._far_over(s) for s in specs]
+        refused = [self._over_limit(s) for s in specs]
         sent = [s for s, why in zip(specs, refused, strict=True) if why is None]
         answers = iter(self._request({"op": "call", "calls": sent}) if sent else [])
         outcomes: list[Any] = [
@@ -158,15 +158,11 @@ class GuestRuntime:
             for s, o in zip(specs, outcomes, strict=True)
         ]
 
-    def _far_over(self, spec: dict[str, Any]) -> str | None:
-        """Arguments surely over `SURELY_OVER` times the host's limit are refused here,
-        unsent: the host would parse them only to refuse them (outside attack 82)."""
+    def _over_limit(self, spec: dict[str, Any]) -> str | None:
+        """Arguments surely over the host's limit are refused here, unsent: the host would
+        parse them only to refuse them (outside attacks 82-84)."""
         limit = self._max_call_bytes
-        if limit is None or json_bytes_at_least(spec["args"], SURELY_OVER * limit) <= (
-            SURELY_OVER * limit
-        ):
-            return None
-        return far_over(limit)
+        return None if limit is None else over_limit(spec["args"], limit)
 
     def _function(self, spec: GuestFunction) -> Callable[..., Any]:
         """The runtime's method of that name, else a query built from the declaration."""
