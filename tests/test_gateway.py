@@ -265,6 +265,24 @@ async def test_tool_call_limit_is_not_catchable(write_config: ConfigWriter) -> N
         await gw.aclose()
 
 
+async def test_a_batch_past_the_call_limit_ends_the_run(write_config: ConfigWriter) -> None:
+    """Outside attack 84: a batch past the limit was answered with a failure per call (a
+    10 MB reply for 360,000 calls, which the worker could not always read); one fatal
+    outcome ends the run, whatever the guest catches."""
+    gw = await start_gateway(write_config({"t": server_entry(TEST_SERVER)}), max_tool_calls=2)
+    try:
+        code = (
+            "try:\n    call_tools([('t', 'echo', {'text': 'x'})] * 360_000)\n"
+            "except BaseException:\n    pass\n'done'"
+        )
+        out = await run(gw, code)
+        assert out["error"]["type"] == "TOOL_CALL_LIMIT", out
+        assert "MCP_CODE_MAX_TOOL_CALLS" in out["error"]["message"]
+        assert out["tool_calls"] == []
+    finally:
+        await gw.aclose()
+
+
 async def test_timeout_is_capped_by_max_timeout(write_config: ConfigWriter) -> None:
     gw = await start_gateway(write_config({"t": server_entry(TEST_SERVER)}), max_timeout_s=1.0)
     try:
