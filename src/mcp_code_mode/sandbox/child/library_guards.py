@@ -30,8 +30,6 @@ __all__ = [
     "guarded_global_enum",
     "guarded_partialmethod",
     "guarded_pickle_by_enum_name",
-    "guarded_re_caches",
-    "guarded_strptime_cache",
     "guarded_user_string",
     "guest_only_marker",
     "refuse_calls",
@@ -268,55 +266,6 @@ def guarded_compose_mro(compose: Callable[..., Any]) -> Callable[..., Any]:
         return compose(cls, types)
 
     return _compose_mro
-
-
-def guarded_re_caches(re: Any) -> None:
-    """`re`'s caches keyed by exact text and flags only: a `str` subclass whose `__eq__` and
-    `__hash__` matched another pattern's text was cached under it, and every later
-    `re.compile` of that text, by any code in the process, got the guest's pattern
-    (outside attack 81); the same for a replacement template. In place, in `re`'s globals
-    (`_compile`; 3.11's `_compile_repl`, 3.13's `_compile_template`)."""
-    compile_ = re._compile
-
-    def _compile(pattern: Any, flags: Any) -> Any:
-        return compile_(_exact_text(pattern), _exact_int(flags))
-
-    re._compile = _compile
-    for name, text_at in (("_compile_repl", 0), ("_compile_template", 1)):
-        cached = getattr(re, name, None)
-        if cached is not None:
-            setattr(re, name, _text_argument(cached, text_at))
-
-
-def guarded_strptime_cache(strptime: Any) -> None:
-    """`_strptime`'s format cache keyed by exact text (outside attack 83: a `str` subclass
-    equal to "%Y-%m-%d" made every later `strptime` of that format read "%Y-%d-%m")."""
-    strptime._strptime = _text_argument(strptime._strptime, 1)
-
-
-def _text_argument(function: Callable[..., Any], at: int) -> Callable[..., Any]:
-    def exact(*args: Any) -> Any:
-        return function(*(_exact_text(a) if i == at else a for i, a in enumerate(args)))
-
-    return exact
-
-
-def _exact_text(value: Any) -> Any:
-    """A `str` or `bytes` subclass's value as the exact type; anything else as it is."""
-    if type(value) is not str and isinstance(value, str):
-        return str.__str__(value)
-    if type(value) is not bytes and isinstance(value, bytes):
-        return bytes.__bytes__(value)
-    return value
-
-
-def _exact_int(value: Any) -> int:
-    """Regex flags as an exact `int` (a `RegexFlag` too); a guest number is refused."""
-    if type(value) is int:
-        return value
-    if isinstance(value, int):
-        return int.__int__(value)
-    raise TypeError(f"regular expression flags must be an int, not {type(value).__name__!r}")
 
 
 def guarded_partialmethod(partialmethod: Any) -> None:

@@ -29,6 +29,7 @@ from mcp_code_mode.sandbox.child.frozen_classes import freeze_classes
 from mcp_code_mode.sandbox.child.generated import guard_generated_code
 from mcp_code_mode.sandbox.child.guards import guest_getattr, os_bases, safe_hasattr
 from mcp_code_mode.sandbox.child.guest import GuestRuntime
+from mcp_code_mode.sandbox.child.library_caches import key_caches
 from mcp_code_mode.sandbox.child.library_guards import (
     REFUSED_CALLS,
     guarded_alias_reduce,
@@ -40,8 +41,6 @@ from mcp_code_mode.sandbox.child.library_guards import (
     guarded_forward_ref_init,
     guarded_global_enum,
     guarded_partialmethod,
-    guarded_re_caches,
-    guarded_strptime_cache,
     guarded_user_string,
     guest_only_marker,
     refuse_calls,
@@ -171,7 +170,7 @@ def _wrap_libraries(loaded: dict[str, Any]) -> None:
         guarded_final_subclass(typing._Final)
         typing.final = guest_only_marker(typing.final)
         typing.no_type_check = guest_only_marker(typing.no_type_check)
-    _key_caches_by_exact_text(loaded)
+    key_caches(loaded)
     logging: Any = loaded.get("logging")
     if logging is not None:
         logging.Logger.findCaller = guarded_find_caller(logging.Logger.findCaller)
@@ -192,14 +191,6 @@ def _wrap_libraries(loaded: dict[str, Any]) -> None:
         copy._keep_alive = keep_alive
         # A bound method copies as itself (as `deepcopy` has it), never through its reducer.
         copy._copy_dispatch[MethodType] = copy._copy_immutable
-
-
-def _key_caches_by_exact_text(loaded: dict[str, Any]) -> None:
-    """Library caches keyed by text the guest passes take it as exact `str` (attacks 81, 83)."""
-    if loaded.get("re") is not None:
-        guarded_re_caches(loaded["re"])
-    if loaded.get("_strptime") is not None:
-        guarded_strptime_cache(loaded["_strptime"])
 
 
 def _refuse(loaded: dict[str, Any]) -> None:
