@@ -355,7 +355,7 @@ class Gateway:
             await admit(self.config.servers[server].needs_approval(listed))
 
         try:
-            result = await self.manager.call_tool(server, tool, args, admit=decide)
+            result = await self.manager.call_tool(server, tool, args, admit=decide, encoded=True)
         except ToolCallFailed as exc:  # an upstream's error text, kept by nobody past the run
             if len(exc.message) <= ERROR_CHARS:
                 raise
