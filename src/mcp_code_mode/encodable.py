@@ -117,22 +117,30 @@ def wire_size(value: Any, limit: int) -> int:
     lone surrogate was. The SDK writes stdio lines with pydantic and HTTP bodies with `json`;
     they differ only in how numbers are spelt (`1e-05` / `0.00001`), and the longer counts.
     """
+    return _measured(value, limit)[1]
+
+
+def _measured(value: Any, limit: int) -> tuple[str, int]:
+    """`value`'s compact JSON text (UTF-8 as it is; "" when it cannot be written) and its
+    `wire_size`."""
     try:
         text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
     except (TypeError, ValueError, RecursionError):
-        return limit + 1
+        return "", limit + 1
     if len(text) > limit:  # every character is at least one byte
-        return len(text)
+        return text, len(text)
     try:
         by_json = len(text.encode("utf-8"))
         by_pydantic = len(pydantic_core.to_json(value))
     except (UnicodeEncodeError, pydantic_core.PydanticSerializationError, ValueError):
-        return limit + 1  # not made encodable: it cannot be sent as it is
-    return max(by_json, by_pydantic)
+        return text, limit + 1  # not made encodable: it cannot be sent as it is
+    return text, max(by_json, by_pydantic)
 
 
-def sendable(args: Any, max_bytes: int) -> Any:
-    """`args` as they are sent (`make_encodable`), within `max_bytes` of JSON on the wire.
+def sendable(args: Any, max_bytes: int) -> tuple[Any, str, int]:
+    """`args` as they are sent (`make_encodable`), within `max_bytes` of JSON on the wire,
+    with their compact JSON text and its size in bytes (what a record of the call keeps,
+    made once here rather than from the value later).
 
     Raises:
         ValueError: too deep to send, or over `max_bytes` (MCP_CODE_MAX_CALL_BYTES); the
@@ -142,10 +150,10 @@ def sendable(args: Any, max_bytes: int) -> Any:
         args = make_encodable(args)  # U+FFFD for what cannot be encoded
     except TooDeep as exc:
         raise ValueError(f"the arguments cannot be sent: {exc}") from None
-    size = wire_size(args, max_bytes)
+    text, size = _measured(args, max_bytes)
     if size > max_bytes:
         raise ValueError(
             f"the arguments are {size:,} bytes of JSON, over the {max_bytes:,} allowed "
             "(MCP_CODE_MAX_CALL_BYTES)"
         )
-    return args
+    return args, text, size

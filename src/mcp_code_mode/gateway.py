@@ -21,6 +21,7 @@ from .config import GatewayConfig, load_config
 from .encodable import clean_text, clip
 from .errors import ErrorType, ToolCallFailed, UnknownToolError
 from .memory import release_free_memory
+from .offload import offloaded
 from .reach import servers_reached
 from .run_router import Admission, RunRouter
 from .runs import Recorder, RunKind, RunTrace
@@ -343,7 +344,7 @@ class Gateway:
     async def send(
         self, server: str, tool: str, args: dict[str, Any], *, admit: Admission
     ) -> Reply:
-        """Send a call, its arguments as they go (`run_router.bounded_args`). `admit` is
+        """Send a call, its arguments as they go (`call_args.bounded_args`). `admit` is
         told whether the tool needs approval, as the connection the call goes over lists
         it, right before it is sent; it raises to refuse the call."""
 
@@ -361,7 +362,7 @@ class Gateway:
                 raise
             raise ToolCallFailed(server, tool, clip(exc.message, ERROR_CHARS)) from None
         if text_chars(result) > _BIG_RESULT_CHARS:  # parsing it would stall other runs
-            return Reply(await asyncio.to_thread(unwrap_result, result), result_text(result))
+            return Reply(await offloaded(unwrap_result, result), result_text(result))
         return Reply(unwrap_result(result), result_text(result))
 
     def _servers_reached(self, code: str) -> list[str] | None:

@@ -28,15 +28,15 @@ from collections.abc import Awaitable, Callable, Collection
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .approval import RunApprovals
-from .encodable import clean_text, clip, sendable
+from .call_args import bounded_args, size_at_least
+from .encodable import clean_text, clip
 from .errors import CodeModeError, ToolCallFailed, ToolCallLimitExceeded, UnknownToolError
 from .runs.log_stream import RunLogStream
 from .runs.progress import MESSAGE_CHARS, RunProgress
 from .runs.trace import CallTrace, RunTrace
 from .sandbox.base import ToolCallRecord
-from .sandbox.protocol import json_bytes_at_least, over_limit
 from .tool_formatter import load_tokenizer
-from .tool_results import JSON, Reply
+from .tool_results import JSON, Reply, ResultBudget
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Span
@@ -80,34 +80,6 @@ class RouterHost(Protocol):
     ) -> list[dict[str, Any]]: ...
     def get_tool_docs(self, server: str, tool: str | None, page: int) -> str: ...
     def list_servers(self) -> list[dict[str, Any]]: ...
-
-
-_IN_THREAD = 256 * 1024  # the exact count of arguments this big runs off the event loop
-
-
-async def bounded_args(args: Any, max_bytes: int) -> tuple[Any, str | None]:
-    """`args` as they are sent (`sendable`), or why they cannot be within `max_bytes` of
-    JSON. Before any copy, record or trace of the value (3 million lone surrogates stalled
-    the event loop 9 s and were kept for the run, outside attack 82): a value past
-    `_IN_THREAD` bytes by a lower bound is measured in a thread, where the walks over it
-    give the event loop its turns (outside attack 83: 2 million floats, 5 s)."""
-    if json_bytes_at_least(args, _IN_THREAD) > _IN_THREAD:
-        return await asyncio.to_thread(_bounded, args, max_bytes)
-    return _bounded(args, max_bytes)
-
-
-def _bounded(args: Any, max_bytes: int) -> tuple[Any, str | None]:
-    """A lower bound refuses what is over (`over_limit`) unseen; the rest is counted."""
-    refused = over_limit(args, max_bytes)
-    if refused is not None:
-        return None, refused
-    try:
-        return sendable(args, max_bytes), None
-    except ValueError as exc:
-        return None, str(exc)
-
-
-_NOT_KEPT = "(not kept: over MCP_CODE_MAX_CALL_BYTES)"
 
 
 async def _failing(error: ToolCallFailed) -> Reply:
@@ -162,13 +134,18 @@ class RunRouter:
         if self.spans is not None:
             self.spans.end(reply)
 
+    def result_budget(self) -> ResultBudget:
+        return ResultBudget(self._host.settings.max_result_bytes)
+
     def admit(self, count: int) -> None:
         if self._limit and len(self._records) + count > self._limit:
             raise ToolCallLimitExceeded(
                 f"the run made more than {self._limit} tool calls (raise MCP_CODE_MAX_TOOL_CALLS)"
             )
 
-    async def call(self, server: str, tool: str, args: dict[str, Any]) -> JSON:
+    async def call(
+        self, server: str, tool: str, args: dict[str, Any], *, budget: ResultBudget | None = None
+    ) -> JSON:
         self.admit(1)
         kept = (_shown(server), _shown(tool))
         record = ToolCallRecord(server=kept[0], tool=kept[1], ms=0.0, ok=False)
@@ -176,12 +153,11 @@ class RunRouter:
         if self._closed:
             raise ToolCallFailed(*kept, "the run has ended")
         _check_names(server, tool)
-        args, refused = await bounded_args(args, self._host.settings.max_call_bytes)
-        if refused is not None:
-            args = {}  # an oversized value is kept by nobody, this frame included
-        shown = _NOT_KEPT if refused else args
-        traced = None if self.trace is None else self.trace.call(*kept, shown)
-        span = None if self.spans is None else self.spans.call(len(self._records) - 1, *kept, shown)
+        checked = await bounded_args(args, self._host.settings.max_call_bytes)
+        args, refused = checked.args, checked.refused  # an oversized value is kept by nobody
+        traced = None if self.trace is None else self.trace.call(*kept, checked.text, checked.size)
+        order = len(self._records) - 1
+        span = None if self.spans is None else self.spans.call(order, *kept, checked.text)
         call = (
             _failing(ToolCallFailed(*kept, refused))
             if refused is not None
@@ -207,6 +183,8 @@ class RunRouter:
             # a failed call's arguments for the run (outside attack 82)
             del task
         self._ended(traced, span, reply=reply)
+        if budget is not None and not budget.take(await _size(reply, budget.left + 1)):
+            raise ToolCallFailed(*kept, _over_budget(budget))
         return reply.value
 
     def _ended(
@@ -327,6 +305,17 @@ class RunRouter:
         if self._progress is not None:
             shown = None if message is None else clean_text(clip(message, MESSAGE_CHARS))
             self._progress.report(numbers[0], numbers[1], shown)
+
+
+async def _size(reply: Reply, stop: int) -> int:
+    return len(reply.text) if reply.text else await size_at_least(reply.value, stop)
+
+
+def _over_budget(budget: ResultBudget) -> str:
+    return (
+        f"the call was made, but its result is not returned: this batch's results passed "
+        f"{budget.limit:,} bytes in all (MCP_CODE_MAX_RESULT_BYTES); make fewer calls at a time"
+    )
 
 
 def _shown(name: str) -> str:

@@ -10,6 +10,7 @@ import mcp_types
 __all__ = [
     "JSON",
     "Reply",
+    "ResultBudget",
     "error_text",
     "parse_input",
     "result_text",
@@ -27,6 +28,22 @@ class Reply(NamedTuple):
 
     value: JSON
     text: str
+
+
+class ResultBudget:
+    """What the results of one `call_tools` batch may add up to, in bytes: they reach the
+    worker in one message, and 24 replies of 9.6 MB each, every one under the per-result
+    limit, took the gateway to 750 MB (outside attack 85)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = self.left = limit
+
+    def take(self, size: int) -> bool:
+        """Whether a result of `size` bytes still fits; it is counted when it does."""
+        if size > self.left:
+            return False
+        self.left -= size
+        return True
 
 
 def unwrap_result(result: mcp_types.CallToolResult) -> JSON:

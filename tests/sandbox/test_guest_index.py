@@ -25,6 +25,7 @@ from mcp_code_mode.sandbox.interpreter import MCPCodeInterpreter
 from mcp_code_mode.sandbox.local import Zygote
 from mcp_code_mode.sandbox.protocol import RunMessage
 from mcp_code_mode.settings import DEFAULT_ALLOWED_IMPORTS
+from mcp_code_mode.tool_results import ResultBudget
 
 NOTES = {"notes": {"name": "notes", "tools": {"get_note": "get-note", "list_notes": "list_notes"}}}
 MORE = {**NOTES, "extra": {"name": "extra", "tools": {"ping": "ping"}}}
@@ -35,8 +36,13 @@ class _Echo:
 
     paused_s = 0.0
 
-    async def call(self, server: str, tool: str, args: dict[str, Any]) -> Any:
+    async def call(
+        self, server: str, tool: str, args: dict[str, Any], *, budget: ResultBudget | None = None
+    ) -> Any:
         return f"{server}.{tool}"
+
+    def result_budget(self) -> ResultBudget:
+        return ResultBudget(10**6)
 
     async def query(self, kind: str, args: dict[str, Any]) -> Any:
         return []

@@ -13,9 +13,9 @@ import pytest_asyncio
 from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 
+from mcp_code_mode.call_args import NOT_KEPT, bounded_args
 from mcp_code_mode.encodable import make_encodable, wire_size
 from mcp_code_mode.gateway import Gateway
-from mcp_code_mode.run_router import bounded_args
 from mcp_code_mode.sandbox.protocol import json_bytes_at_least, over_limit
 
 from ..support import ROOT, server_entry, start_gateway
@@ -140,16 +140,17 @@ async def test_the_host_refuses_by_size_whatever_the_worker_did() -> None:
     """The worker refuses oversized arguments unsent, as a courtesy; the host's own
     check is the one that holds (an escaped worker sends what it likes)."""
     far = {"q": ["x"] * 10_000}
-    assert await bounded_args(far, 1000) == (None, over_limit(far, 1000))
+    assert await bounded_args(far, 1000) == (None, NOT_KEPT, 0, over_limit(far, 1000))
     floats = {"q": [1.2345678901234567e-300] * 200}
-    assert "at least" in ((await bounded_args(floats, 1000))[1] or ""), floats
+    assert "at least" in ((await bounded_args(floats, 1000)).refused or ""), floats
     digits = {"q": [-int("9" * 4299)] * 933}  # refused unmeasured: no quadratic digit work
-    assert "at least" in ((await bounded_args(digits, 1000))[1] or "")
+    assert "at least" in ((await bounded_args(digits, 1000)).refused or "")
     near = {"q": "\ud800" * 990}  # 990 bytes by the bound, 2,978 as sent: measured
     assert "2,978 bytes of JSON, over the 1,000 allowed" in (
-        (await bounded_args(near, 1000))[1] or ""
+        (await bounded_args(near, 1000)).refused or ""
     )
-    assert await bounded_args({"q": "\ud800" * 9}, 1000) == ({"q": "\ufffd" * 9}, None)
+    sent = await bounded_args({"q": "\ud800" * 9}, 1000)
+    assert sent == ({"q": "\ufffd" * 9}, '{"q":"' + "\ufffd" * 9 + '"}', 35, None)
 
 
 async def test_a_batch_refuses_only_its_oversized_call(gw: Gateway) -> None:

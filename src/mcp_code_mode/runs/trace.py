@@ -26,6 +26,7 @@ ArgumentsMode = Literal["off", "clipped", "full"]
 RunKind = Literal["execute_code", "run_task"]
 _KEPT_RESULT_CHARS = 2_000_000  # of a run's upstream results, what is kept to count tokens
 _FULL_CHARS = 1_000_000  # arguments in `full` mode (the store still bounds each text)
+_REDACT_MARGIN = 64 * 1024
 
 
 @dataclass(slots=True)
@@ -35,7 +36,8 @@ class CallTrace:
     order: int
     server: str
     tool: str
-    arguments: Any
+    arguments: str  # as the record keeps them: redacted, clipped, "" when `off`
+    bytes_in: int  # their size on the wire
     started_ms: float
     ms: float = 0.0
     ok: bool = False
@@ -61,12 +63,23 @@ class RunTrace:
     _clock: float = field(default_factory=time.perf_counter)
     _kept_chars: int = 0
 
-    def call(self, server: str, tool: str, arguments: Any) -> CallTrace:
-        """A new call, started now, in the order calls were made."""
+    def call(self, server: str, tool: str, arguments: str, size: int) -> CallTrace:
+        """A new call, started now, in the order calls were made; `arguments` its JSON
+        text, `size` that in bytes. What the record keeps of the text is taken now: the
+        value or its whole text, kept until the record is built, cost a run 27 MB of
+        memory per 1 MB call (outside attack 85)."""
         at = (time.perf_counter() - self._clock) * 1000
-        trace = CallTrace(len(self.calls), server, tool, arguments, round(at, 1))
+        kept = "" if self.arguments == "off" else self._kept_arguments(arguments)
+        trace = CallTrace(len(self.calls), server, tool, kept, size, round(at, 1))
         self.calls.append(trace)
+        self._kept_chars += len(kept)
         return trace
+
+    def _kept_arguments(self, text: str) -> str:
+        """`text` redacted and clipped; redacted with a margin past the clip, so a secret
+        cut by the clip is still found (`_REDACT_MARGIN` longer than any secret)."""
+        limit = MAX_CALL_CHARS if self.arguments == "clipped" else _FULL_CHARS
+        return self.redact(text[: limit + _REDACT_MARGIN])[:limit]
 
     def end(
         self,
@@ -92,7 +105,7 @@ class RunTrace:
 
     @property
     def chars(self) -> int:
-        """Characters this run holds for its record (code, results kept)."""
+        """Characters this run holds for its record (code, results and arguments kept)."""
         return len(self.code) + self._kept_chars
 
     def finish(
@@ -130,19 +143,16 @@ class RunTrace:
         return build
 
     def _call_record(self, call: CallTrace) -> CallRecord:
-        sent = _json(call.arguments)
-        arguments = "" if self.arguments == "off" else sent
-        limit = MAX_CALL_CHARS if self.arguments == "clipped" else _FULL_CHARS
         return CallRecord(
             order=call.order,
             server=call.server,
             tool=call.tool,
-            arguments=self.redact(arguments)[:limit],  # redacted whole: a cut secret would pass
+            arguments=call.arguments,
             ok=call.ok,
             error=None if call.error is None else self.redact(call.error),
             started_ms=call.started_ms,
             ms=call.ms,
-            bytes_in=_utf8_size(sent),
+            bytes_in=call.bytes_in,
             bytes_out=_utf8_size(call.result_text) if call.result_text else call.result_bytes,
             approval=call.approval,
         )

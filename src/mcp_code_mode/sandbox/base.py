@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from pydantic import BaseModel, Field
 
 from ..errors import ErrorType
+from ..tool_results import ResultBudget
 
 if TYPE_CHECKING:
     from ..settings import Settings
@@ -121,13 +122,20 @@ class ExecutionResult(BaseModel):
 class ToolRouter(Protocol):
     """Carries one run's guest requests to the upstreams (implemented by the gateway)."""
 
-    async def call(self, server: str, tool: str, args: dict[str, Any]) -> Any:
-        """Call a tool and return its unwrapped value.
+    async def call(
+        self, server: str, tool: str, args: dict[str, Any], *, budget: ResultBudget | None = None
+    ) -> Any:
+        """Call a tool and return its unwrapped value (a `ToolCallFailed` instead when
+        `budget`, a batch's, cannot take it).
 
         Raises:
             CodeModeError: `ToolCallFailed` for a failed call (catchable by the guest);
                 any error whose type is TOOL_CALL_LIMIT ends the run.
         """
+        ...
+
+    def result_budget(self) -> ResultBudget:
+        """A new budget for the results of one batch of calls (`call_tools`)."""
         ...
 
     async def query(self, kind: str, args: dict[str, Any]) -> Any:

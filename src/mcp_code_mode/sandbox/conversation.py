@@ -238,10 +238,12 @@ Pending = Callable[[], Awaitable[Any]]
 
 
 def _pending(router: ToolRouter, request: CallRequest | QueryRequest) -> list[Pending]:
-    """The request's work, each field converted (a worker's request is untrusted)."""
+    """The request's work, each field converted (a worker's request is untrusted); a
+    batch's results share one budget (`ToolRouter.result_budget`)."""
     if request["op"] == "call":
         calls = [(str(c["server"]), str(c["tool"]), dict(c["args"])) for c in request["calls"]]
-        return [functools.partial(router.call, *call) for call in calls]
+        budget = router.result_budget() if len(calls) > 1 else None
+        return [functools.partial(router.call, *call, budget=budget) for call in calls]
     return [functools.partial(router.query, str(request["kind"]), dict(request["args"]))]
 
 

@@ -25,6 +25,7 @@ from dspy.primitives.code_interpreter import (
 )
 
 from ..errors import CodeModeError, ToolCallFailed, WorkerCrashed
+from ..tool_results import ResultBudget
 from .backend import Launcher, Worker
 from .base import GuestIndex, Limits, ToolCallRecord, ToolRouter
 from .conversation import Conversation
@@ -46,8 +47,13 @@ class _NoTools:
 
     paused_s = 0.0
 
-    async def call(self, server: str, tool: str, args: dict[str, Any]) -> Any:
+    async def call(
+        self, server: str, tool: str, args: dict[str, Any], *, budget: ResultBudget | None = None
+    ) -> Any:
         raise ToolCallFailed(server, tool, "no MCP servers are connected to this interpreter")
+
+    def result_budget(self) -> ResultBudget:
+        return ResultBudget(0)
 
     async def query(self, kind: str, args: dict[str, Any]) -> Any:
         return []
@@ -71,9 +77,14 @@ class _ThreadSafeRouter:
     def __init__(self, router: ToolRouter, loop: asyncio.AbstractEventLoop) -> None:
         self._router, self._loop = router, loop
 
-    async def call(self, server: str, tool: str, args: dict[str, Any]) -> Any:
-        future = asyncio.run_coroutine_threadsafe(self._router.call(server, tool, args), self._loop)
-        return await asyncio.wrap_future(future)
+    async def call(
+        self, server: str, tool: str, args: dict[str, Any], *, budget: ResultBudget | None = None
+    ) -> Any:
+        calling = self._router.call(server, tool, args, budget=budget)
+        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(calling, self._loop))
+
+    def result_budget(self) -> ResultBudget:
+        return self._router.result_budget()  # a new object: safe from this thread
 
     async def query(self, kind: str, args: dict[str, Any]) -> Any:
         future = asyncio.run_coroutine_threadsafe(self._router.query(kind, args), self._loop)

@@ -45,6 +45,7 @@ from mcp.shared.message import SessionMessage
 from typing_extensions import Unpack
 
 from ..encodable import MAX_DEPTH
+from ..offload import offloaded
 from .framing import (
     RESULT_TOO_LARGE_CODE,
     LineSplitter,
@@ -207,7 +208,7 @@ async def _deliver(
     """Send each line's message; False once the session no longer takes them."""
     for line in lines:
         if isinstance(line, bytes) and len(line) > _PARSED_IN_THREAD:
-            item = await anyio.to_thread.run_sync(_inbound, line, limit)  # loop stays free
+            item = await offloaded(_inbound, line, limit)  # off the event loop
         else:
             item = _inbound(line, limit)
         if item is None:

@@ -1,0 +1,64 @@
+"""A call's arguments as they are sent: bounded, made encodable, measured and written as
+JSON once, before anything copies, records or traces them.
+
+Guest code chooses these values, and a legal one can cost the gateway much more than its
+size on the wire: 3 million lone surrogates stalled the event loop 9 s and were kept for
+the run (outside attack 82); 2 million floats took 5 s to count (attack 83); a record kept
+each call's copied object graph, 27 MB of memory for a 1 MB call (attack 85). So a value
+is refused unseen when a lower bound of its size passes the limit (`over_limit`); a small
+one is measured on the event loop; a larger one on the offload thread (`offload`: a
+batch's checks, side by side on the default pool, starved the loop of the GIL for 1-2 s,
+and below the earlier 256 KB mark ran back to back on the loop for 3.6 s: attack 85).
+What a record keeps is the JSON text made while measuring, never the value.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+from .encodable import sendable
+from .offload import offloaded
+from .sandbox.protocol import json_bytes_at_least, over_limit
+
+__all__ = ["NOT_KEPT", "Checked", "bounded_args", "size_at_least"]
+
+NOT_KEPT = "(not kept: over MCP_CODE_MAX_CALL_BYTES)"
+"""What a run's record says of arguments that were refused for their size."""
+
+_INLINE = 4 * 1024  # arguments this small by a lower bound are measured on the event loop
+
+
+class Checked(NamedTuple):
+    """Arguments checked against `MCP_CODE_MAX_CALL_BYTES`."""
+
+    args: Any  # as they are sent; None when refused
+    text: str  # their compact JSON text; `NOT_KEPT` when refused
+    size: int  # its size in bytes on the wire; 0 when refused
+    refused: str | None  # why they cannot be sent, or None
+
+
+async def bounded_args(args: Any, max_bytes: int) -> Checked:
+    """`args` as they are sent (`sendable`), or why they cannot be within `max_bytes` of
+    JSON (see the module)."""
+    if json_bytes_at_least(args, _INLINE) <= _INLINE:
+        return _checked(args, max_bytes)
+    return await offloaded(_checked, args, max_bytes)
+
+
+def _checked(args: Any, max_bytes: int) -> Checked:
+    """A lower bound refuses what is over (`over_limit`) unseen; the rest is counted."""
+    refused = over_limit(args, max_bytes)
+    if refused is None:
+        try:
+            return Checked(*sendable(args, max_bytes), None)
+        except ValueError as exc:
+            refused = str(exc)
+    return Checked(None, NOT_KEPT, 0, refused)
+
+
+async def size_at_least(value: Any, stop: int) -> int:
+    """A lower bound on `value`'s JSON size, counted until it passes `stop`; off the event
+    loop when it is large (a result with no text to measure it by)."""
+    if json_bytes_at_least(value, _INLINE) <= _INLINE:
+        return json_bytes_at_least(value, stop)
+    return await offloaded(json_bytes_at_least, value, stop)

@@ -1,0 +1,120 @@
+"""A call's arguments on the host (`call_args`, `runs.trace`): measured once, off the event
+loop when large, and recorded as clipped text, never as the value (outside attack 85: a
+record kept each call's copied object graph, 27 MB of memory per 1 MB call; a batch's
+size checks held the loop 1-3.6 s)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from pathlib import Path
+
+from mcp_code_mode.call_args import bounded_args
+from mcp_code_mode.encodable import wire_size
+from mcp_code_mode.runs import RunStore
+from mcp_code_mode.runs.records import MAX_CALL_CHARS
+from mcp_code_mode.runs.trace import RunTrace
+
+from .support import SECRET, TEST_SERVER, ConfigWriter, server_entry, start_gateway
+
+
+def _hidden(text: str) -> str:
+    return text.replace(SECRET, "${MCP_CODE_TEST_SECRET}")
+
+
+def test_a_call_is_traced_as_clipped_redacted_text() -> None:
+    trace = RunTrace("execute_code", "code", None, "pytest", "clipped", _hidden)
+    # the secret straddles the clip: redacted before clipping, none of it is kept
+    text = json.dumps({"text": "x" * 1985 + SECRET + "y" * 900_000})
+    call = trace.call("s", "t", text, len(text))
+    assert call.arguments == _hidden(text)[:MAX_CALL_CHARS]
+    assert SECRET[:6] not in call.arguments and call.bytes_in == len(text)
+    assert trace.chars < 2 * MAX_CALL_CHARS + len("code")  # the run holds text, not the value
+    off = RunTrace("execute_code", "code", None, "pytest", "off", _hidden)
+    assert off.call("s", "t", text, len(text)).arguments == ""
+
+
+async def test_the_text_is_what_is_sent_and_its_size_the_wire_size() -> None:
+    args = {"q": "caf\u00e9 \ud800", "n": [1.5, 2, None]}
+    checked = await bounded_args(args, 1000)
+    assert checked.refused is None and checked.args == {
+        "q": "caf\u00e9 \ufffd",
+        "n": [1.5, 2, None],
+    }
+    assert json.loads(checked.text) == checked.args
+    assert checked.size == wire_size(checked.args, 1000) == len(checked.text.encode())
+
+
+async def test_a_recorded_call_keeps_its_size_and_clipped_text(
+    write_config: ConfigWriter, tmp_path: Path
+) -> None:
+    testsrv = server_entry(TEST_SERVER, env={"TOKEN": "${MCP_CODE_TEST_SECRET}"})
+    gateway = await start_gateway(
+        write_config({"testsrv": testsrv}), runs_db=str(tmp_path / "runs.db")
+    )
+    code = 'len(tools.testsrv.echo(text="x" * 1985 + "' + SECRET + '" + "y" * 300_000))'
+    try:
+        reply = await gateway.execute(code, timeout_s=60)
+    finally:
+        await gateway.aclose()
+    assert reply.ok, reply.error
+    store = RunStore.open(gateway.recorder.path)
+    try:
+        (summary,) = store.list_runs()
+        run = store.get(summary.id)
+    finally:
+        store.close()
+    assert run is not None
+    (call,) = run.calls
+    assert len(call.arguments) == MAX_CALL_CHARS and SECRET[:6] not in call.arguments
+    assert call.bytes_in == len('{"text":""}') + 1985 + len(SECRET) + 300_000
+
+
+async def test_a_batch_of_size_checks_leaves_the_loop_its_turns(
+    write_config: ConfigWriter,
+) -> None:
+    """29 calls of 130,000 integers each (under 1 MB, over the inline mark): their checks
+    ran back to back on the event loop, 3.6 s (attack 85)."""
+    gateway = await start_gateway(write_config({"testsrv": server_entry(TEST_SERVER)}))
+    code = 'len(call_tools([("testsrv", "no_such_tool", {"q": [0] * 130_000})] * 29))'
+    worst, stop = 0.0, asyncio.Event()
+
+    async def beat() -> None:
+        nonlocal worst
+        while not stop.is_set():
+            started = time.perf_counter()
+            await asyncio.sleep(0.005)
+            worst = max(worst, time.perf_counter() - started - 0.005)
+
+    try:
+        await gateway.execute("1", timeout_s=60)  # a worker and the upstream ready
+        beating = asyncio.ensure_future(beat())
+        reply = await gateway.execute(code, timeout_s=120)
+        stop.set()
+        await beating
+    finally:
+        await gateway.aclose()
+    assert reply.ok and reply.result == 29, reply.error
+    assert worst < 1.5, f"the event loop was held {worst:.2f} s"  # generous: 3.6 s before
+
+
+async def test_a_batch_results_share_one_budget(write_config: ConfigWriter) -> None:
+    """Results reach the worker in one message per batch: together they are bounded like
+    one result (24 replies of 9.6 MB took the gateway to 750 MB, attack 85). A result past
+    the budget is a ToolError in its slot; a lone call is not affected."""
+    config = write_config({"testsrv": server_entry(TEST_SERVER)})
+    gateway = await start_gateway(config, max_result_bytes=1_000_000)
+    code = (
+        'out = call_tools([("testsrv", "echo", {"text": "x" * 400_000})] * 3)\n'
+        "failed = [str(o) for o in out if isinstance(o, ToolError)]\n"
+        '[len(failed), failed[0], len(tools.testsrv.echo(text="y" * 450_000))]'
+    )
+    try:
+        reply = await gateway.execute(code, timeout_s=60)
+    finally:
+        await gateway.aclose()
+    assert reply.ok, reply.error
+    count, message, alone = reply.result
+    assert count == 1 and alone == 450_000, reply.result
+    assert "passed 1,000,000 bytes in all (MCP_CODE_MAX_RESULT_BYTES)" in message
