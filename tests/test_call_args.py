@@ -10,11 +10,14 @@ import json
 import time
 from pathlib import Path
 
+import pytest
+
 from mcp_code_mode.call_args import bounded_args
 from mcp_code_mode.encodable import wire_size
 from mcp_code_mode.runs import RunStore
 from mcp_code_mode.runs.records import MAX_CALL_CHARS
 from mcp_code_mode.runs.trace import RunTrace
+from mcp_code_mode.sandbox.protocol import decode
 
 from .support import SECRET, TEST_SERVER, ConfigWriter, server_entry, start_gateway
 
@@ -118,3 +121,55 @@ async def test_a_batch_results_share_one_budget(write_config: ConfigWriter) -> N
     count, message, alone = reply.result
     assert count == 1 and alone == 450_000, reply.result
     assert "passed 1,000,000 bytes in all (MCP_CODE_MAX_RESULT_BYTES)" in message
+
+
+def test_many_secrets_in_the_margin_are_still_redacted() -> None:
+    """Redaction shrinks the text: with many secrets in the margin, one cut at its end
+    came within the kept characters (outside attack 86)."""
+    secret = "s" * 300
+    trace = RunTrace(
+        "execute_code", "", None, "pytest", "clipped", lambda t: t.replace(secret, "$K")
+    )
+    text = secret * 219 + "x" * 1_540 + secret + "tail"  # the last one cut at 67,536
+    call = trace.call("s", "t", text, len(text))
+    assert "s" * 10 not in call.arguments and call.arguments.endswith("$Ktail")
+
+
+async def test_a_batch_budget_charges_text_as_the_worker_gets_it(
+    write_config: ConfigWriter,
+) -> None:
+    """The reply to the worker is ASCII JSON: an emoji is 12 bytes there, so a batch of
+    results counted in characters reached 115 MB (attack 86)."""
+    config = write_config({"testsrv": server_entry(TEST_SERVER)})
+    gateway = await start_gateway(config, max_result_bytes=1_000_000)
+    code = (
+        'out = call_tools([("testsrv", "echo", {"text": "\\U0001F600" * 30_000})] * 3)\n'
+        "sum(isinstance(o, ToolError) for o in out)"
+    )
+    try:
+        reply = await gateway.execute(code, timeout_s=60)
+    finally:
+        await gateway.aclose()
+    assert reply.ok and reply.result == 1, (reply.result, reply.error)  # 360 KB each: 2 fit
+
+
+async def test_integers_too_long_to_parse_cheaply_are_refused_unsent(
+    write_config: ConfigWriter,
+) -> None:
+    gateway = await start_gateway(write_config({"testsrv": server_entry(TEST_SERVER)}))
+    code = (
+        "try:\n    tools.testsrv.echo(text=str(10 ** 700), n=10 ** 700)\nexcept ToolError as e:\n"
+        "    out = str(e)\nout"
+    )
+    try:
+        reply = await gateway.execute(code, timeout_s=60)
+    finally:
+        await gateway.aclose()
+    assert reply.ok and "integers of more than 640 digits" in reply.result, reply
+
+
+def test_the_host_refuses_a_worker_line_with_a_long_integer() -> None:
+    line = ('{"op":"call","calls":[{"args":{"n":' + "9" * 641 + "}}]}").encode()
+    with pytest.raises(ValueError, match="more than 640 digits"):
+        decode(line, host=True)
+    assert decode(line)["calls"][0]["args"]["n"] == int("9" * 641)  # the worker's reading

@@ -113,6 +113,7 @@ class RunRouter:
         self._records: list[ToolCallRecord] = []
         self._limit = max_tool_calls
         self._slots = asyncio.Semaphore(max_concurrent_calls)
+        self._checking = asyncio.Lock()  # one offloaded argument check of this run at a time
         self._tasks: set[asyncio.Task[Any]] = set()
         self._closed = False
 
@@ -153,7 +154,7 @@ class RunRouter:
         if self._closed:
             raise ToolCallFailed(*kept, "the run has ended")
         _check_names(server, tool)
-        checked = await bounded_args(args, self._host.settings.max_call_bytes)
+        checked = await bounded_args(args, self._host.settings.max_call_bytes, self._checking)
         args, refused = checked.args, checked.refused  # an oversized value is kept by nobody
         traced = None if self.trace is None else self.trace.call(*kept, checked.text, checked.size)
         order = len(self._records) - 1
@@ -308,7 +309,12 @@ class RunRouter:
 
 
 async def _size(reply: Reply, stop: int) -> int:
-    return len(reply.text) if reply.text else await size_at_least(reply.value, stop)
+    """What a result costs in the reply to the worker, which is ASCII JSON: a character
+    past ASCII takes up to 3 bytes per UTF-8 byte there (an emoji, 12: attack 86)."""
+    if not reply.text:
+        return await size_at_least(reply.value, stop)
+    text = reply.text
+    return len(text) if text.isascii() else 3 * len(text.encode("utf-8", "surrogatepass"))
 
 
 def _over_budget(budget: ResultBudget) -> str:

@@ -61,7 +61,8 @@ class RunTrace:
     started: float = field(default_factory=time.time)
     calls: list[CallTrace] = field(default_factory=list)
     _clock: float = field(default_factory=time.perf_counter)
-    _kept_chars: int = 0
+    _kept_chars: int = 0  # of results kept
+    _argument_chars: int = 0  # of arguments kept
 
     def call(self, server: str, tool: str, arguments: str, size: int) -> CallTrace:
         """A new call, started now, in the order calls were made; `arguments` its JSON
@@ -72,14 +73,20 @@ class RunTrace:
         kept = "" if self.arguments == "off" else self._kept_arguments(arguments)
         trace = CallTrace(len(self.calls), server, tool, kept, size, round(at, 1))
         self.calls.append(trace)
-        self._kept_chars += len(kept)
+        self._argument_chars += len(kept)
         return trace
 
     def _kept_arguments(self, text: str) -> str:
         """`text` redacted and clipped; redacted with a margin past the clip, so a secret
-        cut by the clip is still found (`_REDACT_MARGIN` longer than any secret)."""
+        cut by the clip is still found (`_REDACT_MARGIN` longer than twice any secret).
+        When redaction shrank the margin by half or more (many secrets in it), a secret cut
+        at its end could come within the clip (outside attack 86): the whole text then."""
         limit = MAX_CALL_CHARS if self.arguments == "clipped" else _FULL_CHARS
-        return self.redact(text[: limit + _REDACT_MARGIN])[:limit]
+        cut = text[: limit + _REDACT_MARGIN]
+        redacted = self.redact(cut)
+        if len(cut) < len(text) and len(redacted) < len(cut) - _REDACT_MARGIN // 2:
+            redacted = self.redact(text)
+        return redacted[:limit]
 
     def end(
         self,
@@ -106,7 +113,7 @@ class RunTrace:
     @property
     def chars(self) -> int:
         """Characters this run holds for its record (code, results and arguments kept)."""
-        return len(self.code) + self._kept_chars
+        return len(self.code) + self._kept_chars + self._argument_chars
 
     def finish(
         self,

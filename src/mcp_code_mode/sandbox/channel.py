@@ -50,7 +50,7 @@ class Channel:
 
     async def send(self, message: HostMessage) -> None:
         """Write one message; raises ConnectionError when the worker is gone."""
-        if json_bytes_at_least(message, _PIECE_BYTES) <= _PIECE_BYTES:
+        if json_bytes_at_least(message, _INLINE_WRITE) <= _INLINE_WRITE:
             self._writer.write(encode(message))
         else:  # a 9.6 MB upstream reply, written in one C call, held the loop 190 ms
             self._writer.write(await offloaded(_encode_in_pieces, message))
@@ -80,7 +80,8 @@ class Channel:
             # A guest's 60 MB batch of calls must not stall the loop that serves other runs,
             # nor a 1 MB line of 330,000 empty lists (attack 85: 18 ms to parse, and the
             # collections its containers set off held the loop 200-400 ms)
-            message = decode(line) if cost < _INLINE_COST else await _decode_in_thread(line)
+            inline = cost < _INLINE_COST
+            message = decode(line, host=True) if inline else await _decode_in_thread(line)
             return as_child_message(message)
         except ValueError as exc:
             raise WorkerCrashed(f"{self._peer} broke the protocol: {exc}") from None
@@ -89,6 +90,7 @@ class Channel:
         self._writer.close()
 
 
+_INLINE_WRITE = 16 << 10  # larger messages are written off the event loop (`offload`)
 _PIECE_BYTES = 256 << 10
 
 
@@ -154,4 +156,4 @@ def _decode_cost(line: bytes) -> int:
 
 
 async def _decode_in_thread(line: bytes) -> dict[str, object]:
-    return await offloaded(functools.partial(decode, line, yielding=True))
+    return await offloaded(functools.partial(decode, line, yielding=True, host=True))

@@ -18,6 +18,7 @@ import json
 from typing import IO, Any, Literal, NotRequired, TypedDict
 
 __all__ = [
+    "MAX_INT_DIGITS",
     "CallRequest",
     "ChildMessage",
     "DoneMessage",
@@ -40,9 +41,14 @@ __all__ = [
     "decode",
     "encode",
     "json_bytes_at_least",
+    "long_integer",
     "over_limit",
     "write_message",
 ]
+
+MAX_INT_DIGITS = 640
+"""The longest integer a worker may send the host (a 2,126-bit number; MCP servers read
+JSON numbers as 64-bit integers or doubles): guest code is refused longer ones unsent."""
 
 QueryKind = Literal["search_tools", "get_tool_docs", "list_servers", "progress"]
 
@@ -215,17 +221,21 @@ def encode(message: Any) -> bytes:
     return json.dumps(message, separators=(",", ":")).encode() + b"\n"
 
 
-def decode(line: bytes, *, yielding: bool = False) -> dict[str, Any]:
+def decode(line: bytes, *, yielding: bool = False, host: bool = False) -> dict[str, Any]:
     """Parse one line; anything but a JSON object is a protocol error (ValueError).
 
     `yielding`: in a thread beside an event loop, numbers are made by Python code, where
     the thread gives the loop its turns; parsed in C, 14,000 integers of 4,299 digits held
-    the GIL for 2.7 s (outside attack 84), 3.5 million floats 0.7 s (attack 85)."""
+    the GIL for 2.7 s (outside attack 84), 3.5 million floats 0.7 s (attack 85). `host`:
+    a worker's line, whose integers have at most `MAX_INT_DIGITS` digits (their parse is
+    quadratic in their length: 14,000 of 4,299 digits took the one offload thread 2 s,
+    while other clients' work waited, attack 86)."""
+    parse_int = _host_int if host else _int if yielding else None
     try:
         if yielding:
-            message = json.loads(line, parse_int=_int, parse_float=_float)
+            message = json.loads(line, parse_int=parse_int, parse_float=_float)
         else:
-            message = json.loads(line)
+            message = json.loads(line, parse_int=parse_int)
     except RecursionError:  # nested deeper than the parser goes
         raise ValueError("protocol message nested too deeply") from None
     if not isinstance(message, dict) or not isinstance(message.get("op"), str):
@@ -234,6 +244,12 @@ def decode(line: bytes, *, yielding: bool = False) -> dict[str, Any]:
 
 
 def _int(text: str) -> int:
+    return int(text)
+
+
+def _host_int(text: str) -> int:
+    if len(text.lstrip("-")) > MAX_INT_DIGITS:
+        raise ValueError(f"an integer of more than {MAX_INT_DIGITS} digits")
     return int(text)
 
 
@@ -256,6 +272,25 @@ def write_message(stream: IO[bytes], message: Any) -> None:
     """Write and flush one message (worker side, blocking)."""
     stream.write(encode(message))
     stream.flush()
+
+
+def long_integer(value: Any) -> str | None:
+    """Why `value` cannot be sent to the host: it holds an integer of more than
+    `MAX_INT_DIGITS` digits (the host refuses the line; see `decode`). Call it on values
+    `over_limit` passed: their nodes are bounded by the limit."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, int) and item.bit_length() > _MAX_INT_BITS:
+            return f"integers of more than {MAX_INT_DIGITS} digits cannot be sent to a tool"
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
+    return None
+
+
+_MAX_INT_BITS = 2126  # 10**640 > 2**2126: a longer int may have more than 640 digits
 
 
 def over_limit(args: Any, max_bytes: int) -> str | None:

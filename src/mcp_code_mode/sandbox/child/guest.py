@@ -31,7 +31,7 @@ from mcp_code_mode.sandbox.child.rules import (
 from mcp_code_mode.sandbox.child.scopes import SelfMatchingTypes
 from mcp_code_mode.sandbox.child.tools_view import MADE, GuestIndex, ToolError, Tools
 from mcp_code_mode.sandbox.child.writes import AttributeTarget, safe_delattr, safe_setattr
-from mcp_code_mode.sandbox.protocol import over_limit
+from mcp_code_mode.sandbox.protocol import long_integer, over_limit
 
 if TYPE_CHECKING:
     from mcp_code_mode.sandbox.protocol import ErrorCode
@@ -162,7 +162,9 @@ class GuestRuntime:
         """Arguments surely over the host's limit are refused here, unsent: the host would
         parse them only to refuse them (outside attacks 82-84)."""
         limit = self._max_call_bytes
-        return None if limit is None else over_limit(spec["args"], limit)
+        if limit is None:
+            return None
+        return over_limit(spec["args"], limit) or long_integer(spec["args"])
 
     def _function(self, spec: GuestFunction) -> Callable[..., Any]:
         """The runtime's method of that name, else a query built from the declaration."""
