@@ -7,17 +7,15 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import time
 from pathlib import Path
-
-import pytest
 
 from mcp_code_mode.call_args import bounded_args
 from mcp_code_mode.encodable import wire_size
 from mcp_code_mode.runs import RunStore
 from mcp_code_mode.runs.records import MAX_CALL_CHARS
 from mcp_code_mode.runs.trace import RunTrace
-from mcp_code_mode.sandbox.protocol import decode
 
 from .support import SECRET, TEST_SERVER, ConfigWriter, server_entry, start_gateway
 
@@ -168,8 +166,11 @@ async def test_integers_too_long_to_parse_cheaply_are_refused_unsent(
     assert reply.ok and "integers of more than 640 digits" in reply.result, reply
 
 
-def test_the_host_refuses_a_worker_line_with_a_long_integer() -> None:
-    line = ('{"op":"call","calls":[{"args":{"n":' + "9" * 641 + "}}]}").encode()
-    with pytest.raises(ValueError, match="more than 640 digits"):
-        decode(line, host=True)
-    assert decode(line)["calls"][0]["args"]["n"] == int("9" * 641)  # the worker's reading
+async def test_a_result_may_hold_long_integers(write_config: ConfigWriter) -> None:
+    """Only tool arguments are bound to MAX_INT_DIGITS: a run's own result is not."""
+    gateway = await start_gateway(write_config({"testsrv": server_entry(TEST_SERVER)}))
+    try:
+        reply = await gateway.execute("import math\nmath.factorial(500)", timeout_s=60)
+    finally:
+        await gateway.aclose()
+    assert reply.ok and reply.result == math.factorial(500), reply.error

@@ -81,7 +81,7 @@ class Channel:
             # nor a 1 MB line of 330,000 empty lists (attack 85: 18 ms to parse, and the
             # collections its containers set off held the loop 200-400 ms)
             inline = cost < _INLINE_COST
-            message = decode(line, host=True) if inline else await _decode_in_thread(line)
+            message = decode(line) if inline else await _decode_in_thread(line)
             return as_child_message(message)
         except ValueError as exc:
             raise WorkerCrashed(f"{self._peer} broke the protocol: {exc}") from None
@@ -156,4 +156,4 @@ def _decode_cost(line: bytes) -> int:
 
 
 async def _decode_in_thread(line: bytes) -> dict[str, object]:
-    return await offloaded(functools.partial(decode, line, yielding=True, host=True))
+    return await offloaded(functools.partial(decode, line, yielding=True))
