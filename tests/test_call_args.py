@@ -16,8 +16,18 @@ from mcp_code_mode.encodable import wire_size
 from mcp_code_mode.runs import RunStore
 from mcp_code_mode.runs.records import MAX_CALL_CHARS
 from mcp_code_mode.runs.trace import RunTrace
+from mcp_code_mode.sandbox.base import ExecutionResult
 
 from .support import SECRET, TEST_SERVER, ConfigWriter, server_entry, start_gateway
+
+
+async def _run(write_config: ConfigWriter, code: str, **settings: object) -> ExecutionResult:
+    """`code` run once on a gateway over the test upstream, with `settings` changed."""
+    gateway = await start_gateway(write_config({"testsrv": server_entry(TEST_SERVER)}), **settings)
+    try:
+        return await gateway.execute(code, timeout_s=60)
+    finally:
+        await gateway.aclose()
 
 
 def _hidden(text: str) -> str:
@@ -104,17 +114,12 @@ async def test_a_batch_results_share_one_budget(write_config: ConfigWriter) -> N
     """Results reach the worker in one message per batch: together they are bounded like
     one result (24 replies of 9.6 MB took the gateway to 750 MB, attack 85). A result past
     the budget is a ToolError in its slot; a lone call is not affected."""
-    config = write_config({"testsrv": server_entry(TEST_SERVER)})
-    gateway = await start_gateway(config, max_result_bytes=1_000_000)
     code = (
         'out = call_tools([("testsrv", "echo", {"text": "x" * 400_000})] * 3)\n'
         "failed = [str(o) for o in out if isinstance(o, ToolError)]\n"
         '[len(failed), failed[0], len(tools.testsrv.echo(text="y" * 450_000))]'
     )
-    try:
-        reply = await gateway.execute(code, timeout_s=60)
-    finally:
-        await gateway.aclose()
+    reply = await _run(write_config, code, max_result_bytes=1_000_000)
     assert reply.ok, reply.error
     count, message, alone = reply.result
     assert count == 1 and alone == 450_000, reply.result
@@ -138,39 +143,26 @@ async def test_a_batch_budget_charges_text_as_the_worker_gets_it(
 ) -> None:
     """The reply to the worker is ASCII JSON: an emoji is 12 bytes there, so a batch of
     results counted in characters reached 115 MB (attack 86)."""
-    config = write_config({"testsrv": server_entry(TEST_SERVER)})
-    gateway = await start_gateway(config, max_result_bytes=1_000_000)
     code = (
         'out = call_tools([("testsrv", "echo", {"text": "\\U0001F600" * 30_000})] * 3)\n'
         "sum(isinstance(o, ToolError) for o in out)"
     )
-    try:
-        reply = await gateway.execute(code, timeout_s=60)
-    finally:
-        await gateway.aclose()
+    reply = await _run(write_config, code, max_result_bytes=1_000_000)
     assert reply.ok and reply.result == 1, (reply.result, reply.error)  # 360 KB each: 2 fit
 
 
 async def test_integers_too_long_to_parse_cheaply_are_refused_unsent(
     write_config: ConfigWriter,
 ) -> None:
-    gateway = await start_gateway(write_config({"testsrv": server_entry(TEST_SERVER)}))
     code = (
         "try:\n    tools.testsrv.echo(text=str(10 ** 700), n=10 ** 700)\nexcept ToolError as e:\n"
         "    out = str(e)\nout"
     )
-    try:
-        reply = await gateway.execute(code, timeout_s=60)
-    finally:
-        await gateway.aclose()
+    reply = await _run(write_config, code)
     assert reply.ok and "integers of more than 640 digits" in reply.result, reply
 
 
 async def test_a_result_may_hold_long_integers(write_config: ConfigWriter) -> None:
     """Only tool arguments are bound to MAX_INT_DIGITS: a run's own result is not."""
-    gateway = await start_gateway(write_config({"testsrv": server_entry(TEST_SERVER)}))
-    try:
-        reply = await gateway.execute("import math\nmath.factorial(500)", timeout_s=60)
-    finally:
-        await gateway.aclose()
+    reply = await _run(write_config, "import math\nmath.factorial(500)")
     assert reply.ok and reply.result == math.factorial(500), reply.error
