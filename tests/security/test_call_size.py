@@ -163,3 +163,27 @@ async def test_a_batch_refuses_only_its_oversized_call(gw: Gateway) -> None:
     assert out["ok"], out
     assert out["result"][:2] == [{"bytes": 12, "utf8": True}, "ToolError"], out
     assert f"over the {LIMIT:,} allowed (MCP_CODE_MAX_CALL_BYTES)" in out["result"][2], out
+
+
+async def test_what_is_checked_is_what_is_sent(sec_gateway: Gateway) -> None:
+    """A guest `int` subclass's `bit_length`, a `dict` subclass's `values`, and a query's
+    arguments (never checked) took 60 MB lines past the worker's checks to the host's one
+    offload thread (outside attack 87): the checks and `encode` now see the same exact
+    built-in copy, and queries are bounded as calls are."""
+    code = (
+        "big = -int('9' * 700)\nout = []\nclass I(int):\n    def bit_length(self):\n"
+        "        return 1\nclass D(dict):\n    def values(self):\n        return []\n"
+        "for attempt in (lambda: search_tools([big]), lambda: get_tool_docs('t', [big] * 2),\n"
+        "                lambda: call_tool('t', 'echo', {'text': [I(big)]}),\n"
+        "                lambda: call_tool('t', 'echo', {'text': D(a=[0.5] * 400_000)})):\n"
+        "    try:\n        attempt()\n        out.append('sent')\n"
+        "    except ToolError as e:\n        out.append(str(e))\n"
+        "[tools.t.echo(text=D(a=1)['a'] and 'ok')] + out"
+    )
+    out = (await sec_gateway.execute(code, timeout_s=60)).to_json()
+    assert out["ok"], out
+    first, *refusals = out["result"]
+    assert first == "ok" and len(refusals) == 4, out["result"]
+    assert all("more than 640 digits" in r for r in refusals[:3]), refusals
+    assert "at least" in refusals[3] and "MCP_CODE_MAX_CALL_BYTES" in refusals[3], refusals
+    assert [c["tool"] for c in out["tool_calls"]] == ["echo"], out["tool_calls"]

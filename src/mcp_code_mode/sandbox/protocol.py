@@ -40,6 +40,7 @@ __all__ = [
     "as_child_message",
     "decode",
     "encode",
+    "exact_json",
     "json_bytes_at_least",
     "long_integer",
     "over_limit",
@@ -264,6 +265,56 @@ def write_message(stream: IO[bytes], message: Any) -> None:
     """Write and flush one message (worker side, blocking)."""
     stream.write(encode(message))
     stream.flush()
+
+
+def exact_json(value: Any, max_bytes: int | None = None) -> Any:
+    """`value` rebuilt from the built-in types alone, each read through its own type's
+    methods: what the size and integer checks walk is then what `encode` writes (a guest
+    `int` subclass's `bit_length`, a `dict` subclass's `values` or a `list` subclass's
+    `__iter__` told the checks one thing and the encoder another: outside attack 87).
+    Anything else is kept for `encode` to refuse. ValueError: deeper than `_EXACT_DEPTH`,
+    or more values than `max_bytes` (each is a byte of JSON at least; a list repeated by
+    reference is copied once per place, so the copy stops there)."""
+    try:
+        return _exact(value, 0, [max_bytes])
+    except _TooMany:
+        raise ValueError(
+            f"the arguments are at least {(max_bytes or 0) + 1:,} bytes of JSON, over the "
+            f"{max_bytes:,} allowed (MCP_CODE_MAX_CALL_BYTES)"
+        ) from None
+
+
+class _TooMany(Exception):
+    """More values than bytes allowed."""
+
+
+def _exact(value: Any, depth: int, left: list[int | None]) -> Any:
+    budget = left[0]
+    if budget is not None:
+        if budget <= 0:
+            raise _TooMany
+        left[0] = budget - 1
+    kind = type(value)
+    if depth > _EXACT_DEPTH:
+        raise ValueError(f"the value is nested deeper than {_EXACT_DEPTH} levels")
+    if value is None or kind is bool:
+        return value
+    if issubclass(kind, str):
+        return str.__str__(value)
+    if issubclass(kind, int):
+        return int.__int__(value)
+    if issubclass(kind, float):
+        return float.__float__(value)
+    if issubclass(kind, dict):
+        pairs = dict.items(value)
+        return {_exact(k, depth, left): _exact(v, depth + 1, left) for k, v in pairs}
+    if issubclass(kind, list | tuple):
+        items = list.__iter__(value) if issubclass(kind, list) else tuple.__iter__(value)
+        return [_exact(item, depth + 1, left) for item in items]
+    return value
+
+
+_EXACT_DEPTH = 200  # as deep as the host sends a value on (`encodable.MAX_DEPTH`)
 
 
 def long_integer(value: Any) -> str | None:

@@ -31,7 +31,7 @@ from mcp_code_mode.sandbox.child.rules import (
 from mcp_code_mode.sandbox.child.scopes import SelfMatchingTypes
 from mcp_code_mode.sandbox.child.tools_view import MADE, GuestIndex, ToolError, Tools
 from mcp_code_mode.sandbox.child.writes import AttributeTarget, safe_delattr, safe_setattr
-from mcp_code_mode.sandbox.protocol import long_integer, over_limit
+from mcp_code_mode.sandbox.protocol import exact_json, long_integer, over_limit
 
 if TYPE_CHECKING:
     from mcp_code_mode.sandbox.protocol import ErrorCode
@@ -162,6 +162,10 @@ class GuestRuntime:
         """Arguments surely over the host's limit are refused here, unsent: the host would
         parse them only to refuse them (outside attacks 82-84)."""
         limit = self._max_call_bytes
+        try:  # what the checks walk and `encode` writes: exact built-in types (attack 87)
+            spec["args"] = exact_json(spec["args"], limit)
+        except ValueError as exc:
+            return str(exc)
         if limit is None:
             return None
         return over_limit(spec["args"], limit) or long_integer(spec["args"])
@@ -205,6 +209,13 @@ class GuestRuntime:
         self._query("progress", {"done": done, "total": total, "message": text})
 
     def _query(self, kind: str, args: dict[str, Any]) -> Any:
+        # bounded as a call's are (a query of 14,000 long integers kept the host's offload
+        # thread 1.2 s: attack 87); its text cut first, as the host reads 1,000 characters
+        spec = {"args": {k: _clipped(v) for k, v in args.items()}}
+        refused = self._over_limit(spec)
+        if refused is not None:
+            raise ToolError(str(args.get("server") or "gateway"), kind, refused)
+        args = spec["args"]
         outcome = self._request({"op": "query", "kind": kind, "args": args})[0]
         if not outcome["ok"]:
             raise ToolError(str(args.get("server") or "gateway"), kind, outcome.get("error", ""))
@@ -306,7 +317,20 @@ def _spec(server: Any, tool: Any, args: Any) -> dict[str, Any]:
         raise TypeError("server and tool must be strings (the original MCP names)")
     if args is not None and not isinstance(args, dict):
         raise TypeError(f"args for {server}.{tool} must be a dict, not {type(args).__name__}")
-    return {"server": server, "tool": tool, "args": args or {}}
+    # the values the checks walk and `encode` writes: exact built-in types (attack 87)
+    return {
+        "server": str.__str__(server),
+        "tool": str.__str__(tool),
+        "args": args or {},
+    }
+
+
+def _clipped(value: Any) -> Any:
+    """A query's text cut to `_QUERY_CHARS` (read through `str`'s own slicing)."""
+    return str.__getitem__(value, slice(_QUERY_CHARS)) if isinstance(value, str) else value
+
+
+_QUERY_CHARS = 4096  # of a query's text; the host reads the first 1,000
 
 
 def _plain(method: Callable[..., Any], name: str) -> Callable[..., Any]:
