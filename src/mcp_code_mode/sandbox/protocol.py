@@ -319,8 +319,8 @@ _EXACT_DEPTH = 200  # as deep as the host sends a value on (`encodable.MAX_DEPTH
 
 def long_integer(value: Any) -> str | None:
     """Why `value` cannot be sent to the host: it holds an integer of more than
-    `MAX_INT_DIGITS` digits (the host refuses the line; see `decode`). Call it on values
-    `over_limit` passed: their nodes are bounded by the limit."""
+    `MAX_INT_DIGITS` digits (the host would parse it in quadratic time). Call it on the
+    `exact_json` copy `over_limit` passed: its nodes are bounded by the limit."""
     stack = [value]
     while stack:
         item = stack.pop()
