@@ -73,6 +73,7 @@ class Conversation:
         router.on_pause(self._pause_worker)
         self._tasks: set[asyncio.Task[None]] = set()
         self._logs_seen = 0  # of the run's log lines, those handed on while it ran
+        self._held: list[Call] = []  # a batch's calls from its earlier pieces
 
     async def run(self, message: RunMessage) -> DoneMessage:
         """Send `message`, answer the worker's requests, return its `done`.
@@ -174,8 +175,15 @@ class Conversation:
             if request["op"] == "call":
                 # before a batch's calls are read: 360,000 of them took seconds of the
                 # event loop to convert only to be refused (outside attack 84)
-                self.router.admit(count)
-            pending = _pending(self.router, request)
+                self.router.admit(len(self._held) + count)
+                if request.get("more") is True:  # a piece of a batch: held until its last
+                    self._hold_piece(request)
+                    await self._reply(request_id, [], paused_before)
+                    return
+                held, self._held = self._held, []
+                pending = _pending(self.router, request, held)
+            else:
+                pending = _pending(self.router, request, [])
         except CodeModeError as exc:  # the batch goes past the run's limit: none is made
             # one outcome, fatal: the worker ends the run at the first (a failure per call
             # of 360,000 made a 10 MB reply, attack 84)
@@ -185,6 +193,16 @@ class Conversation:
             return
         else:
             results = await self._outcomes(pending)
+        await self._reply(request_id, results, paused_before)
+
+    def _hold_piece(self, request: CallRequest) -> None:
+        """Keep a piece's calls, converted, for the batch's last piece (protocol.CallRequest);
+        an empty one is a worker that escaped its guest code, ended by the caller."""
+        if not request["calls"]:
+            raise ValueError("an empty piece of a batch")
+        self._held.extend(_converted(request["calls"]))
+
+    async def _reply(self, request_id: int, results: list[Outcome], paused_before: float) -> None:
         reply: ReplyMessage = {"op": "reply", "id": request_id, "results": results}
         # A person was asked (the worker stopped its clock at `pause` and restarts it at
         # this reply): the host's deadline runs again from here too.
@@ -237,14 +255,24 @@ def _for_worker(message: RunMessage, index_version: int | None) -> RunMessage:
 Pending = Callable[[], Awaitable[Any]]
 
 
-def _pending(router: ToolRouter, request: CallRequest | QueryRequest) -> list[Pending]:
-    """The request's work, each field converted (a worker's request is untrusted); a
-    batch's results share one budget (`ToolRouter.result_budget`)."""
+def _pending(
+    router: ToolRouter, request: CallRequest | QueryRequest, held: list[Call]
+) -> list[Pending]:
+    """The request's work, each field converted (a worker's request is untrusted), after
+    the calls `held` from the batch's earlier pieces; a batch's results share one budget
+    (`ToolRouter.result_budget`)."""
     if request["op"] == "call":
-        calls = [(str(c["server"]), str(c["tool"]), dict(c["args"])) for c in request["calls"]]
+        calls = held + _converted(request["calls"])
         budget = router.result_budget() if len(calls) > 1 else None
         return [functools.partial(router.call, *call, budget=budget) for call in calls]
     return [functools.partial(router.query, str(request["kind"]), dict(request["args"]))]
+
+
+Call = tuple[str, str, dict[str, Any]]
+
+
+def _converted(calls: list[Any]) -> list[Call]:
+    return [(str(c["server"]), str(c["tool"]), dict(c["args"])) for c in calls]
 
 
 def _failed(exc: CodeModeError) -> Outcome:

@@ -18,6 +18,7 @@ import json
 from typing import IO, Any, Literal, NotRequired, TypedDict
 
 __all__ = [
+    "BATCH_PIECE_BYTES",
     "MAX_INT_DIGITS",
     "CallRequest",
     "ChildMessage",
@@ -52,6 +53,13 @@ MAX_INT_DIGITS = 640
 JSON numbers as 64-bit integers or doubles): refused unsent by the worker, whose longer
 integers the host would parse in quadratic time (14,000 of 4,299 digits kept the offload
 thread 2 s while other clients' work waited: outside attack 86). Results are not bound."""
+
+BATCH_PIECE_BYTES = 1 << 20
+"""A `call_tools` batch goes to the host in messages of about this much JSON (one call may
+be larger), each but the last marked `more`: the host then parses no line larger than a
+piece or one call (a batch of 60 calls of 1 MB was one 60 MB line, parsed in one C call
+that held the gateway's event loop 0.2-0.4 s; one of 70 went past `LINE_LIMIT` and ended
+a legal run)."""
 
 QueryKind = Literal["search_tools", "get_tool_docs", "list_servers", "progress"]
 
@@ -112,9 +120,13 @@ class ToolCallSpec(TypedDict):
 
 
 class CallRequest(TypedDict):
+    """Worker → host: calls to make at once. With `more`, only a piece of a batch: the host
+    holds its calls, answers with no results, and makes the whole batch at its last piece."""
+
     op: Literal["call"]
     id: int
     calls: list[ToolCallSpec]
+    more: NotRequired[bool]
 
 
 class QueryRequest(TypedDict):

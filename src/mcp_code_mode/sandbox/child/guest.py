@@ -12,6 +12,7 @@ from __future__ import annotations
 import builtins
 import gc
 import importlib
+import json
 import math
 import sys
 import time
@@ -31,7 +32,12 @@ from mcp_code_mode.sandbox.child.rules import (
 from mcp_code_mode.sandbox.child.scopes import SelfMatchingTypes
 from mcp_code_mode.sandbox.child.tools_view import MADE, GuestIndex, ToolError, Tools
 from mcp_code_mode.sandbox.child.writes import AttributeTarget, safe_delattr, safe_setattr
-from mcp_code_mode.sandbox.protocol import exact_json, long_integer, over_limit
+from mcp_code_mode.sandbox.protocol import (
+    BATCH_PIECE_BYTES,
+    exact_json,
+    long_integer,
+    over_limit,
+)
 
 if TYPE_CHECKING:
     from mcp_code_mode.sandbox.protocol import ErrorCode
@@ -74,6 +80,23 @@ class Submitted(BaseException):
 
 def _submit(**fields: Any) -> None:
     raise Submitted(fields)
+
+
+def _pieces(specs: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """A batch's calls in pieces of about `BATCH_PIECE_BYTES` of JSON, in order (the
+    arguments are `exact_json` copies: measuring them runs no guest code)."""
+    if len(specs) < 2:
+        return [specs]
+    pieces: list[list[dict[str, Any]]] = [[]]
+    size = 0
+    for spec in specs:
+        length = len(json.dumps(spec, separators=(",", ":")))
+        if pieces[-1] and size + length > BATCH_PIECE_BYTES:
+            pieces.append([])
+            size = 0
+        pieces[-1].append(spec)
+        size += length
+    return pieces
 
 
 class GuestRuntime:
@@ -149,7 +172,10 @@ class GuestRuntime:
         specs = [_spec(*_unpack(c)) for c in calls]
         refused = [self._over_limit(s) for s in specs]
         sent = [s for s, why in zip(specs, refused, strict=True) if why is None]
-        answers = iter(self._request({"op": "call", "calls": sent}) if sent else [])
+        *held, last = _pieces(sent)
+        for piece in held:  # the host answers a piece with no results (protocol.CallRequest)
+            self._request({"op": "call", "calls": piece, "more": True})
+        answers = iter(self._request({"op": "call", "calls": last}) if last else [])
         outcomes: list[Any] = [
             next(answers) if why is None else {"ok": False, "error": why} for why in refused
         ]
