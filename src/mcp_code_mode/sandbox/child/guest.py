@@ -12,7 +12,6 @@ from __future__ import annotations
 import builtins
 import gc
 import importlib
-import json
 import math
 import sys
 import time
@@ -22,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from mcp_code_mode.sandbox.child.guards import guest_getattr, safe_hasattr
 from mcp_code_mode.sandbox.child.guest_api import GUEST_API, REQUIRED, GuestFunction
 from mcp_code_mode.sandbox.child.module_view import ImportRefused, ModuleView
+from mcp_code_mode.sandbox.child.outgoing import pieces, refusal
 from mcp_code_mode.sandbox.child.rules import (
     ALWAYS_IMPORTABLE,
     GUEST_MODULE,
@@ -32,12 +32,7 @@ from mcp_code_mode.sandbox.child.rules import (
 from mcp_code_mode.sandbox.child.scopes import SelfMatchingTypes
 from mcp_code_mode.sandbox.child.tools_view import MADE, GuestIndex, ToolError, Tools
 from mcp_code_mode.sandbox.child.writes import AttributeTarget, safe_delattr, safe_setattr
-from mcp_code_mode.sandbox.protocol import (
-    BATCH_PIECE_BYTES,
-    exact_json,
-    long_integer,
-    over_limit,
-)
+from mcp_code_mode.sandbox.protocol import exact_json
 
 if TYPE_CHECKING:
     from mcp_code_mode.sandbox.protocol import ErrorCode
@@ -80,23 +75,6 @@ class Submitted(BaseException):
 
 def _submit(**fields: Any) -> None:
     raise Submitted(fields)
-
-
-def _pieces(specs: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
-    """A batch's calls in pieces of about `BATCH_PIECE_BYTES` of JSON, in order (the
-    arguments are `exact_json` copies: measuring them runs no guest code)."""
-    if len(specs) < 2:
-        return [specs]
-    pieces: list[list[dict[str, Any]]] = [[]]
-    size = 0
-    for spec in specs:
-        length = len(json.dumps(spec, separators=(",", ":")))
-        if pieces[-1] and size + length > BATCH_PIECE_BYTES:
-            pieces.append([])
-            size = 0
-        pieces[-1].append(spec)
-        size += length
-    return pieces
 
 
 class GuestRuntime:
@@ -172,7 +150,7 @@ class GuestRuntime:
         specs = [_spec(*_unpack(c)) for c in calls]
         refused = [self._over_limit(s) for s in specs]
         sent = [s for s, why in zip(specs, refused, strict=True) if why is None]
-        *held, last = _pieces(sent)
+        *held, last = pieces(sent)
         for piece in held:  # the host answers a piece with no results (protocol.CallRequest)
             self._request({"op": "call", "calls": piece, "more": True})
         answers = iter(self._request({"op": "call", "calls": last}) if last else [])
@@ -192,9 +170,7 @@ class GuestRuntime:
             spec["args"] = exact_json(spec["args"], limit)
         except ValueError as exc:
             return str(exc)
-        if limit is None:
-            return None
-        return over_limit(spec["args"], limit) or long_integer(spec["args"])
+        return None if limit is None else refusal(spec["args"], limit)
 
     def _function(self, spec: GuestFunction) -> Callable[..., Any]:
         """The runtime's method of that name, else a query built from the declaration."""
