@@ -7,6 +7,7 @@ and its transport kinds are `server_config`'s.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -52,12 +53,23 @@ class GatewayConfig(BaseModel):
     def redact(self, text: str) -> str:
         """`text` with every value a `${VAR}` expanded to shown as `${VAR}` again, also as
         JSON and Python spell it inside a string (a value with `"`, `\\` or non-ASCII
-        characters is written escaped in a JSON result or a repr)."""
+        characters is written escaped in a JSON result or a repr); the longest spelling
+        first where two overlap. One pass of one pattern: building the spellings on each
+        call made redacting 100,000 log lines take 3 s with 9 secrets (outside attack 88)."""
+        if not self.secrets:
+            return text
+        pattern, names = self._redaction
+        return pattern.sub(lambda found: names[found.group()], text)
+
+    @functools.cached_property
+    def _redaction(self) -> tuple[re.Pattern[str], dict[str, str]]:
+        """One pattern of every secret's spellings, longest first, and the name of each."""
+        names: dict[str, str] = {}
         for value, name in self.secrets:
             for form in _spellings(value):
-                if form in text:
-                    text = text.replace(form, name)
-        return text
+                names.setdefault(form, name)
+        ordered = sorted(names, key=len, reverse=True)
+        return re.compile("|".join(map(re.escape, ordered))), names
 
     @model_validator(mode="before")
     @classmethod

@@ -35,6 +35,7 @@ from .runs.log_stream import RunLogStream
 from .runs.progress import MESSAGE_CHARS, RunProgress
 from .runs.trace import CallTrace, RunTrace
 from .sandbox.base import ToolCallRecord
+from .sandbox.protocol import MAX_NAME_CHARS
 from .tool_formatter import load_tokenizer
 from .tool_results import JSON, Reply, ResultBudget
 
@@ -44,10 +45,10 @@ if TYPE_CHECKING:
     from .runs.spans import RunOutcome, RunSpans
     from .settings import Settings
 
-__all__ = ["MAX_NAME_CHARS", "RECORD_NAME_CHARS", "Admission", "RouterHost", "RunRouter"]
+__all__ = ["RECORD_NAME_CHARS", "Admission", "RouterHost", "RunRouter"]
 
-MAX_NAME_CHARS = 1000  # a server or tool name longer than this is refused unsent
 RECORD_NAME_CHARS = 200  # of a name, what a run's records (and its errors) keep
+_MARGIN = 64 * 1024  # redacted past a cut: a secret the cut splits is still found
 
 
 Admission = Callable[[bool], Awaitable[None]]
@@ -103,8 +104,10 @@ class RunRouter:
         max_tool_calls: int,
         max_concurrent_calls: int,
         trace: RunTrace | None = None,
+        redact: Callable[[str], str] | None = None,
     ) -> None:
         self._host = host
+        self._redact = redact  # what a client is sent while the run works passes it first
         self.trace = trace  # the run's record in the making (None: runs are not recorded)
         self.spans: RunSpans | None = None  # the run's spans (None: no tracer is configured)
         self._progress: RunProgress | None = None  # for the client (None: it did not ask)
@@ -248,7 +251,12 @@ class RunRouter:
         return self._approvals.paused_s
 
     def logs_to(self) -> Callable[[list[str]], Awaitable[bool]] | None:
-        return None if self._logs is None else self._logs.send
+        if self._logs is None or self._redact is None:
+            return None if self._logs is None else self._logs.send
+        send, redact = self._logs.send, self._redact
+        # whole lines, before the stream clips them (a secret an upstream handed back and
+        # guest code logged went out as it was: outside attack 88)
+        return lambda lines: send([redact(line) for line in lines])
 
     def on_pause(self, notify: Callable[[], Awaitable[None]]) -> None:
         self._approvals.before_asking = notify
@@ -295,6 +303,10 @@ class RunRouter:
     def records(self) -> list[ToolCallRecord]:
         return list(self._records)
 
+    def _shown(self, text: str) -> str:
+        """`text` redacted, with a margin past what is kept for a secret the clip cuts."""
+        return text if self._redact is None else self._redact(text[: MESSAGE_CHARS + _MARGIN])
+
     def _report(self, args: dict[str, Any]) -> None:
         """Check guest code's `progress(done, total=None, message=None)` and pass it on."""
         done, total, message = args.get("done"), args.get("total"), args.get("message")
@@ -304,7 +316,9 @@ class RunRouter:
         if message is not None and not isinstance(message, str):
             raise UnknownToolError("progress(): message must be a str")
         if self._progress is not None:
-            shown = None if message is None else clean_text(clip(message, MESSAGE_CHARS))
+            shown = (
+                None if message is None else clean_text(clip(self._shown(message), MESSAGE_CHARS))
+            )
             self._progress.report(numbers[0], numbers[1], shown)
 
 
@@ -336,8 +350,8 @@ def _check_names(server: str, tool: str) -> None:
             raise ToolCallFailed(
                 _shown(server),
                 _shown(tool),
-                f"the {what} name is {len(name):,} characters, over the {MAX_NAME_CHARS:,} "
-                "a name may have; the call was not sent",
+                f"the {what} name is longer than the {MAX_NAME_CHARS:,} characters a name "
+                "may have; the call was not sent",
             )
 
 

@@ -8,7 +8,8 @@ from pathlib import Path
 
 from mcp_code_mode.gateway import ERROR_CHARS, Gateway
 from mcp_code_mode.memory import release_free_memory
-from mcp_code_mode.run_router import MAX_NAME_CHARS, RECORD_NAME_CHARS
+from mcp_code_mode.run_router import RECORD_NAME_CHARS
+from mcp_code_mode.sandbox.protocol import MAX_NAME_CHARS
 
 CLIP_NOTE = 40  # "… [N more characters cut]"
 
@@ -22,7 +23,7 @@ async def test_huge_names_are_refused_unsent_and_kept_clipped(gateway: Gateway) 
     assert out["ok"], out
     message = out["result"]
     assert len(message) < 2 * (RECORD_NAME_CHARS + CLIP_NOTE) + 200
-    assert f"over the {MAX_NAME_CHARS:,}" in message and "not sent" in message
+    assert f"longer than the {MAX_NAME_CHARS:,}" in message and "not sent" in message
     (record,) = out["tool_calls"]
     assert not record["ok"]
     assert len(record["server"]) <= RECORD_NAME_CHARS + CLIP_NOTE
@@ -35,7 +36,7 @@ async def test_a_long_name_of_a_real_server_is_refused_too(gateway: Gateway) -> 
         "except ToolError as e:\n    r = e.message\nr"
     )
     out = (await gateway.execute(code)).to_json()
-    assert "the tool name is 1,001 characters" in out["result"], out
+    assert "the tool name is longer than the 1,000 characters" in out["result"], out
 
 
 async def test_an_upstreams_long_error_text_is_clipped(gateway: Gateway) -> None:

@@ -2,7 +2,8 @@
 
 One class for every kind of worker (a forked local worker on a Unix socket, a Deno runner
 on stdin/stdout): what arrives is untrusted (guest code may write raw lines), so every
-line is size-limited, parsed, and checked against the protocol's message types.
+line is size-limited (to what the run's limits let a worker send: `line_bound`), parsed,
+and checked against the protocol's message types.
 """
 
 from __future__ import annotations
@@ -11,20 +12,22 @@ import asyncio
 import functools
 import json
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, cast
 
 from ..errors import WorkerCrashed
 from ..offload import offloaded
 from .protocol import (
+    BATCH_PIECE_BYTES,
     ChildMessage,
     HostMessage,
+    RunMessage,
     as_child_message,
     decode,
     encode,
     json_bytes_at_least,
 )
 
-__all__ = ["LINE_LIMIT", "Channel"]
+__all__ = ["LINE_LIMIT", "Channel", "line_bound"]
 
 LINE_LIMIT = 64 * 1024 * 1024
 """The largest line accepted from a worker (give it as the StreamReader's `limit`)."""
@@ -47,9 +50,12 @@ class Channel:
         self._reader = reader
         self._writer = writer
         self._peer = peer  # "worker" or "runner", for messages
+        self._bound = LINE_LIMIT  # the longest line taken now: see `line_bound`
 
     async def send(self, message: HostMessage) -> None:
         """Write one message; raises ConnectionError when the worker is gone."""
+        if message.get("op") == "run":
+            self._bound = line_bound(cast("RunMessage", message))
         if json_bytes_at_least(message, _INLINE_WRITE) <= _INLINE_WRITE:
             self._writer.write(encode(message))
         else:  # a 9.6 MB upstream reply, written in one C call, held the loop 190 ms
@@ -70,6 +76,11 @@ class Channel:
             return None
         if not line:
             return None
+        if len(line) > self._bound:
+            raise WorkerCrashed(
+                f"{self._peer} sent a message of {len(line):,} bytes, longer than its run's "
+                f"limits let it be ({self._bound:,})"
+            )
         cost = _decode_cost(line) if len(line) >= _COUNTED_BYTES else len(line)
         if cost > _DECODE_BUDGET:
             raise WorkerCrashed(
@@ -90,6 +101,23 @@ class Channel:
         self._writer.close()
 
 
+def line_bound(run: RunMessage) -> int:
+    """The longest line a worker following the protocol sends during `run`, bytes.
+
+    Its `done`: output of at most `max_output_chars` characters counted, stdout and logs
+    each kept to it (the count stops a write after it is kept), each character at most 12
+    bytes as escaped JSON (an astral one is a surrogate pair), and an error message cut to
+    a few thousand characters. A call: a batch's piece (`BATCH_PIECE_BYTES`) or one call of
+    at most `max_call_bytes` of UTF-8 (at most 3 bytes escaped each; the worker measures
+    what a bound cannot prove fits) and names cut past `MAX_NAME_CHARS`. A longer line is
+    a worker that escaped its guest code: refused unparsed (at 64 MB, parsing one held
+    the gateway's event loop 0.2-0.4 s, or its offload thread over a second)."""
+    output = 2 * 12 * int(run["max_output_chars"])
+    call = max(BATCH_PIECE_BYTES, 3 * int(run.get("max_call_bytes", LINE_LIMIT)))
+    return min(LINE_LIMIT, max(output, call) + _FRAMING)
+
+
+_FRAMING = 64 << 10  # keys, names, an error message, as escaped JSON
 _INLINE_WRITE = 16 << 10  # larger messages are written off the event loop (`offload`)
 _PIECE_BYTES = 256 << 10
 

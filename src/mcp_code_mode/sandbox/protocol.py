@@ -19,7 +19,7 @@ from typing import IO, Any, Literal, NotRequired, TypedDict
 
 __all__ = [
     "BATCH_PIECE_BYTES",
-    "MAX_INT_DIGITS",
+    "MAX_NAME_CHARS",
     "CallRequest",
     "ChildMessage",
     "DoneMessage",
@@ -41,18 +41,14 @@ __all__ = [
     "as_child_message",
     "decode",
     "encode",
-    "exact_json",
     "json_bytes_at_least",
-    "long_integer",
     "over_limit",
     "write_message",
 ]
 
-MAX_INT_DIGITS = 640
-"""The longest integer guest code may send a tool (a 2,126-bit number; MCP servers read
-JSON numbers as 64-bit integers or doubles): refused unsent by the worker, whose longer
-integers the host would parse in quadratic time (14,000 of 4,299 digits kept the offload
-thread 2 s while other clients' work waited: outside attack 86). Results are not bound."""
+MAX_NAME_CHARS = 1000
+"""The longest server or tool name a call may give: the worker cuts a longer one just past
+it (a 20 MB name was a 20 MB line for the host to parse), the host refuses it unsent."""
 
 BATCH_PIECE_BYTES = 1 << 20
 """A `call_tools` batch goes to the host in messages of about this much JSON (one call may
@@ -277,75 +273,6 @@ def write_message(stream: IO[bytes], message: Any) -> None:
     """Write and flush one message (worker side, blocking)."""
     stream.write(encode(message))
     stream.flush()
-
-
-def exact_json(value: Any, max_bytes: int | None = None) -> Any:
-    """`value` rebuilt from the built-in types alone, each read through its own type's
-    methods: what the size and integer checks walk is then what `encode` writes (a guest
-    `int` subclass's `bit_length`, a `dict` subclass's `values` or a `list` subclass's
-    `__iter__` told the checks one thing and the encoder another: outside attack 87).
-    Anything else is kept for `encode` to refuse. ValueError: deeper than `_EXACT_DEPTH`,
-    or more values than `max_bytes` (each is a byte of JSON at least; a list repeated by
-    reference is copied once per place, so the copy stops there)."""
-    try:
-        return _exact(value, 0, [max_bytes])
-    except _TooMany:
-        raise ValueError(
-            f"the arguments are at least {(max_bytes or 0) + 1:,} bytes of JSON, over the "
-            f"{max_bytes:,} allowed (MCP_CODE_MAX_CALL_BYTES)"
-        ) from None
-
-
-class _TooMany(Exception):
-    """More values than bytes allowed."""
-
-
-def _exact(value: Any, depth: int, left: list[int | None]) -> Any:
-    budget = left[0]
-    if budget is not None:
-        if budget <= 0:
-            raise _TooMany
-        left[0] = budget - 1
-    kind = type(value)
-    if depth > _EXACT_DEPTH:
-        raise ValueError(f"the value is nested deeper than {_EXACT_DEPTH} levels")
-    if value is None or kind is bool:
-        return value
-    if issubclass(kind, str):
-        return str.__str__(value)
-    if issubclass(kind, int):
-        return int.__int__(value)
-    if issubclass(kind, float):
-        return float.__float__(value)
-    if issubclass(kind, dict):
-        pairs = dict.items(value)
-        return {_exact(k, depth, left): _exact(v, depth + 1, left) for k, v in pairs}
-    if issubclass(kind, list | tuple):
-        items = list.__iter__(value) if issubclass(kind, list) else tuple.__iter__(value)
-        return [_exact(item, depth + 1, left) for item in items]
-    return value
-
-
-_EXACT_DEPTH = 200  # as deep as the host sends a value on (`encodable.MAX_DEPTH`)
-
-
-def long_integer(value: Any) -> str | None:
-    """Why `value` cannot be sent to the host: it holds an integer of more than
-    `MAX_INT_DIGITS` digits (the host would parse it in quadratic time). Call it on the
-    `exact_json` copy `over_limit` passed: its nodes are bounded by the limit."""
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, int) and item.bit_length() > _MAX_INT_BITS:
-            return f"integers of more than {MAX_INT_DIGITS} digits cannot be sent to a tool"
-        if isinstance(item, dict):
-            stack.extend(item.values())
-        elif isinstance(item, list | tuple):
-            stack.extend(item)
-    return None
-
-
-_MAX_INT_BITS = 2126  # 10**640 > 2**2126: a longer int may have more than 640 digits
 
 
 def over_limit(args: Any, max_bytes: int) -> str | None:

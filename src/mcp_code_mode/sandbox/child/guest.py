@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from mcp_code_mode.sandbox.child.guards import guest_getattr, safe_hasattr
 from mcp_code_mode.sandbox.child.guest_api import GUEST_API, REQUIRED, GuestFunction
 from mcp_code_mode.sandbox.child.module_view import ImportRefused, ModuleView
-from mcp_code_mode.sandbox.child.outgoing import pieces, refusal
+from mcp_code_mode.sandbox.child.outgoing import exact_json, pieces, refusal
 from mcp_code_mode.sandbox.child.rules import (
     ALWAYS_IMPORTABLE,
     GUEST_MODULE,
@@ -32,7 +32,7 @@ from mcp_code_mode.sandbox.child.rules import (
 from mcp_code_mode.sandbox.child.scopes import SelfMatchingTypes
 from mcp_code_mode.sandbox.child.tools_view import MADE, GuestIndex, ToolError, Tools
 from mcp_code_mode.sandbox.child.writes import AttributeTarget, safe_delattr, safe_setattr
-from mcp_code_mode.sandbox.protocol import exact_json
+from mcp_code_mode.sandbox.protocol import MAX_NAME_CHARS
 
 if TYPE_CHECKING:
     from mcp_code_mode.sandbox.protocol import ErrorCode
@@ -53,7 +53,9 @@ plain query, one `GuestRuntime.namespace` builds from its declaration."""
 Requester = Callable[[dict[str, Any]], list[dict[str, Any]]]
 
 PROGRESS_EVERY_S = 0.1  # progress() goes to the host at most this often (the last one always)
-_PROGRESS_MESSAGE_CHARS = 200
+_PROGRESS_MESSAGE_CHARS = 1000
+"""Of a `progress()` message, what goes to the host, which shows 200 once it has redacted
+them: a secret this cut split would reach the client as its first characters."""
 
 
 class Fatal(BaseException):
@@ -320,9 +322,11 @@ def _spec(server: Any, tool: Any, args: Any) -> dict[str, Any]:
     if args is not None and not isinstance(args, dict):
         raise TypeError(f"args for {server}.{tool} must be a dict, not {type(args).__name__}")
     # the values the checks walk and `encode` writes: exact built-in types (attack 87)
+    # a name past the limit is cut just past it, for the host to refuse (and record) as
+    # it is: a 20 MB name was a 20 MB line for it to parse
     return {
-        "server": str.__str__(server),
-        "tool": str.__str__(tool),
+        "server": str.__str__(server)[: MAX_NAME_CHARS + 1],
+        "tool": str.__str__(tool)[: MAX_NAME_CHARS + 1],
         "args": args or {},
     }
 

@@ -1,0 +1,129 @@
+"""The lines a worker sends are bounded by its run's limits (`channel.line_bound`), and the
+host parses none longer.
+
+A `call_tools` batch reaches the host in pieces of about `BATCH_PIECE_BYTES` and is made
+whole at its last (protocol.CallRequest). A batch of 70 legal 1 MB calls was one line past
+`LINE_LIMIT`, which ended the run as an executor error; one of 60 was parsed in one C call
+that held the gateway's event loop 0.2-0.4 s (outside attack 86). The worst legal lines
+(output and calls of the widest characters) stay within the bound on both executors."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+from pathlib import Path
+
+import pytest
+
+from mcp_code_mode.errors import WorkerCrashed
+from mcp_code_mode.gateway import Gateway
+from mcp_code_mode.sandbox.channel import LINE_LIMIT, Channel, line_bound
+from mcp_code_mode.sandbox.protocol import BATCH_PIECE_BYTES, RunMessage, encode
+
+from ..conftest import require_pyodide
+from ..support import TEST_SERVER, server_entry, start_gateway
+
+
+async def test_a_batch_longer_than_a_worker_line_is_made_whole(gateway: Gateway) -> None:
+    calls = LINE_LIMIT // 990_000 + 5  # each under MCP_CODE_MAX_CALL_BYTES, all over the line
+    code = (
+        'text = "n" * 990_000\n'
+        f'got = call_tools([("notes", "search_notes", {{"query": text + str(i)}}) '
+        f"for i in range({calls})])\n"
+        "[type(r).__name__ for r in got]"
+    )
+    reply = await gateway.execute(code, timeout_s=120)
+    assert reply.ok, reply.error
+    assert len(reply.result) == calls and "ToolError" not in reply.result
+    assert sum(getattr(call, "count", 1) for call in reply.tool_calls) == calls
+
+
+async def test_pieces_keep_the_batch_order(any_gateway: Gateway) -> None:
+    size = BATCH_PIECE_BYTES * 2 // 5  # two calls a piece: five calls in three pieces
+    code = (
+        f'texts = [str(i) * {size} for i in range(5)] + ["short"]\n'
+        'got = call_tools([("testsrv", "echo", {"text": t}) for t in texts])\n'
+        "[(r[:1], len(r)) if isinstance(r, str) else repr(r) for r in got]"
+    )
+    reply = await any_gateway.execute(code, timeout_s=120)
+    assert reply.ok, reply.error
+    assert reply.result == [[str(i), size] for i in range(5)] + [["s", 5]]
+
+
+async def test_a_batch_past_the_call_limit_makes_none_of_its_calls(tmp_path: Path) -> None:
+    path = tmp_path / "mcp_servers.json"
+    path.write_text(json.dumps({"servers": {"t": server_entry(TEST_SERVER)}}), encoding="utf-8")
+    gateway = await start_gateway(path, max_tool_calls=4)
+    size = BATCH_PIECE_BYTES // 3  # the limit is passed at the second piece
+    code = f'call_tools([("t", "echo", {{"text": "x" * {size}}})] * 6)'
+    try:
+        reply = await gateway.execute(code, timeout_s=60)
+    finally:
+        await gateway.aclose()
+    assert reply.error is not None and reply.error.type == "TOOL_CALL_LIMIT"
+    assert reply.tool_calls == []
+
+
+async def test_a_line_longer_than_its_run_allows_is_refused_unparsed() -> None:
+    left, right = socket.socketpair()
+    reader, host_writer = await asyncio.open_connection(sock=left, limit=LINE_LIMIT)
+    _, worker = await asyncio.open_connection(sock=right, limit=LINE_LIMIT)
+    host = Channel(reader, host_writer, peer="worker")
+    run: RunMessage = {
+        "op": "run",
+        "code": "1",
+        "input": None,
+        "index_version": 1,
+        "timeout_s": 1.0,
+        "max_output_chars": 1000,
+        "max_call_bytes": 1000,
+    }
+    await host.send(run)
+    bound = line_bound(run)
+    assert bound < LINE_LIMIT // 10
+    empty = len(encode({"op": "query", "id": 1, "kind": "progress", "args": {"message": ""}}))
+    try:
+        for size in (bound, bound + 1):
+            text = "x" * (size - empty)
+            worker.write(
+                encode({"op": "query", "id": 1, "kind": "progress", "args": {"message": text}})
+            )
+            if size == bound:
+                assert (await host.receive())["args"] == {"message": text}  # type: ignore[typeddict-item]
+            else:
+                with pytest.raises(WorkerCrashed, match="longer than its run's limits"):
+                    await host.receive()
+    finally:
+        worker.close()
+        host.close()
+
+
+@pytest.mark.parametrize("executor", ["local", "pyodide"])
+async def test_the_widest_legal_output_is_within_the_bound(tmp_path: Path, executor: str) -> None:
+    """Logs kept to the limit, then stdout kept to it too, of astral characters (12 bytes
+    each as escaped JSON), and a long error: the largest `done` a run can make."""
+    if executor == "pyodide":
+        require_pyodide()
+    path = tmp_path / "mcp_servers.json"
+    path.write_text(json.dumps({"servers": {}}), encoding="utf-8")
+    gateway = await start_gateway(path, max_output_chars=200_000, executor=executor)
+    code = (
+        'log("\U0001f600" * 199_990)\n'
+        'print("\U0001f600" * 200_000)\n'
+        'raise ValueError("\U0001f600" * 100_000)'
+    )
+    try:
+        reply = await gateway.execute(code, timeout_s=60)
+    finally:
+        await gateway.aclose()
+    assert reply.error is not None and reply.error.type == "OUTPUT_LIMIT", reply.error
+
+
+async def test_the_widest_legal_call_is_within_the_bound(any_gateway: Gateway) -> None:
+    """A call of the most escaped JSON its UTF-8 size allows: 2-byte characters, 6 bytes
+    each as the worker writes them."""
+    code = 'len(call_tool("testsrv", "echo", {"text": "\u00e9" * 499_990}))'
+    reply = await any_gateway.execute(code, timeout_s=60)
+    assert reply.ok, reply.error
+    assert reply.result == 499_990

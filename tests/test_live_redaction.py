@@ -1,0 +1,63 @@
+"""What a client is sent while a run works is redacted as its result is (contract §7): a
+secret an upstream hands back, logged or reported by guest code, went out as it was in live
+log messages and progress notifications (outside attack 88)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from fastmcp import Client
+from fastmcp.client.logging import LogMessage
+
+from mcp_code_mode.config import GatewayConfig
+from mcp_code_mode.executor_server import build_server
+
+from .support import SECRET, TEST_SERVER, ConfigWriter, server_entry, start_gateway
+
+LEAKER = """
+secret = tools.testsrv.env(name="TOKEN")
+log("the token is", secret)
+log("x" * 1990 + secret)  # cut by the stream's clip
+progress(2, 2, "y" * 190 + secret)  # cut by the message's clip (the last is always sent)
+"done"
+"""
+
+
+async def test_live_logs_and_progress_are_redacted(write_config: ConfigWriter) -> None:
+    testsrv = server_entry(TEST_SERVER, env={"TOKEN": "${MCP_CODE_TEST_SECRET}"})
+    gateway = await start_gateway(write_config({"testsrv": testsrv}))
+    logs: list[str] = []
+    progress: list[str] = []
+
+    async def on_log(message: LogMessage) -> None:
+        logs.append(str(message.data))
+
+    async def on_progress(done: float, total: float | None, message: str | None) -> None:
+        progress.append(str(message))
+
+    try:
+        async with Client(
+            build_server(gateway), log_handler=on_log, progress_handler=on_progress
+        ) as client:
+            result = await client.call_tool("execute_code", {"code": LEAKER})
+            await asyncio.sleep(0.5)  # the client runs each handler in a task of its own
+    finally:
+        await gateway.aclose()
+    assert result.structured_content is not None and result.structured_content["ok"]
+    sent = "\n".join(logs + progress)
+    assert "the token is ${MCP_CODE_TEST_SECRET}" in sent
+    assert "y" * 190 + "${MCP" in sent
+    assert SECRET[:8] not in sent, sent[-300:]
+
+
+def test_many_lines_redact_in_linear_time() -> None:
+    """100,000 log lines and 9 secrets: 3 s when each call built every spelling again."""
+    secrets = tuple((f"sk-live-{i}-{'q' * 20}", f"${{K{i}}}") for i in range(9))
+    config = GatewayConfig(servers={}, secrets=secrets)
+    lines: list[Any] = [""] * 100_000 + [f"a {secrets[3][0]} b"]
+    started = time.perf_counter()
+    redacted = [config.redact(line) for line in lines]
+    assert time.perf_counter() - started < 1.0  # generous: 0.06 s here
+    assert redacted[-1] == "a ${K3} b"
