@@ -42,6 +42,23 @@ async def test_typing_subscripts_are_not_cached_under_guest_keys(sec_gateway: Ga
     ], out
 
 
+async def test_a_descriptor_cannot_show_the_cache_objects_methods(sec_gateway: Gateway) -> None:
+    """Read on the class, the descriptors answer `object.__eq__` and `object.__hash__`; an
+    instance gets the run's own (outside attack 88)."""
+    code = (
+        "import typing\nclass EqD:\n    def __get__(self, inst, owner=None):\n"
+        "        return object.__eq__ if inst is None else (lambda other: True)\n"
+        "class HashD:\n    def __get__(self, inst, owner=None):\n"
+        "        return object.__hash__ if inst is None else (lambda: hash(int))\n"
+        "class X:\n    __eq__ = EqD()\n    __hash__ = HashD()\n"
+        "typing.List[X()], typing.Tuple[X()]\n"
+        "[repr(typing.List[int]), repr(typing.Tuple[int])]"
+    )
+    out = await attempt(sec_gateway, code)
+    assert error_type(out) == "OK", out
+    assert out["result"] == ["typing.List[int]", "typing.Tuple[int]"], out
+
+
 async def test_flag_pseudo_members_are_filed_under_exact_ints(sec_gateway: Gateway) -> None:
     code = (
         "import re, enum\nclass G(int):\n    def __hash__(self):\n"

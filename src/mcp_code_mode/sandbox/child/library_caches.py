@@ -102,6 +102,23 @@ def _library_keys_only(cached: Callable[..., Any]) -> Callable[..., Any]:
     return checked
 
 
+def _own(kind: type, name: str) -> Any:
+    """What `kind`'s instances get for `name`, as its classes hold it: read on the class, a
+    descriptor of the run's answered `object.__eq__` while an instance got the run's own
+    function (outside attack 88)."""
+    for base in _MRO(kind):
+        found = _CLASS_DICT(base).get(name, _MISSING)
+        if found is not _MISSING:
+            return found
+    return _MISSING
+
+
+_MRO = type.__dict__["__mro__"].__get__
+_CLASS_DICT = type.__dict__["__dict__"].__get__
+_OBJECT_EQ, _OBJECT_HASH = object.__dict__["__eq__"], object.__dict__["__hash__"]
+_MISSING = object()
+
+
 def _library_key(value: Any, depth: int) -> bool:
     """Whether hashing and comparing `value` runs no code the run defined: exact scalars,
     classes (every metaclass is the library's), tuples of these, objects compared by
@@ -113,7 +130,7 @@ def _library_key(value: Any, depth: int) -> bool:
         return True
     if kind is tuple:
         return all(_library_key(item, depth + 1) for item in value)
-    identity = kind.__eq__ is object.__eq__ and kind.__hash__ is object.__hash__
+    identity = _own(kind, "__eq__") is _OBJECT_EQ and _own(kind, "__hash__") is _OBJECT_HASH
     if identity or not made_before_run(kind):
         return identity
     if kind.__module__ != "typing" and not any(kind is k for k in _ALIASES):
