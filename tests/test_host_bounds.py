@@ -80,3 +80,13 @@ def test_the_default_cap_leaves_half_the_memory() -> None:
 
 def _total_mb() -> int:
     return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") >> 20
+
+
+async def test_the_worker_charges_a_log_line_what_it_adds_to_the_reply(gateway: Gateway) -> None:
+    """An empty line is three characters of the reply's `logs` (quotes and a comma): charged
+    one, 100,000 of them went to the host to be cut there, 3 s of its event loop when it
+    redacted them (outside attack 88). The worker stops the run at the budget itself."""
+    reply = await gateway.execute('for i in range(40_000):\n    log("")', timeout_s=60)
+    assert reply.error is not None and reply.error.type == "OUTPUT_LIMIT"
+    assert reply.error.message.startswith("output (stdout + logs + result) exceeded")
+    assert 0 < len(reply.logs) <= 100_000 // 3

@@ -30,7 +30,7 @@ from .runs.progress import RunProgress
 from .runs.telemetry import RunTelemetry, flush
 from .sandbox.base import ExecutionResult, Executor, GuestIndex, Session
 from .sandbox.executor import SandboxExecutor
-from .sandbox.reply import bound_reply
+from .sandbox.reply import bounded
 from .settings import Settings, cache_root
 from .tool_formatter import count_tokens
 from .tool_results import JSON, Reply, parse_input, result_text, text_chars, unwrap_result
@@ -236,7 +236,7 @@ class Gateway:
         if result.error is not None:  # it may quote an upstream's names: shown to a model
             result.error.message = clean_text(result.error.message)
         redact = self.config.redact if self.config.secrets else None
-        reply = bound_reply(result, self.settings.max_output_chars, redact)
+        reply = await bounded(result, self.settings.max_output_chars, redact)
         self.recorder.finish(trace, lambda: reply.model_dump(mode="json"))
         router.ended(reply)  # the run's span
         return reply

@@ -28,7 +28,7 @@ from .conversation import Conversation, Hold
 from .launchers import launcher_for
 from .pool import WorkerPool
 from .protocol import DoneMessage, RunMessage
-from .results import KILL_GRACE_S, check_code, from_done
+from .results import KILL_GRACE_S, check_code, result_of
 
 __all__ = ["SandboxExecutor", "runs_that_fit"]
 
@@ -121,7 +121,7 @@ class SandboxExecutor:
         try:
             async with self.run_slots, asyncio.timeout(timeout_s + KILL_GRACE_S) as clock:
                 done = await self._attempt(message, router, produced, Hold(clock))
-            result = from_done(done, self.limits.max_output_chars)
+            result = await result_of(done, self.limits.max_output_chars)
         except TimeoutError:
             result = ExecutionResult.failure(
                 ErrorType.TIMEOUT,

@@ -11,11 +11,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..errors import ErrorType, WorkerCrashed
+from ..offload import offloaded
 from .base import ErrorDetail, ExecutionResult, Limits
 from .policy import check_policy
 from .protocol import DoneMessage
+from .reply import off_the_loop
 
-__all__ = ["KILL_GRACE_S", "check_code", "from_done"]
+__all__ = ["KILL_GRACE_S", "check_code", "from_done", "result_of"]
 
 KILL_GRACE_S = 0.5  # the worker's own timer fires first; the host kills after this
 
@@ -48,6 +50,13 @@ def check_code(code: str, allowed_imports: Sequence[str], limits: Limits) -> Exe
     if violation is None:
         return None
     return ExecutionResult.failure(ErrorType(violation.kind), violation.message, violation.line)
+
+
+async def result_of(done: DoneMessage, max_output_chars: int) -> ExecutionResult:
+    """`from_done`, on the offload thread when the report is large."""
+    if off_the_loop(done):
+        return await offloaded(from_done, done, max_output_chars)
+    return from_done(done, max_output_chars)
 
 
 def from_done(done: DoneMessage, max_output_chars: int) -> ExecutionResult:

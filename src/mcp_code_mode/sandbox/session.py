@@ -21,7 +21,7 @@ from .base import ExecutionResult, GuestIndex, Limits, ToolRouter
 from .conversation import Conversation, Hold
 from .pool import WorkerPool
 from .protocol import RunMessage
-from .results import KILL_GRACE_S, check_code, from_done
+from .results import KILL_GRACE_S, check_code, result_of
 
 __all__ = ["LOST", "CodeSession"]
 
@@ -82,7 +82,7 @@ class CodeSession:
         try:
             async with asyncio.timeout(timeout_s + KILL_GRACE_S) as clock:
                 done = await Conversation(self._worker, router, hold=Hold(clock)).run(message)
-            result = from_done(done, self._executor.limits.max_output_chars)
+            result = await result_of(done, self._executor.limits.max_output_chars)
         except TimeoutError:
             result = ExecutionResult.failure(
                 ErrorType.TIMEOUT, f"the step exceeded its {timeout_s:g}s time limit; {LOST}"
