@@ -28,7 +28,7 @@ from collections.abc import Awaitable, Callable, Collection
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .approval import RunApprovals
-from .call_args import bounded_args, size_at_least
+from .call_args import NOT_KEPT, Checked, bounded_args, size_at_least
 from .encodable import clean_text, clip
 from .errors import CodeModeError, ToolCallFailed, ToolCallLimitExceeded, UnknownToolError
 from .runs.log_stream import RunLogStream
@@ -148,7 +148,13 @@ class RunRouter:
             )
 
     async def call(
-        self, server: str, tool: str, args: dict[str, Any], *, budget: ResultBudget | None = None
+        self,
+        server: str,
+        tool: str,
+        args: dict[str, Any],
+        *,
+        budget: ResultBudget | None = None,
+        refused: str | None = None,
     ) -> JSON:
         self.admit(1)
         kept = (_shown(server), _shown(tool))
@@ -157,7 +163,11 @@ class RunRouter:
         if self._closed:
             raise ToolCallFailed(*kept, "the run has ended")
         _check_names(server, tool)
-        checked = await bounded_args(args, self._host.settings.max_call_bytes, self._checking)
+        checked = (
+            Checked(None, NOT_KEPT, 0, refused)
+            if refused is not None
+            else await bounded_args(args, self._host.settings.max_call_bytes, self._checking)
+        )
         args, refused = checked.args, checked.refused  # an oversized value is kept by nobody
         traced = None if self.trace is None else self.trace.call(*kept, checked.text, checked.size)
         order = len(self._records) - 1

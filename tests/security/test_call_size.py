@@ -186,15 +186,17 @@ async def test_what_is_checked_is_what_is_sent(sec_gateway: Gateway) -> None:
     assert first == "ok" and len(refusals) == 4, out["result"]
     assert all("more than 640 digits" in r for r in refusals[:3]), refusals
     assert "at least" in refusals[3] and "MCP_CODE_MAX_CALL_BYTES" in refusals[3], refusals
-    assert [c["tool"] for c in out["tool_calls"]] == ["echo"], out["tool_calls"]
+    # the two refused calls are recorded, not made
+    assert [c["ok"] for c in out["tool_calls"]] == [False, False, True], out["tool_calls"]
 
 
-async def test_text_wider_than_its_bound_is_refused_unsent(gw: Gateway) -> None:
+async def test_text_wider_than_its_bound_is_refused_unsent_and_recorded(gw: Gateway) -> None:
     """A character counts one byte in the worker's lower bound and up to six as sent: past
-    a sixth of the limit the worker measures as the host does and refuses unsent (a million
-    Chinese characters went as 6 MB of escaped JSON, parsed by the host only to refuse)."""
+    a sixth of the limit the worker measures as the host does and sends only why it refused
+    (a million Chinese characters went as 6 MB of escaped JSON, parsed by the host only to
+    refuse); the call is in the run's `tool_calls` as any refused call is."""
     code = "call_tool('raw', 'wire_size', {'text': '\u4e2d' * 1000})"
     out = (await gw.execute(code, timeout_s=60)).to_json()
     assert out["error"]["type"] == "TOOL_ERROR", out
     assert "3,011 bytes of JSON, over the 3,000 allowed" in out["error"]["message"], out
-    assert out["tool_calls"] == []  # the host never saw it
+    assert out["tool_calls"] == [{"server": "raw", "tool": "wire_size", "ms": 0.0, "ok": False}]

@@ -123,10 +123,17 @@ class ToolRouter(Protocol):
     """Carries one run's guest requests to the upstreams (implemented by the gateway)."""
 
     async def call(
-        self, server: str, tool: str, args: dict[str, Any], *, budget: ResultBudget | None = None
+        self,
+        server: str,
+        tool: str,
+        args: dict[str, Any],
+        *,
+        budget: ResultBudget | None = None,
+        refused: str | None = None,
     ) -> Any:
         """Call a tool and return its unwrapped value (a `ToolCallFailed` instead when
-        `budget`, a batch's, cannot take it).
+        `budget`, a batch's, cannot take it). With `refused` (why the worker did not send
+        the arguments), the call is recorded as failed and not made.
 
         Raises:
             CodeModeError: `ToolCallFailed` for a failed call (catchable by the guest);

@@ -264,15 +264,26 @@ def _pending(
     if request["op"] == "call":
         calls = held + _converted(request["calls"])
         budget = router.result_budget() if len(calls) > 1 else None
-        return [functools.partial(router.call, *call, budget=budget) for call in calls]
+        return [
+            functools.partial(router.call, *call[:3], budget=budget, refused=call[3])
+            for call in calls
+        ]
     return [functools.partial(router.query, str(request["kind"]), dict(request["args"]))]
 
 
-Call = tuple[str, str, dict[str, Any]]
+Call = tuple[str, str, dict[str, Any], str | None]  # server, tool, arguments, why refused
 
 
 def _converted(calls: list[Any]) -> list[Call]:
-    return [(str(c["server"]), str(c["tool"]), dict(c["args"])) for c in calls]
+    return [(str(c["server"]), str(c["tool"]), dict(c["args"]), _refusal(c)) for c in calls]
+
+
+def _refusal(call: Any) -> str | None:
+    why = call.get("refused")
+    return None if why is None else str(why)[:_REFUSAL_CHARS]
+
+
+_REFUSAL_CHARS = 1000  # of why a worker did not send a call's arguments
 
 
 def _failed(exc: CodeModeError) -> Outcome:

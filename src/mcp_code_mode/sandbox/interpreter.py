@@ -48,7 +48,13 @@ class _NoTools:
     paused_s = 0.0
 
     async def call(
-        self, server: str, tool: str, args: dict[str, Any], *, budget: ResultBudget | None = None
+        self,
+        server: str,
+        tool: str,
+        args: dict[str, Any],
+        *,
+        budget: ResultBudget | None = None,
+        refused: str | None = None,
     ) -> Any:
         raise ToolCallFailed(server, tool, "no MCP servers are connected to this interpreter")
 
@@ -78,9 +84,15 @@ class _ThreadSafeRouter:
         self._router, self._loop = router, loop
 
     async def call(
-        self, server: str, tool: str, args: dict[str, Any], *, budget: ResultBudget | None = None
+        self,
+        server: str,
+        tool: str,
+        args: dict[str, Any],
+        *,
+        budget: ResultBudget | None = None,
+        refused: str | None = None,
     ) -> Any:
-        calling = self._router.call(server, tool, args, budget=budget)
+        calling = self._router.call(server, tool, args, budget=budget, refused=refused)
         return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(calling, self._loop))
 
     def result_budget(self) -> ResultBudget:

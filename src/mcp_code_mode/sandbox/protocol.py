@@ -113,6 +113,7 @@ class ToolCallSpec(TypedDict):
     server: str
     tool: str
     args: dict[str, Any]
+    refused: NotRequired[str]  # why the worker did not send the arguments: not made, recorded
 
 
 class CallRequest(TypedDict):

@@ -138,10 +138,7 @@ class GuestRuntime:
 
     def call_tool(self, server: str, tool: str, args: dict[str, Any] | None = None) -> Any:
         """Call one upstream tool by its original names; raises ToolError on failure."""
-        spec = _spec(server, tool, args)
-        refused = self._over_limit(spec)
-        if refused is not None:
-            raise ToolError(server, tool, refused)
+        spec = self._sendable(_spec(server, tool, args))
         outcome = self._request({"op": "call", "calls": [spec]})[0]
         if not outcome["ok"]:
             raise ToolError(server, tool, outcome.get("error", "failed"))
@@ -149,24 +146,26 @@ class GuestRuntime:
 
     def call_tools(self, calls: Iterable[Any]) -> list[Any]:
         """Run `(server, tool, args)` calls concurrently; a failed one yields its ToolError."""
-        specs = [_spec(*_unpack(c)) for c in calls]
-        refused = [self._over_limit(s) for s in specs]
-        sent = [s for s, why in zip(specs, refused, strict=True) if why is None]
-        *held, last = pieces(sent)
+        specs = [self._sendable(_spec(*_unpack(c))) for c in calls]
+        *held, last = pieces(specs)
         for piece in held:  # the host answers a piece with no results (protocol.CallRequest)
             self._request({"op": "call", "calls": piece, "more": True})
-        answers = iter(self._request({"op": "call", "calls": last}) if last else [])
-        outcomes: list[Any] = [
-            next(answers) if why is None else {"ok": False, "error": why} for why in refused
-        ]
+        outcomes = self._request({"op": "call", "calls": last}) if last else []
         return [
             o.get("value") if o["ok"] else ToolError(s["server"], s["tool"], o.get("error", ""))
             for s, o in zip(specs, outcomes, strict=True)
         ]
 
+    def _sendable(self, spec: dict[str, Any]) -> dict[str, Any]:
+        """`spec`, or in its place one that says why the host would refuse it, without its
+        arguments: the host parses no arguments only to refuse them (outside attacks
+        82-84), and still records the call (protocol.ToolCallSpec)."""
+        why = self._over_limit(spec)
+        if why is None:
+            return spec
+        return {"server": spec["server"], "tool": spec["tool"], "args": {}, "refused": why}
+
     def _over_limit(self, spec: dict[str, Any]) -> str | None:
-        """Arguments surely over the host's limit are refused here, unsent: the host would
-        parse them only to refuse them (outside attacks 82-84)."""
         limit = self._max_call_bytes
         try:  # what the checks walk and `encode` writes: exact built-in types (attack 87)
             spec["args"] = exact_json(spec["args"], limit)
