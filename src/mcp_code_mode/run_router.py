@@ -163,11 +163,7 @@ class RunRouter:
         if self._closed:
             raise ToolCallFailed(*kept, "the run has ended")
         _check_names(server, tool)
-        checked = (
-            Checked(None, NOT_KEPT, 0, refused)
-            if refused is not None
-            else await bounded_args(args, self._host.settings.max_call_bytes, self._checking)
-        )
+        checked = await self._checked(args, refused)
         args, refused = checked.args, checked.refused  # an oversized value is kept by nobody
         traced = None if self.trace is None else self.trace.call(*kept, checked.text, checked.size)
         order = len(self._records) - 1
@@ -200,6 +196,12 @@ class RunRouter:
         if budget is not None and not budget.take(await _size(reply, budget.left + 1)):
             raise ToolCallFailed(*kept, _over_budget(budget))
         return reply.value
+
+    async def _checked(self, args: dict[str, Any], refused: str | None) -> Checked:
+        """The arguments as they are sent, or why not (the worker's reason, when it kept them)."""
+        if refused is not None:
+            return Checked(None, NOT_KEPT, 0, refused)
+        return await bounded_args(args, self._host.settings.max_call_bytes, self._checking)
 
     def _ended(
         self,
