@@ -127,3 +127,41 @@ async def test_the_widest_legal_call_is_within_the_bound(any_gateway: Gateway) -
     reply = await any_gateway.execute(code, timeout_s=60)
     assert reply.ok, reply.error
     assert reply.result == 499_990
+
+
+async def test_a_batch_past_what_it_may_cost_to_read_refuses_its_last_calls(
+    gateway: Gateway,
+) -> None:
+    """Each call's 300,000 empty lists cost about 39 MB as Python objects: the calls past
+    the batch's share of `DECODE_BUDGET` are refused unsent, the others made."""
+    code = (
+        'got = call_tools([("testsrv", "echo", {"text": [[]] * 300_000})] * 5)\n'
+        '[("fewer" in str(r)) if isinstance(r, ToolError) else "made" for r in got]'
+    )
+    reply = await gateway.execute(code, timeout_s=120)  # the worker's code is Pyodide's too
+    assert reply.ok, reply.error
+    refused = [r for r in reply.result if r is True]
+    assert 0 < len(refused) < 5 and reply.result[-len(refused) :] == refused, reply.result
+    assert len(reply.tool_calls) == 5  # the refused too
+
+
+async def test_a_batch_whose_pieces_cost_too_much_ends_the_worker() -> None:
+    """A worker that escaped its guest code sends pieces costing more than the budget
+    together, each within the line bound: the host stops before parsing the one past it."""
+    left, right = socket.socketpair()
+    reader, host_writer = await asyncio.open_connection(sock=left, limit=LINE_LIMIT)
+    _, worker = await asyncio.open_connection(sock=right, limit=LINE_LIMIT)
+    host = Channel(reader, host_writer, peer="worker")
+    piece = {"op": "call", "id": 1, "calls": [{"server": "s", "tool": "t", "args": {}}]}
+    piece["calls"][0]["args"] = {"q": [0] * 1_400_000}  # 2.8 MB, about 45 MB as objects
+    piece["more"] = True
+    try:
+        for _ in range(2):
+            worker.write(encode(piece))
+            assert (await host.receive())["op"] == "call"
+        worker.write(encode(piece))
+        with pytest.raises(WorkerCrashed, match="earlier pieces"):
+            await host.receive()
+    finally:
+        worker.close()
+        host.close()

@@ -18,11 +18,13 @@ from ..errors import WorkerCrashed
 from ..offload import offloaded
 from .protocol import (
     BATCH_PIECE_BYTES,
+    DECODE_BUDGET,
     ChildMessage,
     HostMessage,
     RunMessage,
     as_child_message,
     decode,
+    decode_cost,
     encode,
     json_bytes_at_least,
 )
@@ -32,13 +34,8 @@ __all__ = ["LINE_LIMIT", "Channel", "line_bound"]
 LINE_LIMIT = 64 * 1024 * 1024
 """The largest line accepted from a worker (give it as the StreamReader's `limit`)."""
 
-_COUNTED_BYTES = 64 << 10  # a longer line's decode cost is estimated (`_decode_cost`)
+_COUNTED_BYTES = 64 << 10  # a longer line's decode cost is estimated (`decode_cost`)
 _INLINE_COST = 1 << 20  # lines costing more are parsed in a thread, off the event loop
-_DECODE_BUDGET = 128 << 20
-"""What one line may cost as Python objects, estimated before it is parsed: tiny values
-expand (`[]` is 2 bytes of JSON and about 64 of list), and 30 MB of `[[],[],...]` in a
-guest's tool arguments took the gateway to 3 GB before the call-size check refused it
-(outside attack 54)."""
 
 
 class Channel:
@@ -51,6 +48,7 @@ class Channel:
         self._writer = writer
         self._peer = peer  # "worker" or "runner", for messages
         self._bound = LINE_LIMIT  # the longest line taken now: see `line_bound`
+        self._batch_cost = 0  # what the pieces of a batch not yet whole cost (DECODE_BUDGET)
 
     async def send(self, message: HostMessage) -> None:
         """Write one message; raises ConnectionError when the worker is gone."""
@@ -76,26 +74,37 @@ class Channel:
             return None
         if not line:
             return None
+        cost = self._cost(line)
+        try:
+            # A guest's 60 MB batch of calls must not stall the loop that serves other runs,
+            # nor a 1 MB line of 330,000 empty lists (attack 85: 18 ms to parse, and the
+            # collections its containers set off held the loop 200-400 ms)
+            inline = cost - self._batch_cost < _INLINE_COST
+            message = decode(line) if inline else await _decode_in_thread(line)
+            checked = as_child_message(message)
+        except ValueError as exc:
+            raise WorkerCrashed(f"{self._peer} broke the protocol: {exc}") from None
+        # a batch's pieces are held until its last: they count together
+        piece = checked["op"] == "call" and checked.get("more") is True
+        self._batch_cost = cost if piece else 0
+        return checked
+
+    def _cost(self, line: bytes) -> int:
+        """What `line` would cost parsed, with the pieces of its batch before it; a line
+        past the run's bound or the budget is refused unparsed."""
         if len(line) > self._bound:
             raise WorkerCrashed(
                 f"{self._peer} sent a message of {len(line):,} bytes, longer than its run's "
                 f"limits let it be ({self._bound:,})"
             )
-        cost = _decode_cost(line) if len(line) >= _COUNTED_BYTES else len(line)
-        if cost > _DECODE_BUDGET:
+        cost = decode_cost(line) if len(line) >= _COUNTED_BYTES else len(line)
+        if self._batch_cost + cost > DECODE_BUDGET:
             raise WorkerCrashed(
                 f"{self._peer} sent a message that would take about {cost >> 20} MB to "
-                f"read (at most {_DECODE_BUDGET >> 20} MB)"
+                f"read, with its batch's earlier pieces {(self._batch_cost + cost) >> 20} MB "
+                f"(at most {DECODE_BUDGET >> 20} MB)"
             )
-        try:
-            # A guest's 60 MB batch of calls must not stall the loop that serves other runs,
-            # nor a 1 MB line of 330,000 empty lists (attack 85: 18 ms to parse, and the
-            # collections its containers set off held the loop 200-400 ms)
-            inline = cost < _INLINE_COST
-            message = decode(line) if inline else await _decode_in_thread(line)
-            return as_child_message(message)
-        except ValueError as exc:
-            raise WorkerCrashed(f"{self._peer} broke the protocol: {exc}") from None
+        return self._batch_cost + cost
 
     def close(self) -> None:
         self._writer.close()
@@ -174,13 +183,6 @@ def _joined(items: Any, small: Any, large: Any) -> Iterator[str]:
 
 def _dumps(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"))
-
-
-def _decode_cost(line: bytes) -> int:
-    """An upper estimate of `line` parsed, in bytes: a container's object and a slot for
-    every value (a float's own 24 bytes included), plus the text itself."""
-    containers = line.count(b"[") + line.count(b"{")
-    return containers * 64 + (line.count(b",") + containers) * 32 + len(line)
 
 
 async def _decode_in_thread(line: bytes) -> dict[str, object]:

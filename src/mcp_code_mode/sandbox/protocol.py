@@ -19,6 +19,7 @@ from typing import IO, Any, Literal, NotRequired, TypedDict
 
 __all__ = [
     "BATCH_PIECE_BYTES",
+    "DECODE_BUDGET",
     "MAX_NAME_CHARS",
     "CallRequest",
     "ChildMessage",
@@ -40,6 +41,7 @@ __all__ = [
     "SnapshotMessage",
     "as_child_message",
     "decode",
+    "decode_cost",
     "encode",
     "json_bytes_at_least",
     "over_limit",
@@ -56,6 +58,13 @@ be larger), each but the last marked `more`: the host then parses no line larger
 piece or one call (a batch of 60 calls of 1 MB was one 60 MB line, parsed in one C call
 that held the gateway's event loop 0.2-0.4 s; one of 70 went past `LINE_LIMIT` and ended
 a legal run)."""
+
+DECODE_BUDGET = 128 << 20
+"""What one message, or a batch's pieces together, may cost the host as Python objects,
+estimated by `decode_cost` before it is parsed: tiny values expand (`[]` is 2 bytes of JSON
+and about 64 of list), and 30 MB of `[[],[],...]` took the gateway to 3 GB (outside attack
+54). The worker refuses a batch's calls past it unsent; the host ends a worker that sends
+more."""
 
 QueryKind = Literal["search_tools", "get_tool_docs", "list_servers", "progress"]
 
@@ -249,6 +258,13 @@ def decode(line: bytes, *, yielding: bool = False) -> dict[str, Any]:
     if not isinstance(message, dict) or not isinstance(message.get("op"), str):
         raise ValueError("protocol message must be a JSON object with an 'op'")
     return message
+
+
+def decode_cost(text: bytes) -> int:
+    """An upper estimate of `text` parsed, in bytes: a container's object and a slot for
+    every value (a float's own 24 bytes included), plus the text itself."""
+    containers = text.count(b"[") + text.count(b"{")
+    return containers * 64 + (text.count(b",") + containers) * 32 + len(text)
 
 
 def _int(text: str) -> int:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from mcp_code_mode.sandbox.child.guards import guest_getattr, safe_hasattr
 from mcp_code_mode.sandbox.child.guest_api import GUEST_API, REQUIRED, GuestFunction
 from mcp_code_mode.sandbox.child.module_view import ImportRefused, ModuleView
-from mcp_code_mode.sandbox.child.outgoing import exact_json, pieces, refusal
+from mcp_code_mode.sandbox.child.outgoing import exact_json, pieces, refusal, refused_spec
 from mcp_code_mode.sandbox.child.rules import (
     ALWAYS_IMPORTABLE,
     GUEST_MODULE,
@@ -161,9 +161,7 @@ class GuestRuntime:
         arguments: the host parses no arguments only to refuse them (outside attacks
         82-84), and still records the call (protocol.ToolCallSpec)."""
         why = self._over_limit(spec)
-        if why is None:
-            return spec
-        return {"server": spec["server"], "tool": spec["tool"], "args": {}, "refused": why}
+        return spec if why is None else refused_spec(spec, why)
 
     def _over_limit(self, spec: dict[str, Any]) -> str | None:
         limit = self._max_call_bytes

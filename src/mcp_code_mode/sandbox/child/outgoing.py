@@ -12,11 +12,20 @@ from typing import Any
 
 from mcp_code_mode.sandbox.protocol import (
     BATCH_PIECE_BYTES,
+    DECODE_BUDGET,
+    decode_cost,
     json_bytes_at_least,
     over_limit,
 )
 
-__all__ = ["MAX_INT_DIGITS", "exact_json", "long_integer", "pieces", "refusal"]
+__all__ = [
+    "MAX_INT_DIGITS",
+    "exact_json",
+    "long_integer",
+    "pieces",
+    "refusal",
+    "refused_spec",
+]
 
 MAX_INT_DIGITS = 640
 """The longest integer guest code may send a tool (a 2,126-bit number; MCP servers read
@@ -130,16 +139,34 @@ def _wire_size(text: str, limit: int) -> int:
 
 def pieces(specs: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
     """A batch's calls in pieces of about `BATCH_PIECE_BYTES` of JSON, in order; sent as
-    one `call` message each, all but the last marked `more` (protocol.CallRequest)."""
+    one `call` message each, all but the last marked `more` (protocol.CallRequest). Calls
+    past what the batch may cost the host to read (`DECODE_BUDGET`, with a margin for the
+    messages around them) are refused: sent without their arguments."""
     if len(specs) < 2:
         return [specs]
     cut: list[list[dict[str, Any]]] = [[]]
-    size = 0
+    size = cost = 0
     for spec in specs:
-        length = len(json.dumps(spec, separators=(",", ":")))
-        if cut[-1] and size + length > BATCH_PIECE_BYTES:
+        text = json.dumps(spec, separators=(",", ":"))
+        if cost + decode_cost(text.encode()) > _BATCH_COST:
+            spec = refused_spec(spec, _OVER_BUDGET)
+            text = json.dumps(spec, separators=(",", ":"))
+        cost += decode_cost(text.encode())
+        if cut[-1] and size + len(text) > BATCH_PIECE_BYTES:
             cut.append([])
             size = 0
         cut[-1].append(spec)
-        size += length
+        size += len(text)
     return cut
+
+
+def refused_spec(spec: dict[str, Any], why: str) -> dict[str, Any]:
+    """`spec` without its arguments, with why they were not sent (protocol.ToolCallSpec)."""
+    return {"server": spec["server"], "tool": spec["tool"], "args": {}, "refused": why}
+
+
+_BATCH_COST = DECODE_BUDGET - (4 << 20)
+_OVER_BUDGET = (
+    f"the batch's arguments would take more than {_BATCH_COST >> 20} MB of the gateway's "
+    "memory to read; make fewer calls at a time"
+)
