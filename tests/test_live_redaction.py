@@ -20,7 +20,14 @@ LEAKER = """
 secret = tools.testsrv.env(name="TOKEN")
 log("the token is", secret)
 log("x" * 1990 + secret)  # cut by the stream's clip
-progress(2, 2, "y" * 190 + secret)  # cut by the message's clip (the last is always sent)
+log(secret[:6] + "\\x00" + secret[6:])  # cleaning takes the NUL out: then redacted
+try:
+    call_tool("testsrv", secret)
+except ToolError:
+    pass
+# the worker cuts this at 1,000 characters, in a copy; the host's redaction shrinks the
+# whole copies, which brings the cut one within the 200 it shows (attack 89)
+progress(2, 2, "keys: " + " ".join([secret] * 60))  # the last is always sent
 "done"
 """
 
@@ -48,8 +55,10 @@ async def test_live_logs_and_progress_are_redacted(write_config: ConfigWriter) -
     assert result.structured_content is not None and result.structured_content["ok"]
     sent = "\n".join(logs + progress)
     assert "the token is ${MCP_CODE_TEST_SECRET}" in sent
-    assert "y" * 190 + "${MCP" in sent
+    assert "keys: ${MCP_CODE_TEST_SECRET} ${MCP_CODE_TEST_SECRET}" in sent
     assert SECRET[:8] not in sent, sent[-300:]
+    calls = result.structured_content["tool_calls"]
+    assert calls[-1]["tool"] == "${MCP_CODE_TEST_SECRET}", calls
 
 
 def test_many_lines_redact_in_linear_time() -> None:

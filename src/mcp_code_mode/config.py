@@ -61,6 +61,22 @@ class GatewayConfig(BaseModel):
         pattern, names = self._redaction
         return pattern.sub(lambda found: names[found.group()], text)
 
+    def redact_cut(self, text: str) -> str:
+        """`redact(text)` for text that may have been cut short before it came (a progress
+        message, by the worker): a secret's first characters at its end go too."""
+        text = self.redact(text)
+        starts = self._starts
+        for length in range(min(len(text), max(map(len, starts), default=0)), 3, -1):
+            if text[-length:] in starts:
+                return text[:-length]
+        return text
+
+    @functools.cached_property
+    def _starts(self) -> frozenset[str]:
+        """Every secret spelling's first 4 or more characters, short of the whole."""
+        forms = self._redaction[1]
+        return frozenset(form[:n] for form in forms for n in range(4, len(form)))
+
     @functools.cached_property
     def _redaction(self) -> tuple[re.Pattern[str], dict[str, str]]:
         """One pattern of every secret's spellings, longest first, and the name of each."""

@@ -314,7 +314,7 @@ class Gateway:
             max_tool_calls=self.settings.max_tool_calls,
             max_concurrent_calls=self.settings.max_concurrent_calls,
             trace=trace,
-            redact=self.config.redact if self.config.secrets else None,
+            redact=self.config if self.config.secrets else None,
         )
 
     async def call_tool(self, server: str, tool: str, args: dict[str, Any]) -> JSON:

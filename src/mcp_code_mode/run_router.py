@@ -42,6 +42,7 @@ from .tool_results import JSON, Reply, ResultBudget
 if TYPE_CHECKING:
     from opentelemetry.trace import Span
 
+    from .config import GatewayConfig
     from .runs.spans import RunOutcome, RunSpans
     from .settings import Settings
 
@@ -104,10 +105,12 @@ class RunRouter:
         max_tool_calls: int,
         max_concurrent_calls: int,
         trace: RunTrace | None = None,
-        redact: Callable[[str], str] | None = None,
+        redact: GatewayConfig | None = None,
     ) -> None:
         self._host = host
-        self._redact = redact  # what a client is sent while the run works passes it first
+        # what a client is sent while the run works, and names kept, pass it first
+        self._redact = None if redact is None else redact.redact
+        self._redact_cut = None if redact is None else redact.redact_cut
         self.trace = trace  # the run's record in the making (None: runs are not recorded)
         self.spans: RunSpans | None = None  # the run's spans (None: no tracer is configured)
         self._progress: RunProgress | None = None  # for the client (None: it did not ask)
@@ -157,12 +160,13 @@ class RunRouter:
         refused: str | None = None,
     ) -> JSON:
         self.admit(1)
-        kept = (_shown(server), _shown(tool))
+        kept = (self._name(server), self._name(tool))
         record = ToolCallRecord(server=kept[0], tool=kept[1], ms=0.0, ok=False)
         self._records.append(record)
         if self._closed:
             raise ToolCallFailed(*kept, "the run has ended")
-        _check_names(server, tool)
+        if (too_long := _long_name(server, tool)) is not None:
+            raise ToolCallFailed(*kept, too_long)
         checked = await self._checked(args, refused)
         args, refused = checked.args, checked.refused  # an oversized value is kept by nobody
         traced = None if self.trace is None else self.trace.call(*kept, checked.text, checked.size)
@@ -267,8 +271,8 @@ class RunRouter:
             return None if self._logs is None else self._logs.send
         send, redact = self._logs.send, self._redact
         # whole lines, before the stream clips them (a secret an upstream handed back and
-        # guest code logged went out as it was: outside attack 88)
-        return lambda lines: send([redact(line) for line in lines])
+        # guest code logged went out as it was: outside attack 88), cleaned first (attack 89)
+        return lambda lines: send([redact(clean_text(line)) for line in lines])
 
     def on_pause(self, notify: Callable[[], Awaitable[None]]) -> None:
         self._approvals.before_asking = notify
@@ -315,9 +319,19 @@ class RunRouter:
     def records(self) -> list[ToolCallRecord]:
         return list(self._records)
 
-    def _shown(self, text: str) -> str:
-        """`text` redacted, with a margin past what is kept for a secret the clip cuts."""
-        return text if self._redact is None else self._redact(text[: MESSAGE_CHARS + _MARGIN])
+    def _message(self, text: str) -> str:
+        """A progress message as sent: cleaned, then redacted (a NUL in a secret hid it),
+        past the clip too, without a secret's start where the worker cut it (attack 89)."""
+        text = clean_text(text[: MESSAGE_CHARS + _MARGIN])
+        if self._redact_cut is not None:
+            text = self._redact_cut(text)
+        return clip(text, MESSAGE_CHARS)
+
+    def _name(self, name: str) -> str:
+        """A server or tool name as records show it, redacted (attack 89)."""
+        if self._redact is not None:
+            name = self._redact(clean_text(name[: RECORD_NAME_CHARS + _MARGIN]))
+        return _shown(name)
 
     def _report(self, args: dict[str, Any]) -> None:
         """Check guest code's `progress(done, total=None, message=None)` and pass it on."""
@@ -328,9 +342,7 @@ class RunRouter:
         if message is not None and not isinstance(message, str):
             raise UnknownToolError("progress(): message must be a str")
         if self._progress is not None:
-            shown = (
-                None if message is None else clean_text(clip(self._shown(message), MESSAGE_CHARS))
-            )
+            shown = None if message is None else self._message(message)
             self._progress.report(numbers[0], numbers[1], shown)
 
 
@@ -355,16 +367,15 @@ def _shown(name: str) -> str:
     return clean_text(clip(name, RECORD_NAME_CHARS))
 
 
-def _check_names(server: str, tool: str) -> None:
-    """Refuse names no upstream can have before any work is done with them."""
+def _long_name(server: str, tool: str) -> str | None:
+    """Why no upstream can have these names, refused before any work is done with them."""
     for what, name in (("server", server), ("tool", tool)):
         if len(name) > MAX_NAME_CHARS:
-            raise ToolCallFailed(
-                _shown(server),
-                _shown(tool),
+            return (
                 f"the {what} name is longer than the {MAX_NAME_CHARS:,} characters a name "
-                "may have; the call was not sent",
+                "may have; the call was not sent"
             )
+    return None
 
 
 async def _made_in(spans: RunSpans, span: Span, call: Awaitable[Reply]) -> Reply:

@@ -2,10 +2,11 @@
 host parses none longer.
 
 A `call_tools` batch reaches the host in pieces of about `BATCH_PIECE_BYTES` and is made
-whole at its last (protocol.CallRequest). A batch of 70 legal 1 MB calls was one line past
-`LINE_LIMIT`, which ended the run as an executor error; one of 60 was parsed in one C call
-that held the gateway's event loop 0.2-0.4 s (outside attack 86). The worst legal lines
-(output and calls of the widest characters) stay within the bound on both executors."""
+whole at its last (protocol.CallRequest); its pieces together may cost `BATCH_BUDGET` to
+read, the calls past it refused unsent. A batch of 60 legal 1 MB calls was one line parsed
+in one C call that held the gateway's event loop 0.2-0.4 s (outside attack 86). The worst
+legal lines (output and calls of the widest characters) stay within the bound on both
+executors."""
 
 from __future__ import annotations
 
@@ -19,14 +20,14 @@ import pytest
 from mcp_code_mode.errors import WorkerCrashed
 from mcp_code_mode.gateway import Gateway
 from mcp_code_mode.sandbox.channel import LINE_LIMIT, Channel, line_bound
-from mcp_code_mode.sandbox.protocol import BATCH_PIECE_BYTES, RunMessage, encode
+from mcp_code_mode.sandbox.protocol import BATCH_BUDGET, BATCH_PIECE_BYTES, RunMessage, encode
 
 from ..conftest import require_pyodide
 from ..support import TEST_SERVER, server_entry, start_gateway
 
 
-async def test_a_batch_longer_than_a_worker_line_is_made_whole(gateway: Gateway) -> None:
-    calls = LINE_LIMIT // 990_000 + 5  # each under MCP_CODE_MAX_CALL_BYTES, all over the line
+async def test_a_batch_of_megabyte_calls_is_made_whole(gateway: Gateway) -> None:
+    calls = BATCH_BUDGET // 990_000 - 10  # each under MCP_CODE_MAX_CALL_BYTES, 50 pieces
     code = (
         'text = "n" * 990_000\n'
         f'got = call_tools([("notes", "search_notes", {{"query": text + str(i)}}) '
@@ -56,7 +57,11 @@ async def test_a_batch_past_the_call_limit_makes_none_of_its_calls(tmp_path: Pat
     path.write_text(json.dumps({"servers": {"t": server_entry(TEST_SERVER)}}), encoding="utf-8")
     gateway = await start_gateway(path, max_tool_calls=4)
     size = BATCH_PIECE_BYTES // 3  # the limit is passed at the second piece
-    code = f'call_tools([("t", "echo", {{"text": "x" * {size}}})] * 6)'
+    code = (  # guest code that catches the limit makes no call after it (attack 89)
+        f'try:\n    call_tools([("t", "echo", {{"text": "x" * {size}}})] * 6)\n'
+        "except BaseException:\n    pass\n"
+        'call_tool("t", "echo", {"text": "after"})'
+    )
     try:
         reply = await gateway.execute(code, timeout_s=60)
     finally:
@@ -153,15 +158,32 @@ async def test_a_batch_whose_pieces_cost_too_much_ends_the_worker() -> None:
     _, worker = await asyncio.open_connection(sock=right, limit=LINE_LIMIT)
     host = Channel(reader, host_writer, peer="worker")
     piece = {"op": "call", "id": 1, "calls": [{"server": "s", "tool": "t", "args": {}}]}
-    piece["calls"][0]["args"] = {"q": [0] * 1_400_000}  # 2.8 MB, about 45 MB as objects
+    piece["calls"][0]["args"] = {
+        "q": [0] * 1_400_000
+    }  # 2.8 MB, about 45 MB as objects: two pass 64
     piece["more"] = True
     try:
-        for _ in range(2):
-            worker.write(encode(piece))
-            assert (await host.receive())["op"] == "call"
         worker.write(encode(piece))
-        with pytest.raises(WorkerCrashed, match="earlier pieces"):
+        assert (await host.receive())["op"] == "call"
+        worker.write(encode(piece))
+        with pytest.raises(WorkerCrashed, match="pieces of a batch"):
             await host.receive()
     finally:
         worker.close()
         host.close()
+
+
+async def test_legal_programs_the_line_bound_once_broke(any_gateway: Gateway) -> None:
+    """Found by outside attack 89: integer keys the worker's lower bound counted as empty
+    text (a 4 MB call sent, past the bound), and a result's type name in an uncharged note
+    (a 3.6 MB `done`). Each is now refused or cut in the worker, never EXECUTOR_ERROR."""
+    code = (
+        "try:\n    call_tool('testsrv', 'echo', {10**4000 + i: 0 for i in range(1000)})\n"
+        "except ToolError as e:\n    log(str(e)[-60:])\n"
+        "C = type('\\U0001d538' * 300_000, (), {'__repr__': lambda self: 'ok'})\n"
+        "C()"
+    )
+    reply = await any_gateway.execute(code, timeout_s=60)
+    assert reply.ok, reply.error
+    assert reply.result == "ok" and "MCP_CODE_MAX_CALL_BYTES" in reply.logs[0], reply.logs
+    assert len(reply.logs) == 2 and len(reply.logs[1]) < 300  # the note, its name cut

@@ -17,6 +17,7 @@ from typing import Any, cast
 from ..errors import WorkerCrashed
 from ..offload import offloaded
 from .protocol import (
+    BATCH_BUDGET,
     BATCH_PIECE_BYTES,
     DECODE_BUDGET,
     ChildMessage,
@@ -84,9 +85,7 @@ class Channel:
             checked = as_child_message(message)
         except ValueError as exc:
             raise WorkerCrashed(f"{self._peer} broke the protocol: {exc}") from None
-        # a batch's pieces are held until its last: they count together
-        piece = checked["op"] == "call" and checked.get("more") is True
-        self._batch_cost = cost if piece else 0
+        self._count_piece(checked, cost)
         return checked
 
     def _cost(self, line: bytes) -> int:
@@ -98,13 +97,28 @@ class Channel:
                 f"limits let it be ({self._bound:,})"
             )
         cost = decode_cost(line) if len(line) >= _COUNTED_BYTES else len(line)
-        if self._batch_cost + cost > DECODE_BUDGET:
+        if cost > DECODE_BUDGET:
             raise WorkerCrashed(
                 f"{self._peer} sent a message that would take about {cost >> 20} MB to "
-                f"read, with its batch's earlier pieces {(self._batch_cost + cost) >> 20} MB "
-                f"(at most {DECODE_BUDGET >> 20} MB)"
+                f"read (at most {DECODE_BUDGET >> 20} MB)"
             )
+        if self._batch_cost:  # a batch is open: this line is one of its pieces
+            self._check_batch(self._batch_cost + cost)
         return self._batch_cost + cost
+
+    def _count_piece(self, message: ChildMessage, cost: int) -> None:
+        """A batch's pieces are held until its last: what they cost counts together."""
+        piece = message["op"] == "call" and message.get("more") is True
+        if piece:
+            self._check_batch(cost)
+        self._batch_cost = cost if piece else 0
+
+    def _check_batch(self, cost: int) -> None:
+        if cost > BATCH_BUDGET:
+            raise WorkerCrashed(
+                f"{self._peer} sent pieces of a batch that would take about {cost >> 20} MB "
+                f"to read in all (at most {BATCH_BUDGET >> 20} MB)"
+            )
 
     def close(self) -> None:
         self._writer.close()

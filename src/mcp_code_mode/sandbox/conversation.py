@@ -173,14 +173,16 @@ class Conversation:
         paused_before = self.router.paused_s
         try:
             if request["op"] == "call":
+                # a batch refused at the call limit leaves nothing held (outside attack 89:
+                # guest code that caught the limit had the held calls made with its next)
+                held, self._held = self._held, []
                 # before a batch's calls are read: 360,000 of them took seconds of the
                 # event loop to convert only to be refused (outside attack 84)
-                self.router.admit(len(self._held) + count)
+                self.router.admit(len(held) + count)
                 if request.get("more") is True:  # a piece of a batch: held until its last
-                    self._hold_piece(request)
+                    self._held = held + _piece(request)
                     await self._reply(request_id, [], paused_before)
                     return
-                held, self._held = self._held, []
                 pending = _pending(self.router, request, held)
             else:
                 pending = _pending(self.router, request, [])
@@ -194,13 +196,6 @@ class Conversation:
         else:
             results = await self._outcomes(pending)
         await self._reply(request_id, results, paused_before)
-
-    def _hold_piece(self, request: CallRequest) -> None:
-        """Keep a piece's calls, converted, for the batch's last piece (protocol.CallRequest);
-        an empty one is a worker that escaped its guest code, ended by the caller."""
-        if not request["calls"]:
-            raise ValueError("an empty piece of a batch")
-        self._held.extend(_converted(request["calls"]))
 
     async def _reply(self, request_id: int, results: list[Outcome], paused_before: float) -> None:
         reply: ReplyMessage = {"op": "reply", "id": request_id, "results": results}
@@ -276,6 +271,14 @@ Call = tuple[str, str, dict[str, Any], str | None]  # server, tool, arguments, w
 
 def _converted(calls: list[Any]) -> list[Call]:
     return [(str(c["server"]), str(c["tool"]), dict(c["args"]), _refusal(c)) for c in calls]
+
+
+def _piece(request: CallRequest) -> list[Call]:
+    """A piece's calls, converted; an empty piece is a worker that escaped its guest code,
+    ended by the caller."""
+    if not request["calls"]:
+        raise ValueError("an empty piece of a batch")
+    return _converted(request["calls"])
 
 
 def _refusal(call: Any) -> str | None:

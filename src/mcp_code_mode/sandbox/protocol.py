@@ -18,6 +18,7 @@ import json
 from typing import IO, Any, Literal, NotRequired, TypedDict
 
 __all__ = [
+    "BATCH_BUDGET",
     "BATCH_PIECE_BYTES",
     "DECODE_BUDGET",
     "MAX_NAME_CHARS",
@@ -60,11 +61,14 @@ that held the gateway's event loop 0.2-0.4 s; one of 70 went past `LINE_LIMIT` a
 a legal run)."""
 
 DECODE_BUDGET = 128 << 20
-"""What one message, or a batch's pieces together, may cost the host as Python objects,
-estimated by `decode_cost` before it is parsed: tiny values expand (`[]` is 2 bytes of JSON
-and about 64 of list), and 30 MB of `[[],[],...]` took the gateway to 3 GB (outside attack
-54). The worker refuses a batch's calls past it unsent; the host ends a worker that sends
-more."""
+"""What one message may cost the host as Python objects, estimated by `decode_cost` before
+it is parsed: tiny values expand (`[]` is 2 bytes of JSON and about 64 of list), and 30 MB
+of `[[],[],...]` took the gateway to 3 GB (outside attack 54)."""
+
+BATCH_BUDGET = 64 << 20
+"""What a batch's pieces together may cost the host (`decode_cost`): it holds them until
+the last (1,000 legal calls of 1 MB held 1 GB: outside attack 89). The worker refuses the
+calls past it unsent; the host ends a worker that sends more."""
 
 QueryKind = Literal["search_tools", "get_tool_docs", "list_servers", "progress"]
 
@@ -324,9 +328,9 @@ def json_bytes_at_least(value: Any, stop: int) -> int:
             total += len(float.__repr__(item))  # as JSON writes it: up to 24 bytes (attack 83)
         elif isinstance(item, dict):
             total += 1 + 2 * len(item)  # braces, a colon and a comma per key
-            if total <= stop:
+            if total <= stop:  # keys as they are: an int key is written as its digits
                 stack.extend(item.values())
-                stack.extend(k if isinstance(k, str) else "" for k in item)
+                stack.extend(item)
         elif isinstance(item, list | tuple):
             total += 1 + len(item)  # brackets and commas
             if total <= stop:

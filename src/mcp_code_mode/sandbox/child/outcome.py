@@ -143,11 +143,15 @@ def make_error(kind: ErrorCode, message: str, line: int | None) -> ErrorInfo:
     return {"type": kind, "message": message, "line": line}
 
 
+_NAME_CHARS = 100  # of the result's type name in the note about it
+
+
 def result_value(
     value: Any, charge: Callable[[int], None], logs: list[str]
 ) -> tuple[Any, ErrorInfo | None]:
     """The run's result as JSON, or its repr (noted in `logs`) when it is not JSON; its
     size is charged to the output budget."""
+    text_charged = 0
     try:
         text = json.dumps(value, allow_nan=False)
     except MemoryError:
@@ -159,20 +163,23 @@ def result_value(
     except Fatal as exc:
         return None, make_error(exc.error_type, exc.message, None)
     except (TypeError, ValueError, RecursionError):
+        name = type.__dict__["__name__"].__get__(type(value))[:_NAME_CHARS]
         try:
             text = json.dumps(repr(value))
         except BaseException:  # guest classes can make even repr() fail
-            text = json.dumps(f"<unrepresentable {type(value).__name__} object>")
-        logs.append(
-            f"note: the result ({type(value).__name__}) is not JSON-serialisable; returned its repr"
-        )
+            text = json.dumps(f"<unrepresentable {name} object>")
+        # charged with the result (a class named with 300,000 characters made a `done`
+        # longer than the host takes: outside attack 89)
+        note = f"note: the result ({name}) is not JSON-serialisable; returned its repr"
+        logs.append(note)
+        text_charged = len(text) + len(note) + 3
     except BaseException as exc:  # a guest `items()` or `__iter__` raised SystemExit & co.
         name = type.__dict__["__name__"].__get__(type(exc))
         return None, make_error(
             "RUNTIME_ERROR", f"the result could not be made JSON: its code raised {name}", None
         )
     try:
-        charge(len(text))
+        charge(text_charged if text_charged else len(text))
     except Fatal as exc:
         return None, make_error(exc.error_type, exc.message, None)
     return json.loads(text), None

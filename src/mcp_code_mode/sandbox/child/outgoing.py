@@ -11,8 +11,8 @@ import json
 from typing import Any
 
 from mcp_code_mode.sandbox.protocol import (
+    BATCH_BUDGET,
     BATCH_PIECE_BYTES,
-    DECODE_BUDGET,
     decode_cost,
     json_bytes_at_least,
     over_limit,
@@ -140,7 +140,7 @@ def _wire_size(text: str, limit: int) -> int:
 def pieces(specs: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
     """A batch's calls in pieces of about `BATCH_PIECE_BYTES` of JSON, in order; sent as
     one `call` message each, all but the last marked `more` (protocol.CallRequest). Calls
-    past what the batch may cost the host to read (`DECODE_BUDGET`, with a margin for the
+    past what the batch may cost the host to read (`BATCH_BUDGET`, with a margin for the
     messages around them) are refused: sent without their arguments."""
     if len(specs) < 2:
         return [specs]
@@ -165,7 +165,7 @@ def refused_spec(spec: dict[str, Any], why: str) -> dict[str, Any]:
     return {"server": spec["server"], "tool": spec["tool"], "args": {}, "refused": why}
 
 
-_BATCH_COST = DECODE_BUDGET - (4 << 20)
+_BATCH_COST = BATCH_BUDGET - (4 << 20)
 _OVER_BUDGET = (
     f"the batch's arguments would take more than {_BATCH_COST >> 20} MB of the gateway's "
     "memory to read; make fewer calls at a time"

@@ -111,7 +111,11 @@ class Run:
             )
 
     def request(self, message: dict[str, Any]) -> list[dict[str, Any]]:
-        """Send a call/query and block until its reply; a `fatal` outcome ends the run."""
+        """Send a call/query and block until its reply; a `fatal` outcome ends the run.
+        Once a limit has ended it, nothing more is sent, even when guest code caught the
+        limit (it made calls past TOOL_CALL_LIMIT that way: outside attack 89)."""
+        if self.tripped is not None:
+            raise self.tripped
         self._next_id += 1
         message["id"] = self._next_id
         reply = self._exchange(message)
