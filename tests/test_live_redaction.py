@@ -5,9 +5,11 @@ log messages and progress notifications (outside attack 88)."""
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from typing import Any
 
+import pytest
 from fastmcp import Client
 from fastmcp.client.logging import LogMessage
 
@@ -70,3 +72,35 @@ def test_many_lines_redact_in_linear_time() -> None:
     redacted = [config.redact(line) for line in lines]
     assert time.perf_counter() - started < 1.0  # generous: 0.06 s here
     assert redacted[-1] == "a ${K3} b"
+
+
+async def test_text_cut_before_it_is_redacted_keeps_no_part_of_a_secret(
+    write_config: ConfigWriter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A 300-character secret in text the worker cut (an error message at 4,000
+    characters, a log line read 64 KB at a time): redaction shrank the copies before the
+    cut, which brought the cut copy's first 222 characters into what was shown (attack 90)."""
+    long_secret = "pem-" + "".join(chr(97 + i % 26) for i in range(296))
+    monkeypatch.setenv("MCP_CODE_TEST_LONG", long_secret)
+    testsrv = server_entry(TEST_SERVER, env={"TOKEN": "${MCP_CODE_TEST_LONG}"})
+    gateway = await start_gateway(write_config({"testsrv": testsrv}))
+    code = (
+        'secret = tools.testsrv.env(name="TOKEN")\n'
+        'log("notes: " + " ".join([secret] * 250))\n'
+        'raise RuntimeError("unexpected: " + " ".join([secret] * 40))'
+    )
+    logs: list[str] = []
+
+    async def on_log(message: LogMessage) -> None:
+        logs.append(str(message.data))
+
+    try:
+        async with Client(build_server(gateway), log_handler=on_log) as client:
+            result = await client.call_tool("execute_code", {"code": code}, raise_on_error=False)
+            await asyncio.sleep(0.5)
+    finally:
+        await gateway.aclose()
+    reply = result.structured_content
+    assert reply is not None and reply["error"]["type"] == "RUNTIME_ERROR"
+    shown = json.dumps(reply) + "\n".join(logs)
+    assert "${MCP_CODE_TEST_LONG}" in shown and long_secret[:12] not in shown

@@ -267,11 +267,11 @@ class RunRouter:
         return self._approvals.paused_s
 
     def logs_to(self) -> Callable[[list[str]], Awaitable[bool]] | None:
-        if self._logs is None or self._redact is None:
+        if self._logs is None or self._redact_cut is None:
             return None if self._logs is None else self._logs.send
-        send, redact = self._logs.send, self._redact
-        # whole lines, before the stream clips them (a secret an upstream handed back and
-        # guest code logged went out as it was: outside attack 88), cleaned first (attack 89)
+        send, redact = self._logs.send, self._redact_cut
+        # whole lines before the stream clips them (attack 88), cleaned first (89), a line
+        # read cut through a secret without its start (90)
         return lambda lines: send([redact(clean_text(line)) for line in lines])
 
     def on_pause(self, notify: Callable[[], Awaitable[None]]) -> None:

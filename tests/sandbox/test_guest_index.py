@@ -37,7 +37,13 @@ class _Echo:
     paused_s = 0.0
 
     async def call(
-        self, server: str, tool: str, args: dict[str, Any], *, budget: ResultBudget | None = None
+        self,
+        server: str,
+        tool: str,
+        args: dict[str, Any],
+        *,
+        budget: ResultBudget | None = None,
+        refused: str | None = None,
     ) -> Any:
         return f"{server}.{tool}"
 

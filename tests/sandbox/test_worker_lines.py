@@ -14,13 +14,16 @@ import asyncio
 import json
 import socket
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from mcp_code_mode.errors import WorkerCrashed
 from mcp_code_mode.gateway import Gateway
 from mcp_code_mode.sandbox.channel import LINE_LIMIT, Channel, line_bound
+from mcp_code_mode.sandbox.conversation import Conversation
 from mcp_code_mode.sandbox.protocol import BATCH_BUDGET, BATCH_PIECE_BYTES, RunMessage, encode
+from mcp_code_mode.tool_results import ResultBudget
 
 from ..conftest import require_pyodide
 from ..support import TEST_SERVER, server_entry, start_gateway
@@ -187,3 +190,83 @@ async def test_legal_programs_the_line_bound_once_broke(any_gateway: Gateway) ->
     assert reply.ok, reply.error
     assert reply.result == "ok" and "MCP_CODE_MAX_CALL_BYTES" in reply.logs[0], reply.logs
     assert len(reply.logs) == 2 and len(reply.logs[1]) < 300  # the note, its name cut
+
+
+class _Recording:
+    """A router that records the calls it makes, each answered with its tool's name."""
+
+    paused_s = 0.0
+
+    def __init__(self) -> None:
+        self.made: list[str] = []
+
+    async def call(self, server: str, tool: str, args: Any, **_: Any) -> Any:
+        self.made.append(tool)
+        return tool
+
+    def result_budget(self) -> ResultBudget:
+        return ResultBudget(10**6)
+
+    def admit(self, count: int) -> None:
+        return None
+
+    def on_pause(self, notify: Any) -> None:
+        return None
+
+    def logs_to(self) -> None:
+        return None
+
+
+class _Scripted:
+    """A worker that sends `script`, each request once the one before it is answered."""
+
+    index_version = None
+
+    def __init__(self, script: list[dict[str, Any]]) -> None:
+        self.script, self.sent, self.asked = script, [], 0
+
+    async def send(self, message: Any) -> None:
+        self.sent.append(message)
+
+    async def receive(self) -> Any:
+        while sum(m["op"] == "reply" for m in self.sent) < self.asked:
+            await asyncio.sleep(0.001)
+        self.asked += 1
+        return self.script.pop(0)
+
+
+async def test_held_calls_of_an_abandoned_batch_are_dropped() -> None:
+    """Guest code that caught an error between two pieces of a batch (a MemoryError
+    building the second) had the first piece's calls made with its next call, which got
+    one of their results (outside attack 90): pieces carry their batch's number."""
+    spec = {"server": "s", "args": {}}
+    worker = _Scripted(
+        [
+            {"op": "call", "id": 1, "batch": 1, "more": True, "calls": [{**spec, "tool": "held"}]},
+            {"op": "call", "id": 2, "calls": [{**spec, "tool": "next"}]},
+            {"op": "call", "id": 3, "batch": 2, "more": True, "calls": [{**spec, "tool": "a"}]},
+            {"op": "call", "id": 4, "batch": 2, "calls": [{**spec, "tool": "b"}]},
+            {"op": "done", "ok": True, "result": None, "stdout": "", "logs": [], "error": None},
+        ]
+    )
+    router = _Recording()
+    run = {"op": "run", "code": "", "input": None, "index_version": 1, "timeout_s": 5}
+    await Conversation(worker, router).run(run)  # type: ignore[arg-type]
+    replies = [m["results"] for m in worker.sent if m["op"] == "reply"]
+    assert router.made == ["next", "a", "b"]
+    assert [[o["value"] for o in r] for r in replies] == [[], ["next"], [], ["a", "b"]]
+
+
+async def test_a_batch_costly_for_its_names_is_counted_as_the_host_counts(
+    gateway: Gateway,
+) -> None:
+    """Each name's thousand brackets cost 96 KB by the host's estimate: the worker counts
+    the pieces as the host will, framing and refused calls included, and refuses the calls
+    past the budget (this ended the run with EXECUTOR_ERROR: attack 90)."""
+    code = (
+        'got = call_tools([("notes", "[" * 1000, {})] * 1000)\n'
+        "[len(got), sum(isinstance(r, ToolError) for r in got)]"
+    )
+    reply = await gateway.execute(code, timeout_s=60)
+    assert reply.ok, reply.error
+    assert reply.result == [1000, 1000]

@@ -74,6 +74,7 @@ class Conversation:
         self._tasks: set[asyncio.Task[None]] = set()
         self._logs_seen = 0  # of the run's log lines, those handed on while it ran
         self._held: list[Call] = []  # a batch's calls from its earlier pieces
+        self._batch: object = None  # the number of the batch they are from
 
     async def run(self, message: RunMessage) -> DoneMessage:
         """Send `message`, answer the worker's requests, return its `done`.
@@ -175,12 +176,14 @@ class Conversation:
             if request["op"] == "call":
                 # a batch refused at the call limit leaves nothing held (outside attack 89:
                 # guest code that caught the limit had the held calls made with its next)
-                held, self._held = self._held, []
+                held, self._held, batch = self._held, [], request.get("batch")
+                if batch is None or batch != self._batch:  # another batch's: dropped (attack 90)
+                    held = []
                 # before a batch's calls are read: 360,000 of them took seconds of the
                 # event loop to convert only to be refused (outside attack 84)
                 self.router.admit(len(held) + count)
                 if request.get("more") is True:  # a piece of a batch: held until its last
-                    self._held = held + _piece(request)
+                    self._held, self._batch = held + _piece(request), batch
                     await self._reply(request_id, [], paused_before)
                     return
                 pending = _pending(self.router, request, held)
@@ -213,14 +216,14 @@ class Conversation:
         Once one call ends the run (TOOL_CALL_LIMIT), the rest are not started.
         """
         if len(pending) == 1:  # the common case, without a task of its own
-            return [await self._outcome(pending[0]())]
+            return [await self._outcome(pending[0])]
         outcomes: list[Outcome | None] = [None] * len(pending)
         queue = iter(enumerate(pending))
         fatal: list[Outcome] = []
 
         async def lane() -> None:
             for index, start in queue:
-                outcome = fatal[0] if fatal else await self._outcome(start())
+                outcome = fatal[0] if fatal else await self._outcome(start)
                 if outcome.get("fatal") and not fatal:
                     fatal.append(outcome)
                 outcomes[index] = outcome
@@ -229,9 +232,9 @@ class Conversation:
         return [o for o in outcomes if o is not None]
 
     @staticmethod
-    async def _outcome(pending: Awaitable[Any]) -> Outcome:
+    async def _outcome(start: Pending) -> Outcome:
         try:
-            return {"ok": True, "value": await pending}
+            return {"ok": True, "value": await start()}
         except CodeModeError as exc:
             return _failed(exc)
         except Exception as exc:  # a gateway bug must reach the guest as a failed call, not hang it

@@ -130,12 +130,15 @@ class ToolCallSpec(TypedDict):
 
 
 class CallRequest(TypedDict):
-    """Worker → host: calls to make at once. With `more`, only a piece of a batch: the host
-    holds its calls, answers with no results, and makes the whole batch at its last piece."""
+    """Worker → host: calls to make at once. A batch's pieces carry its `batch` number; with
+    `more`, only a piece: the host holds its calls, answers with no results, and makes the
+    whole batch at its last piece (held calls of another batch are dropped: guest code
+    that caught an error between two pieces had them made with its next call, attack 90)."""
 
     op: Literal["call"]
     id: int
     calls: list[ToolCallSpec]
+    batch: NotRequired[int]
     more: NotRequired[bool]
 
 
@@ -266,9 +269,14 @@ def decode(line: bytes, *, yielding: bool = False) -> dict[str, Any]:
 
 def decode_cost(text: bytes) -> int:
     """An upper estimate of `text` parsed, in bytes: a container's object and a slot for
-    every value (a float's own 24 bytes included), plus the text itself."""
+    every value (a float's own 24 bytes included), a string's object (56 bytes a pair of
+    quotes: short strings cost twice what was counted, attack 90), plus the text itself.
+    Brackets, commas and quotes inside strings count too: text full of them is
+    overestimated. The sum over pieces of a text is the text's (the worker counts a batch
+    as the host will)."""
     containers = text.count(b"[") + text.count(b"{")
-    return containers * 64 + (text.count(b",") + containers) * 32 + len(text)
+    values = text.count(b",") + containers
+    return containers * 64 + values * 32 + text.count(b'"') * 28 + len(text)
 
 
 def _int(text: str) -> int:

@@ -87,6 +87,7 @@ class GuestRuntime:
     ) -> None:
         self._request = request
         self._max_call_bytes = max_call_bytes
+        self._batches = 0  # numbers the pieces of each batch sent in several
         self.allowed_imports = frozenset(allowed_imports)
         self.logs: list[str] = []
         self.on_output: Callable[[int], None] = lambda n: None
@@ -148,9 +149,11 @@ class GuestRuntime:
         """Run `(server, tool, args)` calls concurrently; a failed one yields its ToolError."""
         specs = [self._sendable(_spec(*_unpack(c))) for c in calls]
         *held, last = pieces(specs)
+        self._batches += 1
+        batch = {"batch": self._batches} if held else {}
         for piece in held:  # the host answers a piece with no results (protocol.CallRequest)
-            self._request({"op": "call", "calls": piece, "more": True})
-        outcomes = self._request({"op": "call", "calls": last}) if last else []
+            self._request({"op": "call", "calls": piece, "more": True, **batch})
+        outcomes = self._request({"op": "call", "calls": last, **batch}) if last else []
         return [
             o.get("value") if o["ok"] else ToolError(s["server"], s["tool"], o.get("error", ""))
             for s, o in zip(specs, outcomes, strict=True)

@@ -14,6 +14,7 @@ from mcp_code_mode.sandbox.protocol import (
     BATCH_BUDGET,
     BATCH_PIECE_BYTES,
     decode_cost,
+    encode,
     json_bytes_at_least,
     over_limit,
 )
@@ -139,34 +140,55 @@ def _wire_size(text: str, limit: int) -> int:
 
 def pieces(specs: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
     """A batch's calls in pieces of about `BATCH_PIECE_BYTES` of JSON, in order; sent as
-    one `call` message each, all but the last marked `more` (protocol.CallRequest). Calls
-    past what the batch may cost the host to read (`BATCH_BUDGET`, with a margin for the
-    messages around them) are refused: sent without their arguments."""
+    one `call` message each, all but the last marked `more` (protocol.CallRequest).
+
+    What the pieces cost the host to read (`decode_cost` of each line, framing included)
+    stays within `BATCH_BUDGET`: calls past it are refused, sent without their arguments
+    and with their names cut, room for which is kept from the start. ValueError: a batch
+    so long that even that would not fit (MCP_CODE_MAX_TOOL_CALLS=0)."""
     if len(specs) < 2:
         return [specs]
+    stubs = [_text(refused_spec(spec, _OVER_BUDGET, _STUB_NAME_CHARS)) for spec in specs]
+    spare = [_cost(stub) for stub in stubs]
+    reserve = sum(spare)  # what the calls not yet placed cost refused
+    if reserve + _FRAMING * (sum(map(len, stubs)) // BATCH_PIECE_BYTES + 2) > _LIMIT:
+        raise ValueError(f"a batch of {len(specs):,} calls is too long to send; make fewer")
     cut: list[list[dict[str, Any]]] = [[]]
-    size = cost = 0
-    for spec in specs:
-        text = json.dumps(spec, separators=(",", ":"))
-        if cost + decode_cost(text.encode()) > _BATCH_COST:
-            spec = refused_spec(spec, _OVER_BUDGET)
-            text = json.dumps(spec, separators=(",", ":"))
-        cost += decode_cost(text.encode())
+    size, cost = 0, _FRAMING
+    for spec, stub, refused_cost in zip(specs, stubs, spare, strict=True):
+        reserve -= refused_cost
+        text = _text(spec)
+        if cost + _cost(text) + reserve + _FRAMING > _LIMIT:
+            spec, text = json.loads(stub), stub
         if cut[-1] and size + len(text) > BATCH_PIECE_BYTES:
             cut.append([])
-            size = 0
+            size, cost = 0, cost + _FRAMING
         cut[-1].append(spec)
-        size += len(text)
+        size, cost = size + len(text), cost + _cost(text)
     return cut
 
 
-def refused_spec(spec: dict[str, Any], why: str) -> dict[str, Any]:
-    """`spec` without its arguments, with why they were not sent (protocol.ToolCallSpec)."""
-    return {"server": spec["server"], "tool": spec["tool"], "args": {}, "refused": why}
+def refused_spec(spec: dict[str, Any], why: str, names: int | None = None) -> dict[str, Any]:
+    """`spec` without its arguments, with why they were not sent (protocol.ToolCallSpec)
+    and its names cut to `names` characters."""
+    server, tool = spec["server"][:names], spec["tool"][:names]
+    return {"server": server, "tool": tool, "args": {}, "refused": why}
 
 
-_BATCH_COST = BATCH_BUDGET - (4 << 20)
+def _text(spec: dict[str, Any]) -> str:
+    return json.dumps(spec, separators=(",", ":"))  # as `protocol.encode` writes it: ASCII
+
+
+def _cost(text: str) -> int:
+    return decode_cost(text.encode()) + 33  # and the comma before it in its piece
+
+
+_FRAMING = decode_cost(
+    encode({"op": "call", "id": 10**12, "batch": 10**12, "calls": [], "more": True})
+)
+_STUB_NAME_CHARS = 100  # of a name, in a call refused for the batch's cost
+_LIMIT = BATCH_BUDGET - (64 << 10)  # a margin for the framing of the refused calls' pieces
 _OVER_BUDGET = (
-    f"the batch's arguments would take more than {_BATCH_COST >> 20} MB of the gateway's "
-    "memory to read; make fewer calls at a time"
+    f"the batch's calls would take more than {BATCH_BUDGET >> 20} MB of the gateway's memory "
+    "to read; make fewer calls at a time"
 )
