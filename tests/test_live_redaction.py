@@ -104,3 +104,25 @@ async def test_text_cut_before_it_is_redacted_keeps_no_part_of_a_secret(
     assert reply is not None and reply["error"]["type"] == "RUNTIME_ERROR"
     shown = json.dumps(reply) + "\n".join(logs)
     assert "${MCP_CODE_TEST_LONG}" in shown and long_secret[:12] not in shown
+
+
+async def test_stdout_cut_at_the_output_limit_keeps_no_part_of_a_secret(
+    write_config: ConfigWriter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The worker keeps stdout to MCP_CODE_MAX_OUTPUT_CHARS, cutting the last write: its
+    copy of a secret was cut to 8 characters, which redaction did not know (attack 91
+    kept 239 of 300)."""
+    long_secret = "pem-" + "".join(chr(97 + i % 26) for i in range(296))
+    monkeypatch.setenv("MCP_CODE_TEST_LONG", long_secret)
+    testsrv = server_entry(TEST_SERVER, env={"TOKEN": "${MCP_CODE_TEST_LONG}"})
+    gateway = await start_gateway(write_config({"testsrv": testsrv}))
+    code = (  # 330 lines of 303 characters, then 10 of the next kept: "t=pem-abcd"
+        'secret = tools.testsrv.env(name="TOKEN")\nfor i in range(400):\n    print("t=" + secret)'
+    )
+    try:
+        reply = await gateway.execute(code, timeout_s=60)
+    finally:
+        await gateway.aclose()
+    assert reply.error is not None and reply.error.type == "OUTPUT_LIMIT"
+    assert reply.stdout.count("${MCP_CODE_TEST_LONG}") == 330
+    assert long_secret[:4] not in reply.stdout, reply.stdout[-40:]

@@ -18,6 +18,7 @@ from typing import Any
 from dotenv import dotenv_values
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
+from .encodable import CLIP_MARK
 from .errors import ConfigError
 from .server_config import ENTRY_KEYS, TRANSPORTS, FieldProblem, ServerConfig
 from .settings import env_files
@@ -40,7 +41,21 @@ def _spellings(value: str) -> list[str]:
     return forms
 
 
-_CUT = re.compile(r"… \[\d+ more characters cut\]\Z")
+def _secret_start(text: str, end: str, form: str) -> int:
+    """How many of `text`'s last characters (4 or more) are the start of `form`; 0 when
+    none. Only where `form` holds `end` (the text's last 4) is the text compared: a run of
+    `-` before a PEM's start matched its first 4 everywhere (attack 91)."""
+    at = form.rfind(end, 0, min(len(form) - 1, len(text)))
+    for _ in range(_CHECKS):
+        if at == -1:
+            return 0
+        if text.endswith(form[: at + 4]):
+            return at + 4
+        at = form.rfind(end, 0, at + 3)
+    return at + 4 if at != -1 else 0  # a secret of one repeated character: cut anyway
+
+
+_CHECKS = 256
 
 
 class GatewayConfig(BaseModel):
@@ -65,26 +80,21 @@ class GatewayConfig(BaseModel):
         return pattern.sub(lambda found: names[found.group()], text)
 
     def redact_cut(self, text: str) -> str:
-        """`redact(text)` for text that may have been cut short before it came (a progress
-        message, an error, a long log line): a secret's first 4 or more characters at its
-        end go too. Linear in the secrets' length (a set of their prefixes was quadratic:
-        403 MB for a 20 KB secret, attack 90)."""
-        cut = _CUT.search(text)  # a clip's "… [N more characters cut]": the cut is before it
+        """`redact(text)` for text known to have been cut short before it came, at its end
+        or before a clip's mark (a progress message or a log line the length of a cut, an
+        error the worker clipped): a secret's first 4 or more characters there go too.
+        Nothing is kept between calls (a set of every secret's prefixes took 403 MB for a
+        20 KB secret: attack 90)."""
+        cut = CLIP_MARK.search(text)  # "… [N more characters cut]": the cut is before it
         if cut is not None:
             return self.redact_cut(text[: cut.start()]) + cut.group()
         text = self.redact(text)
         probe, longest = self._cut_probe
         if not self.secrets or probe.search(text, max(0, len(text) - longest)) is None:
             return text  # no secret's first 4 characters near the end (one C search)
-        keep = len(text)
+        keep, end = len(text), text[-4:]
         for form in self._redaction[1]:
-            tail = text[max(0, len(text) - len(form) + 1) :]
-            start = tail.find(form[:4])
-            while start != -1 and len(tail) - start >= 4:
-                if form.startswith(tail[start:]):
-                    keep = min(keep, len(text) - len(tail) + start)
-                    break
-                start = tail.find(form[:4], start + 1)
+            keep = min(keep, len(text) - _secret_start(text, end, form))
         return text[:keep]
 
     @functools.cached_property

@@ -19,6 +19,7 @@ from typing import Any
 import pydantic_core
 
 __all__ = [
+    "CLIP_MARK",
     "MAX_DEPTH",
     "TooDeep",
     "clean_text",
@@ -103,10 +104,14 @@ def _walk(value: Any, depth: int, max_depth: int) -> Any:
 
 
 def clip(text: str, limit: int) -> str:
-    """`text` cut to `limit` characters, saying how much was cut."""
+    """`text` cut to `limit` characters, saying how much was cut (`CLIP_MARK`)."""
     if len(text) <= limit:
         return text
     return text[:limit] + f"… [{len(text) - limit} more characters cut]"
+
+
+CLIP_MARK = re.compile(r"… \[\d+ more characters cut\]\Z")
+"""What `clip` (and the worker, for an error message) puts after a cut."""
 
 
 def wire_size(value: Any, limit: int) -> int:

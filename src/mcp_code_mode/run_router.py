@@ -21,8 +21,6 @@ decision is as good as the tool's annotations and the config's `approve_tools` g
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import math
 import time
 from collections.abc import Awaitable, Callable, Collection
 from typing import TYPE_CHECKING, Any, Protocol
@@ -32,10 +30,11 @@ from .call_args import NOT_KEPT, Checked, bounded_args, size_at_least
 from .encodable import clean_text, clip
 from .errors import CodeModeError, ToolCallFailed, ToolCallLimitExceeded, UnknownToolError
 from .runs.log_stream import RunLogStream
-from .runs.progress import MESSAGE_CHARS, RunProgress
+from .runs.progress import MESSAGE_CHARS, RunProgress, progress_args
 from .runs.trace import CallTrace, RunTrace
 from .sandbox.base import ToolCallRecord
-from .sandbox.protocol import MAX_NAME_CHARS
+from .sandbox.local import LOG_READ_BYTES
+from .sandbox.protocol import MAX_NAME_CHARS, PROGRESS_MESSAGE_CHARS
 from .tool_formatter import load_tokenizer
 from .tool_results import JSON, Reply, ResultBudget
 
@@ -50,6 +49,7 @@ __all__ = ["RECORD_NAME_CHARS", "Admission", "RouterHost", "RunRouter"]
 
 RECORD_NAME_CHARS = 200  # of a name, what a run's records (and its errors) keep
 _MARGIN = 64 * 1024  # redacted past a cut: a secret the cut splits is still found
+_READ_CUT = LOG_READ_BYTES // 4  # characters: a live log line this long may have been cut
 
 
 Admission = Callable[[bool], Awaitable[None]]
@@ -267,12 +267,14 @@ class RunRouter:
         return self._approvals.paused_s
 
     def logs_to(self) -> Callable[[list[str]], Awaitable[bool]] | None:
-        if self._logs is None or self._redact_cut is None:
+        if self._logs is None or self._redact is None or self._redact_cut is None:
             return None if self._logs is None else self._logs.send
-        send, redact = self._logs.send, self._redact_cut
+        send, whole, cut = self._logs.send, self._redact, self._redact_cut
         # whole lines before the stream clips them (attack 88), cleaned first (89), a line
         # read cut through a secret without its start (90)
-        return lambda lines: send([redact(clean_text(line)) for line in lines])
+        return lambda lines: send(
+            [(cut if len(line) >= _READ_CUT else whole)(clean_text(line)) for line in lines]
+        )
 
     def on_pause(self, notify: Callable[[], Awaitable[None]]) -> None:
         self._approvals.before_asking = notify
@@ -323,8 +325,9 @@ class RunRouter:
         """A progress message as sent: cleaned, then redacted (a NUL in a secret hid it),
         past the clip too, without a secret's start where the worker cut it (attack 89)."""
         text = clean_text(text[: MESSAGE_CHARS + _MARGIN])
-        if self._redact_cut is not None:
-            text = self._redact_cut(text)
+        if self._redact is not None and self._redact_cut is not None:
+            cut = len(text) >= PROGRESS_MESSAGE_CHARS
+            text = (self._redact_cut if cut else self._redact)(text)
         return clip(text, MESSAGE_CHARS)
 
     def _name(self, name: str) -> str:
@@ -335,15 +338,10 @@ class RunRouter:
 
     def _report(self, args: dict[str, Any]) -> None:
         """Check guest code's `progress(done, total=None, message=None)` and pass it on."""
-        done, total, message = args.get("done"), args.get("total"), args.get("message")
-        numbers = _number(done), _number(total)
-        if numbers[0] is None or (total is not None and numbers[1] is None):
-            raise UnknownToolError("progress(): done and total must be finite numbers")
-        if message is not None and not isinstance(message, str):
-            raise UnknownToolError("progress(): message must be a str")
+        done, total, message = progress_args(args)
         if self._progress is not None:
             shown = None if message is None else self._message(message)
-            self._progress.report(numbers[0], numbers[1], shown)
+            self._progress.report(done, total, shown)
 
 
 async def _size(reply: Reply, stop: int) -> int:
@@ -388,13 +386,3 @@ def _cancelling() -> bool:
     """Whether the current task is being cancelled (a run whose request went away)."""
     task = asyncio.current_task()
     return task is not None and task.cancelling() > 0
-
-
-def _number(value: Any) -> float | None:
-    """`value` as a finite float, or None when it is not a number (a bool is not one)."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    with contextlib.suppress(OverflowError):
-        number = float(value)
-        return number if math.isfinite(number) else None
-    return None

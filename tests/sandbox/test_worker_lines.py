@@ -21,6 +21,7 @@ import pytest
 from mcp_code_mode.errors import WorkerCrashed
 from mcp_code_mode.gateway import Gateway
 from mcp_code_mode.sandbox.channel import LINE_LIMIT, Channel, line_bound
+from mcp_code_mode.sandbox.child.outgoing import pieces
 from mcp_code_mode.sandbox.conversation import Conversation
 from mcp_code_mode.sandbox.protocol import BATCH_BUDGET, BATCH_PIECE_BYTES, RunMessage, encode
 from mcp_code_mode.tool_results import ResultBudget
@@ -223,16 +224,19 @@ class _Scripted:
     index_version = None
 
     def __init__(self, script: list[dict[str, Any]]) -> None:
-        self.script, self.sent, self.asked = script, [], 0
+        self.script, self.sent, self.asked, self.killed = script, [], 0, False
 
     async def send(self, message: Any) -> None:
         self.sent.append(message)
 
     async def receive(self) -> Any:
-        while sum(m["op"] == "reply" for m in self.sent) < self.asked:
+        while sum(m["op"] == "reply" for m in self.sent) < self.asked and not self.killed:
             await asyncio.sleep(0.001)
         self.asked += 1
-        return self.script.pop(0)
+        return None if self.killed else self.script.pop(0)
+
+    def kill(self) -> None:
+        self.killed = True
 
 
 async def test_held_calls_of_an_abandoned_batch_are_dropped() -> None:
@@ -270,3 +274,48 @@ async def test_a_batch_costly_for_its_names_is_counted_as_the_host_counts(
     reply = await gateway.execute(code, timeout_s=60)
     assert reply.ok, reply.error
     assert reply.result == [1000, 1000]
+
+
+async def test_the_last_piece_of_a_batch_whose_others_are_gone_ends_the_worker() -> None:
+    """A call between two pieces drops the first (a finalizer's, or an escaped worker's):
+    the batch's last piece then has nothing held, and made alone its results would not
+    match the batch (attack 91). The worker pauses collection while it sends pieces."""
+    spec = {"server": "s", "args": {}}
+    worker = _Scripted(
+        [
+            {"op": "call", "id": 1, "batch": 1, "more": True, "calls": [{**spec, "tool": "a"}]},
+            {"op": "call", "id": 2, "calls": [{**spec, "tool": "between"}]},
+            {"op": "call", "id": 3, "batch": 1, "calls": [{**spec, "tool": "b"}]},
+        ]
+    )
+    router = _Recording()
+    run = {"op": "run", "code": "", "input": None, "index_version": 1, "timeout_s": 5}
+    with pytest.raises(WorkerCrashed):
+        await Conversation(worker, router).run(run)  # type: ignore[arg-type]
+    assert router.made == ["between"] and worker.killed
+
+
+def test_tiny_calls_are_not_refused_for_the_room_kept_for_refusals() -> None:
+    """Room is kept for each call at what it costs at least (itself, or refused): 100,000
+    tiny calls were a ValueError under MCP_CODE_MAX_TOOL_CALLS=0, far under the budget
+    (attack 91)."""
+    specs = [{"server": "n", "tool": "t", "args": {"i": i}} for i in range(100_000)]
+    cut = pieces(specs)
+    assert [spec for piece in cut for spec in piece] == specs
+
+
+async def test_one_call_costlier_to_read_than_the_host_reads_is_refused(
+    tmp_path: Path,
+) -> None:
+    """1.4 MB of `[` in a string is legal under MCP_CODE_MAX_CALL_BYTES=2000000 and about
+    129 MB by the host's estimate: refused in the worker, not an EXECUTOR_ERROR."""
+    path = tmp_path / "mcp_servers.json"
+    path.write_text(json.dumps({"servers": {"t": server_entry(TEST_SERVER)}}), encoding="utf-8")
+    gateway = await start_gateway(path, max_call_bytes=2_000_000)
+    code = 'call_tool("t", "echo", {"text": "[" * 1_400_000})'
+    try:
+        reply = await gateway.execute(code, timeout_s=60)
+    finally:
+        await gateway.aclose()
+    assert reply.error is not None and reply.error.type == "TOOL_ERROR", reply.error
+    assert "MB of the gateway's memory to read" in reply.error.message

@@ -18,8 +18,17 @@ import logging
 import math
 import time
 from collections.abc import Awaitable, Callable
+from typing import Any
 
-__all__ = ["DEFAULT_INTERVAL_S", "MESSAGE_CHARS", "ProgressSink", "RunProgress"]
+from ..errors import UnknownToolError
+
+__all__ = [
+    "DEFAULT_INTERVAL_S",
+    "MESSAGE_CHARS",
+    "ProgressSink",
+    "RunProgress",
+    "progress_args",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -118,3 +127,24 @@ def _log_failure(sent: asyncio.Future[None]) -> None:
         failure = sent.exception()
         if failure is not None:  # a client gone away: the run goes on regardless
             logger.debug("a progress notification was not sent: %r", failure)
+
+
+def progress_args(args: dict[str, Any]) -> tuple[float, float | None, str | None]:
+    """Guest code's `progress(done, total=None, message=None)` arguments, checked: the
+    numbers finite floats (a bool is not one), the message a str (UnknownToolError)."""
+    done, total, message = args.get("done"), args.get("total"), args.get("message")
+    numbers = _number(done), _number(total)
+    if numbers[0] is None or (total is not None and numbers[1] is None):
+        raise UnknownToolError("progress(): done and total must be finite numbers")
+    if message is not None and not isinstance(message, str):
+        raise UnknownToolError("progress(): message must be a str")
+    return numbers[0], numbers[1], message
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    with contextlib.suppress(OverflowError):
+        number = float(value)
+        return number if math.isfinite(number) else None
+    return None

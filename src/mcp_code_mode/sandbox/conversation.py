@@ -174,19 +174,11 @@ class Conversation:
         paused_before = self.router.paused_s
         try:
             if request["op"] == "call":
-                # a batch refused at the call limit leaves nothing held (outside attack 89:
-                # guest code that caught the limit had the held calls made with its next)
-                held, self._held, batch = self._held, [], request.get("batch")
-                if batch is None or batch != self._batch:  # another batch's: dropped (attack 90)
-                    held = []
-                # before a batch's calls are read: 360,000 of them took seconds of the
-                # event loop to convert only to be refused (outside attack 84)
-                self.router.admit(len(held) + count)
-                if request.get("more") is True:  # a piece of a batch: held until its last
-                    self._held, self._batch = held + _piece(request), batch
+                calls = self._whole_batch(request, count)
+                if calls is None:  # a piece of a batch: held until its last
                     await self._reply(request_id, [], paused_before)
                     return
-                pending = _pending(self.router, request, held)
+                pending = _pending(self.router, request, calls)
             else:
                 pending = _pending(self.router, request, [])
         except CodeModeError as exc:  # the batch goes past the run's limit: none is made
@@ -199,6 +191,34 @@ class Conversation:
         else:
             results = await self._outcomes(pending)
         await self._reply(request_id, results, paused_before)
+
+    def _whole_batch(self, request: CallRequest, count: int) -> list[Call] | None:
+        """The calls to make now: those held from the batch's earlier pieces, then the
+        request's; None when the request is a piece, held (protocol.CallRequest).
+
+        Raises:
+            CodeModeError: past the run's call limit (nothing is held after it: guest
+                code that caught the limit had held calls made with its next, attack 89).
+            ValueError, TypeError: a malformed piece.
+        """
+        held, self._held, batch = self._held, [], request.get("batch")
+        if batch is None or batch != self._batch:  # another batch's: dropped (attack 90)
+            held, self._batch = [], None
+            if batch is not None and request.get("more") is not True:
+                raise ValueError("the last piece of a batch whose others are gone")
+        total = request.get("total", 0)
+        if type(total) is not int:
+            raise TypeError("a batch's total must be an int")
+        # before a batch's calls are read (360,000 took seconds of the event loop to
+        # convert only to be refused: attack 84), a pieced batch in all at its first piece
+        self.router.admit(max(len(held) + count, total))
+        calls = held + _converted(request["calls"])
+        if request.get("more") is not True:
+            return calls
+        if not request["calls"]:
+            raise ValueError("an empty piece of a batch")
+        self._held, self._batch = calls, batch
+        return None
 
     async def _reply(self, request_id: int, results: list[Outcome], paused_before: float) -> None:
         reply: ReplyMessage = {"op": "reply", "id": request_id, "results": results}
@@ -254,13 +274,11 @@ Pending = Callable[[], Awaitable[Any]]
 
 
 def _pending(
-    router: ToolRouter, request: CallRequest | QueryRequest, held: list[Call]
+    router: ToolRouter, request: CallRequest | QueryRequest, calls: list[Call]
 ) -> list[Pending]:
-    """The request's work, each field converted (a worker's request is untrusted), after
-    the calls `held` from the batch's earlier pieces; a batch's results share one budget
-    (`ToolRouter.result_budget`)."""
+    """The request's work: its `calls` (converted: a worker's request is untrusted), whose
+    results share one budget (`ToolRouter.result_budget`), or its query."""
     if request["op"] == "call":
-        calls = held + _converted(request["calls"])
         budget = router.result_budget() if len(calls) > 1 else None
         return [
             functools.partial(router.call, *call[:3], budget=budget, refused=call[3])
@@ -274,14 +292,6 @@ Call = tuple[str, str, dict[str, Any], str | None]  # server, tool, arguments, w
 
 def _converted(calls: list[Any]) -> list[Call]:
     return [(str(c["server"]), str(c["tool"]), dict(c["args"]), _refusal(c)) for c in calls]
-
-
-def _piece(request: CallRequest) -> list[Call]:
-    """A piece's calls, converted; an empty piece is a worker that escaped its guest code,
-    ended by the caller."""
-    if not request["calls"]:
-        raise ValueError("an empty piece of a batch")
-    return _converted(request["calls"])
 
 
 def _refusal(call: Any) -> str | None:

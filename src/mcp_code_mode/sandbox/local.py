@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 __all__ = ["WorkerProcess", "Zygote"]
 
 _START_TIMEOUT_S = 60.0
-_LOG_READ_BYTES = 64 * 1024  # of a running worker's log lines, read at a time (~16 ms worst)
+LOG_READ_BYTES = 64 * 1024  # of a running worker's log lines, read at a time (~16 ms worst)
 
 
 def _minimal_env(home: str) -> dict[str, str]:
@@ -116,7 +116,7 @@ class WorkerProcess:
     def logs_since(self, offset: int) -> tuple[list[str], int]:
         if self._mirror_fd is None:
             return [], offset
-        return read_logs(self._mirror_fd, offset, _LOG_READ_BYTES)
+        return read_logs(self._mirror_fd, offset, LOG_READ_BYTES)
 
     async def reset(self) -> bool:
         return False  # a forked worker serves one run: the zygote forks a fresh one

@@ -22,6 +22,7 @@ __all__ = [
     "BATCH_PIECE_BYTES",
     "DECODE_BUDGET",
     "MAX_NAME_CHARS",
+    "PROGRESS_MESSAGE_CHARS",
     "CallRequest",
     "ChildMessage",
     "DoneMessage",
@@ -52,6 +53,10 @@ __all__ = [
 MAX_NAME_CHARS = 1000
 """The longest server or tool name a call may give: the worker cuts a longer one just past
 it (a 20 MB name was a 20 MB line for the host to parse), the host refuses it unsent."""
+
+PROGRESS_MESSAGE_CHARS = 1000
+"""Of a `progress()` message, what the worker sends; the host shows 200 once it has
+redacted them (a secret the worker's cut split is dropped there: `redact_cut`)."""
 
 BATCH_PIECE_BYTES = 1 << 20
 """A `call_tools` batch goes to the host in messages of about this much JSON (one call may
@@ -140,6 +145,7 @@ class CallRequest(TypedDict):
     calls: list[ToolCallSpec]
     batch: NotRequired[int]
     more: NotRequired[bool]
+    total: NotRequired[int]  # on a batch's first piece: its calls in all, admitted at once
 
 
 class QueryRequest(TypedDict):

@@ -16,15 +16,22 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Protocol
 
-from ..encodable import TooDeep, clip, encodable_text, make_encodable
+from ..encodable import CLIP_MARK, TooDeep, clip, encodable_text, make_encodable
 from ..errors import ErrorType
 from ..offload import offloaded
 from .base import ErrorDetail, ExecutionResult, ToolCallGroup, ToolCallRecord
 from .protocol import json_bytes_at_least
 
-__all__ = ["REPLY_OVERHEAD_CHARS", "bound_reply", "bounded", "group_calls", "off_the_loop"]
+__all__ = [
+    "REPLY_OVERHEAD_CHARS",
+    "Redactor",
+    "bound_reply",
+    "bounded",
+    "group_calls",
+    "off_the_loop",
+]
 
 REPLY_OVERHEAD_CHARS = 4096
 """What a reply may hold beyond MCP_CODE_MAX_OUTPUT_CHARS as JSON text: keys, tool_calls,
@@ -39,8 +46,17 @@ _OTHERS = "(others)"
 _MAX_LINE = 1_000_000  # no guest code has more lines (MCP_CODE_MAX_LINES is far below)
 
 
+class Redactor(Protocol):
+    """What a reply's text passes through (`config.GatewayConfig`): `redact` for text
+    whole, `redact_cut` for text cut short before it came (contract §7)."""
+
+    def redact(self, text: str) -> str: ...
+
+    def redact_cut(self, text: str) -> str: ...
+
+
 async def bounded(
-    result: ExecutionResult, max_output_chars: int, redact: Callable[[str], str] | None = None
+    result: ExecutionResult, max_output_chars: int, redact: Redactor | None = None
 ) -> ExecutionResult:
     """`bound_reply`, on the offload thread when the result is large."""
     if off_the_loop(result.result, result.stdout, result.logs):
@@ -58,7 +74,7 @@ _LARGE = 16 * 1024
 
 
 def bound_reply(
-    result: ExecutionResult, max_output_chars: int, redact: Callable[[str], str] | None = None
+    result: ExecutionResult, max_output_chars: int, redact: Redactor | None = None
 ) -> ExecutionResult:
     """`result` made encodable and bounded in size (see the module docstring); with
     `redact`, every text in it (result, stdout, logs, error) passed through it first: a
@@ -97,12 +113,19 @@ def bound_reply(
     return result
 
 
-def _redact(result: ExecutionResult, redact: Callable[[str], str]) -> None:
-    result.stdout = redact(result.stdout)
+def _redact(result: ExecutionResult, redactor: Redactor) -> None:
+    """Every text redacted; stdout the worker cut at the output limit, and an error message
+    it clipped, without a secret's start where they were cut (attack 91: 239 of a
+    300-character secret's characters were kept at stdout's end)."""
+    redact, error = redactor.redact, result.error
+    cut = error is not None and error.type is ErrorType.OUTPUT_LIMIT
+    result.stdout = (redactor.redact_cut if cut else redact)(result.stdout)
     result.logs = [redact(line) for line in result.logs]
     result.result = _redacted(result.result, redact)
-    if result.error is not None:
-        result.error = result.error.model_copy(update={"message": redact(result.error.message)})
+    if error is not None:
+        clipped = CLIP_MARK.search(error.message) is not None
+        message = (redactor.redact_cut if clipped else redact)(error.message)
+        result.error = error.model_copy(update={"message": message})
 
 
 def _redacted(value: Any, redact: Callable[[str], str]) -> Any:

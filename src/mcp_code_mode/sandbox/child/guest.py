@@ -32,7 +32,7 @@ from mcp_code_mode.sandbox.child.rules import (
 from mcp_code_mode.sandbox.child.scopes import SelfMatchingTypes
 from mcp_code_mode.sandbox.child.tools_view import MADE, GuestIndex, ToolError, Tools
 from mcp_code_mode.sandbox.child.writes import AttributeTarget, safe_delattr, safe_setattr
-from mcp_code_mode.sandbox.protocol import MAX_NAME_CHARS
+from mcp_code_mode.sandbox.protocol import MAX_NAME_CHARS, PROGRESS_MESSAGE_CHARS
 
 if TYPE_CHECKING:
     from mcp_code_mode.sandbox.protocol import ErrorCode
@@ -53,9 +53,6 @@ plain query, one `GuestRuntime.namespace` builds from its declaration."""
 Requester = Callable[[dict[str, Any]], list[dict[str, Any]]]
 
 PROGRESS_EVERY_S = 0.1  # progress() goes to the host at most this often (the last one always)
-_PROGRESS_MESSAGE_CHARS = 1000
-"""Of a `progress()` message, what goes to the host, which shows 200 once it has redacted
-them: a secret this cut split would reach the client as its first characters."""
 
 
 class Fatal(BaseException):
@@ -148,12 +145,25 @@ class GuestRuntime:
     def call_tools(self, calls: Iterable[Any]) -> list[Any]:
         """Run `(server, tool, args)` calls concurrently; a failed one yields its ToolError."""
         specs = [self._sendable(_spec(*_unpack(c))) for c in calls]
-        *held, last = pieces(specs)
         self._batches += 1
-        batch = {"batch": self._batches} if held else {}
-        for piece in held:  # the host answers a piece with no results (protocol.CallRequest)
-            self._request({"op": "call", "calls": piece, "more": True, **batch})
-        outcomes = self._request({"op": "call", "calls": last, **batch}) if last else []
+        batch = {"batch": self._batches, "total": len(specs)}
+        try:
+            *held, last = pieces(specs)
+        except ValueError:  # too long to send: the host judges its length by the call limit
+            self._request({"op": "call", "calls": specs[:1], "more": True, **batch})
+            raise
+        if not held:  # one message: no batch to number
+            batch = {}
+        collecting = gc.isenabled()
+        gc.disable()  # no finalizer of the run's may call a tool between two pieces
+        try:
+            for piece in held:  # the host answers with no results (protocol.CallRequest)
+                self._request({"op": "call", "calls": piece, "more": True, **batch})
+                batch.pop("total", None)  # admitted at the first piece
+            outcomes = self._request({"op": "call", "calls": last, **batch}) if last else []
+        finally:
+            if collecting:
+                gc.enable()
         return [
             o.get("value") if o["ok"] else ToolError(s["server"], s["tool"], o.get("error", ""))
             for s, o in zip(specs, outcomes, strict=True)
@@ -211,7 +221,7 @@ class GuestRuntime:
         if now - self._progress_at < PROGRESS_EVERY_S and not final:
             return
         self._progress_at = now
-        text = None if message is None else message[:_PROGRESS_MESSAGE_CHARS]
+        text = None if message is None else message[:PROGRESS_MESSAGE_CHARS]
         self._query("progress", {"done": done, "total": total, "message": text})
 
     def _query(self, kind: str, args: dict[str, Any]) -> Any:

@@ -13,6 +13,7 @@ from typing import Any
 from mcp_code_mode.sandbox.protocol import (
     BATCH_BUDGET,
     BATCH_PIECE_BYTES,
+    DECODE_BUDGET,
     decode_cost,
     encode,
     json_bytes_at_least,
@@ -117,14 +118,32 @@ def refusal(args: Any, limit: int) -> str | None:
     the host's own check is the one that holds."""
     refused = over_limit(args, limit) or long_integer(args)
     if refused is not None or json_bytes_at_least(args, limit // _WIDEST) <= limit // _WIDEST:
-        return refused
+        return refused if refused is not None else _costly(args)
     size = _wire_size(json.dumps(args, ensure_ascii=False, separators=(",", ":")), limit)
     if size <= limit:
-        return None
+        return _costly(args)
     return (
         f"the arguments are {size:,} bytes of JSON, over the {limit:,} allowed "
         "(MCP_CODE_MAX_CALL_BYTES)"
     )
+
+
+def _costly(args: Any) -> str | None:
+    """Why the host would not read `args`: past `DECODE_BUDGET` by `decode_cost` (1.4 MB of
+    `[` in a string, legal under MCP_CODE_MAX_CALL_BYTES=2000000, is 129 MB: attack 91).
+    Counted only past a size that could cost that much (at most 97 per byte)."""
+    if json_bytes_at_least(args, _COSTLY_BYTES) <= _COSTLY_BYTES:
+        return None
+    cost = decode_cost(json.dumps(args, separators=(",", ":")).encode())
+    if cost <= DECODE_BUDGET - (64 << 10):
+        return None
+    return (
+        f"the arguments would take about {cost >> 20} MB of the gateway's memory to read, "
+        f"more than the {DECODE_BUDGET >> 20} MB it reads of one message"
+    )
+
+
+_COSTLY_BYTES = DECODE_BUDGET // 100
 
 
 def _wire_size(text: str, limit: int) -> int:
@@ -148,17 +167,19 @@ def pieces(specs: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
     so long that even that would not fit (MCP_CODE_MAX_TOOL_CALLS=0)."""
     if len(specs) < 2:
         return [specs]
+    texts = [_text(spec) for spec in specs]
     stubs = [_text(refused_spec(spec, _OVER_BUDGET, _STUB_NAME_CHARS)) for spec in specs]
-    spare = [_cost(stub) for stub in stubs]
-    reserve = sum(spare)  # what the calls not yet placed cost refused
+    # what each call costs at least: itself, or refused when that is less (room for this
+    # is kept from the start)
+    spare = [min(_cost(text), _cost(stub)) for text, stub in zip(texts, stubs, strict=True)]
+    reserve = sum(spare)
     if reserve + _FRAMING * (sum(map(len, stubs)) // BATCH_PIECE_BYTES + 2) > _LIMIT:
         raise ValueError(f"a batch of {len(specs):,} calls is too long to send; make fewer")
     cut: list[list[dict[str, Any]]] = [[]]
     size, cost = 0, _FRAMING
-    for spec, stub, refused_cost in zip(specs, stubs, spare, strict=True):
-        reserve -= refused_cost
-        text = _text(spec)
-        if cost + _cost(text) + reserve + _FRAMING > _LIMIT:
+    for spec, text, stub, least in zip(specs, texts, stubs, spare, strict=True):
+        reserve -= least
+        if cost + _cost(text) + reserve + _FRAMING > _LIMIT and _cost(text) > least:
             spec, text = json.loads(stub), stub
         if cut[-1] and size + len(text) > BATCH_PIECE_BYTES:
             cut.append([])
@@ -188,7 +209,4 @@ _FRAMING = decode_cost(
 )
 _STUB_NAME_CHARS = 100  # of a name, in a call refused for the batch's cost
 _LIMIT = BATCH_BUDGET - (64 << 10)  # a margin for the framing of the refused calls' pieces
-_OVER_BUDGET = (
-    f"the batch's calls would take more than {BATCH_BUDGET >> 20} MB of the gateway's memory "
-    "to read; make fewer calls at a time"
-)
+_OVER_BUDGET = f"past the batch's {BATCH_BUDGET >> 20} MB to read; make fewer calls at a time"
