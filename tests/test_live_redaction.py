@@ -126,3 +126,27 @@ async def test_stdout_cut_at_the_output_limit_keeps_no_part_of_a_secret(
     assert reply.error is not None and reply.error.type == "OUTPUT_LIMIT"
     assert reply.stdout.count("${MCP_CODE_TEST_LONG}") == 330
     assert long_secret[:4] not in reply.stdout, reply.stdout[-40:]
+
+
+async def test_a_progress_message_cut_through_a_secret_keeps_none_of_it(
+    write_config: ConfigWriter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The worker sends 1,000 characters of a message; control characters cleaned out of
+    them made it look uncut, and the secret's start was shown (attack 92)."""
+    long_secret = "pem-" + "".join(chr(97 + i % 26) for i in range(296))
+    monkeypatch.setenv("MCP_CODE_TEST_LONG", long_secret)
+    testsrv = server_entry(TEST_SERVER, env={"TOKEN": "${MCP_CODE_TEST_LONG}"})
+    gateway = await start_gateway(write_config({"testsrv": testsrv}))
+    code = 'progress(1, 1, "\\x00" * 900 + " key=" + tools.testsrv.env(name="TOKEN"))'
+    got: list[str] = []
+
+    async def on_progress(done: float, total: float | None, message: str | None) -> None:
+        got.append(str(message))
+
+    try:
+        async with Client(build_server(gateway), progress_handler=on_progress) as client:
+            await client.call_tool("execute_code", {"code": code})
+            await asyncio.sleep(0.5)
+    finally:
+        await gateway.aclose()
+    assert got and all(long_secret[:8] not in message for message in got), got

@@ -324,9 +324,9 @@ class RunRouter:
     def _message(self, text: str) -> str:
         """A progress message as sent: cleaned, then redacted (a NUL in a secret hid it),
         past the clip too, without a secret's start where the worker cut it (attack 89)."""
+        cut = len(text) >= PROGRESS_MESSAGE_CHARS  # as the worker sent it (attack 92)
         text = clean_text(text[: MESSAGE_CHARS + _MARGIN])
         if self._redact is not None and self._redact_cut is not None:
-            cut = len(text) >= PROGRESS_MESSAGE_CHARS
             text = (self._redact_cut if cut else self._redact)(text)
         return clip(text, MESSAGE_CHARS)
 

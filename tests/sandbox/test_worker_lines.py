@@ -319,3 +319,39 @@ async def test_one_call_costlier_to_read_than_the_host_reads_is_refused(
         await gateway.aclose()
     assert reply.error is not None and reply.error.type == "TOOL_ERROR", reply.error
     assert "MB of the gateway's memory to read" in reply.error.message
+
+
+async def test_a_batch_of_one_shared_string_stays_within_the_workers_memory(
+    gateway: Gateway,
+) -> None:
+    """400 calls of one 900 KB string: the worker measured the batch holding every call's
+    text at once (360 MB past its 256 MB) and ended with MEMORY_LIMIT (attack 92)."""
+    code = (
+        'text = "n" * 900_000\n'
+        'got = call_tools([("notes", "search_notes", {"query": text})] * 400)\n'
+        "[sum(not isinstance(r, ToolError) for r in got), sum('fewer' in str(r) for r in got)]"
+    )
+    reply = await gateway.execute(code, timeout_s=120)
+    assert reply.ok, reply.error
+    made, refused = reply.result
+    assert made > 0 and refused > 0 and made + refused == 400
+
+
+async def test_a_batch_too_long_to_send_is_a_value_error(tmp_path: Path) -> None:
+    """Too long even refused (MCP_CODE_MAX_TOOL_CALLS=0): the host is asked about its
+    length with a call sent without arguments (its first, 700 KB of `[`, went whole and
+    passed the host's budget: EXECUTOR_ERROR, attack 92)."""
+    path = tmp_path / "mcp_servers.json"
+    path.write_text(json.dumps({"servers": {"t": server_entry(TEST_SERVER)}}), encoding="utf-8")
+    gateway = await start_gateway(path, max_tool_calls=0)
+    code = (
+        'said = "sent"\ntry:\n'
+        '    call_tools([("t", "echo", {"text": "[" * 700_000})] + [("t", "echo", {})] * 200_000)\n'
+        "except ValueError as e:\n    said = str(e)\nsaid"
+    )
+    try:
+        reply = await gateway.execute(code, timeout_s=120)
+    finally:
+        await gateway.aclose()
+    assert reply.ok, reply.error
+    assert "too long to send" in reply.result

@@ -150,7 +150,8 @@ class GuestRuntime:
         try:
             *held, last = pieces(specs)
         except ValueError:  # too long to send: the host judges its length by the call limit
-            self._request({"op": "call", "calls": specs[:1], "more": True, **batch})
+            probe = refused_spec(specs[0], "not sent: its batch is too long")  # no arguments
+            self._request({"op": "call", "calls": [probe], "more": True, **batch})
             raise
         if not held:  # one message: no batch to number
             batch = {}

@@ -167,26 +167,38 @@ def pieces(specs: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
     so long that even that would not fit (MCP_CODE_MAX_TOOL_CALLS=0)."""
     if len(specs) < 2:
         return [specs]
-    texts = [_text(spec) for spec in specs]
-    stubs = [_text(refused_spec(spec, _OVER_BUDGET, _STUB_NAME_CHARS)) for spec in specs]
-    # what each call costs at least: itself, or refused when that is less (room for this
-    # is kept from the start)
-    spare = [min(_cost(text), _cost(stub)) for text, stub in zip(texts, stubs, strict=True)]
+    # each call's size and cost, itself and refused; its text is not kept (all of a batch's
+    # texts at once, 300 calls of 900 KB, took the worker past its memory: attack 92)
+    own = [_measured(spec) for spec in specs]
+    refused = [_measured(_refused(spec)) for spec in specs]
+    # what each call costs at least: room for it is kept from the start
+    spare = [min(a[1], b[1]) for a, b in zip(own, refused, strict=True)]
     reserve = sum(spare)
-    if reserve + _FRAMING * (sum(map(len, stubs)) // BATCH_PIECE_BYTES + 2) > _LIMIT:
+    if reserve + _FRAMING * (sum(b[0] for b in refused) // BATCH_PIECE_BYTES + 2) > _LIMIT:
         raise ValueError(f"a batch of {len(specs):,} calls is too long to send; make fewer")
     cut: list[list[dict[str, Any]]] = [[]]
     size, cost = 0, _FRAMING
-    for spec, text, stub, least in zip(specs, texts, stubs, spare, strict=True):
+    for spec, (length, price), stub, least in zip(specs, own, refused, spare, strict=True):
         reserve -= least
-        if cost + _cost(text) + reserve + _FRAMING > _LIMIT and _cost(text) > least:
-            spec, text = json.loads(stub), stub
-        if cut[-1] and size + len(text) > BATCH_PIECE_BYTES:
+        if cost + price + reserve + _FRAMING > _LIMIT and price > least:
+            spec, (length, price) = _refused(spec), stub
+        if cut[-1] and size + length > BATCH_PIECE_BYTES:
             cut.append([])
             size, cost = 0, cost + _FRAMING
         cut[-1].append(spec)
-        size, cost = size + len(text), cost + _cost(text)
+        size, cost = size + length, cost + price
     return cut
+
+
+def _refused(spec: dict[str, Any]) -> dict[str, Any]:
+    return refused_spec(spec, _OVER_BUDGET, _STUB_NAME_CHARS)
+
+
+def _measured(spec: dict[str, Any]) -> tuple[int, int]:
+    """`spec`'s length as `protocol.encode` writes it (ASCII), and its cost to read with
+    the comma before it in its piece."""
+    text = json.dumps(spec, separators=(",", ":")).encode()
+    return len(text), decode_cost(text) + 33
 
 
 def refused_spec(spec: dict[str, Any], why: str, names: int | None = None) -> dict[str, Any]:
@@ -194,14 +206,6 @@ def refused_spec(spec: dict[str, Any], why: str, names: int | None = None) -> di
     and its names cut to `names` characters."""
     server, tool = spec["server"][:names], spec["tool"][:names]
     return {"server": server, "tool": tool, "args": {}, "refused": why}
-
-
-def _text(spec: dict[str, Any]) -> str:
-    return json.dumps(spec, separators=(",", ":"))  # as `protocol.encode` writes it: ASCII
-
-
-def _cost(text: str) -> int:
-    return decode_cost(text.encode()) + 33  # and the comma before it in its piece
 
 
 _FRAMING = decode_cost(
