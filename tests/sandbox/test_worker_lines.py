@@ -74,11 +74,16 @@ async def test_a_batch_past_the_call_limit_makes_none_of_its_calls(tmp_path: Pat
     assert reply.tool_calls == []
 
 
-async def test_a_line_longer_than_its_run_allows_is_refused_unparsed() -> None:
+async def _channel() -> tuple[Channel, asyncio.StreamWriter]:
+    """The host's channel, and the worker's end of it to write lines to, on a socket pair."""
     left, right = socket.socketpair()
     reader, host_writer = await asyncio.open_connection(sock=left, limit=LINE_LIMIT)
     _, worker = await asyncio.open_connection(sock=right, limit=LINE_LIMIT)
-    host = Channel(reader, host_writer, peer="worker")
+    return Channel(reader, host_writer, peer="worker"), worker
+
+
+async def test_a_line_longer_than_its_run_allows_is_refused_unparsed() -> None:
+    host, worker = await _channel()
     run: RunMessage = {
         "op": "run",
         "code": "1",
@@ -157,10 +162,7 @@ async def test_a_batch_past_what_it_may_cost_to_read_refuses_its_last_calls(
 async def test_a_batch_whose_pieces_cost_too_much_ends_the_worker() -> None:
     """A worker that escaped its guest code sends pieces costing more than the budget
     together, each within the line bound: the host stops before parsing the one past it."""
-    left, right = socket.socketpair()
-    reader, host_writer = await asyncio.open_connection(sock=left, limit=LINE_LIMIT)
-    _, worker = await asyncio.open_connection(sock=right, limit=LINE_LIMIT)
-    host = Channel(reader, host_writer, peer="worker")
+    host, worker = await _channel()
     piece = {"op": "call", "id": 1, "calls": [{"server": "s", "tool": "t", "args": {}}]}
     piece["calls"][0]["args"] = {
         "q": [0] * 1_400_000
