@@ -20,6 +20,7 @@ import pytest
 
 from mcp_code_mode.errors import WorkerCrashed
 from mcp_code_mode.gateway import Gateway
+from mcp_code_mode.sandbox.base import ExecutionResult
 from mcp_code_mode.sandbox.channel import LINE_LIMIT, Channel, line_bound
 from mcp_code_mode.sandbox.child.outgoing import pieces
 from mcp_code_mode.sandbox.conversation import Conversation
@@ -57,19 +58,13 @@ async def test_pieces_keep_the_batch_order(any_gateway: Gateway) -> None:
 
 
 async def test_a_batch_past_the_call_limit_makes_none_of_its_calls(tmp_path: Path) -> None:
-    path = tmp_path / "mcp_servers.json"
-    path.write_text(json.dumps({"servers": {"t": server_entry(TEST_SERVER)}}), encoding="utf-8")
-    gateway = await start_gateway(path, max_tool_calls=4)
     size = BATCH_PIECE_BYTES // 3  # the limit is passed at the second piece
     code = (  # guest code that catches the limit makes no call after it (attack 89)
         f'try:\n    call_tools([("t", "echo", {{"text": "x" * {size}}})] * 6)\n'
         "except BaseException:\n    pass\n"
         'call_tool("t", "echo", {"text": "after"})'
     )
-    try:
-        reply = await gateway.execute(code, timeout_s=60)
-    finally:
-        await gateway.aclose()
+    reply = await _run(tmp_path, code, 60, upstream=True, max_tool_calls=4)
     assert reply.error is not None and reply.error.type == "TOOL_CALL_LIMIT"
     assert reply.tool_calls == []
 
@@ -119,18 +114,14 @@ async def test_the_widest_legal_output_is_within_the_bound(tmp_path: Path, execu
     each as escaped JSON), and a long error: the largest `done` a run can make."""
     if executor == "pyodide":
         require_pyodide()
-    path = tmp_path / "mcp_servers.json"
-    path.write_text(json.dumps({"servers": {}}), encoding="utf-8")
-    gateway = await start_gateway(path, max_output_chars=200_000, executor=executor)
     code = (
         'log("\U0001f600" * 199_990)\n'
         'print("\U0001f600" * 200_000)\n'
         'raise ValueError("\U0001f600" * 100_000)'
     )
-    try:
-        reply = await gateway.execute(code, timeout_s=60)
-    finally:
-        await gateway.aclose()
+    reply = await _run(
+        tmp_path, code, 60, upstream=False, max_output_chars=200_000, executor=executor
+    )
     assert reply.error is not None and reply.error.type == "OUTPUT_LIMIT", reply.error
 
 
@@ -311,14 +302,8 @@ async def test_one_call_costlier_to_read_than_the_host_reads_is_refused(
 ) -> None:
     """1.4 MB of `[` in a string is legal under MCP_CODE_MAX_CALL_BYTES=2000000 and about
     129 MB by the host's estimate: refused in the worker, not an EXECUTOR_ERROR."""
-    path = tmp_path / "mcp_servers.json"
-    path.write_text(json.dumps({"servers": {"t": server_entry(TEST_SERVER)}}), encoding="utf-8")
-    gateway = await start_gateway(path, max_call_bytes=2_000_000)
     code = 'call_tool("t", "echo", {"text": "[" * 1_400_000})'
-    try:
-        reply = await gateway.execute(code, timeout_s=60)
-    finally:
-        await gateway.aclose()
+    reply = await _run(tmp_path, code, 60, upstream=True, max_call_bytes=2_000_000)
     assert reply.error is not None and reply.error.type == "TOOL_ERROR", reply.error
     assert "MB of the gateway's memory to read" in reply.error.message
 
@@ -343,17 +328,26 @@ async def test_a_batch_too_long_to_send_is_a_value_error(tmp_path: Path) -> None
     """Too long even refused (MCP_CODE_MAX_TOOL_CALLS=0): the host is asked about its
     length with a call sent without arguments (its first, 700 KB of `[`, went whole and
     passed the host's budget: EXECUTOR_ERROR, attack 92)."""
-    path = tmp_path / "mcp_servers.json"
-    path.write_text(json.dumps({"servers": {"t": server_entry(TEST_SERVER)}}), encoding="utf-8")
-    gateway = await start_gateway(path, max_tool_calls=0)
     code = (
         'said = "sent"\ntry:\n'
         '    call_tools([("t", "echo", {"text": "[" * 700_000})] + [("t", "echo", {})] * 200_000)\n'
         "except ValueError as e:\n    said = str(e)\nsaid"
     )
-    try:
-        reply = await gateway.execute(code, timeout_s=120)
-    finally:
-        await gateway.aclose()
+    reply = await _run(tmp_path, code, 120, upstream=True, max_tool_calls=0)
     assert reply.ok, reply.error
     assert "too long to send" in reply.result
+
+
+async def _run(
+    tmp_path: Path, code: str, timeout_s: float, *, upstream: bool, **settings: Any
+) -> ExecutionResult:
+    """`code` run once on a gateway of its own with `settings` changed, over the test
+    upstream as `t` or over none."""
+    servers = {"t": server_entry(TEST_SERVER)} if upstream else {}
+    path = tmp_path / "mcp_servers.json"
+    path.write_text(json.dumps({"servers": servers}), encoding="utf-8")
+    gateway = await start_gateway(path, **settings)
+    try:
+        return await gateway.execute(code, timeout_s=timeout_s)
+    finally:
+        await gateway.aclose()
