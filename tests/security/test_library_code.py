@@ -767,6 +767,21 @@ async def test_library_functions_take_no_marks(sec_gateway: Gateway) -> None:
     assert out["result"][1:] == [False, False, True, "len"], out
 
 
+async def test_decorator_factories_mark_only_the_guests_objects(sec_gateway: Gateway) -> None:
+    """Outside attack 93 (low): `typing.dataclass_transform(...)` wrote its guest-chosen
+    arguments onto a library function, and `typing.override` (3.12+, Pyodide) its flag."""
+    code = (
+        "import json, typing\ntyping.dataclass_transform(kw_only_default=True)(json.dumps)\n"
+        "getattr(typing, 'override', lambda f: f)(json.loads)\n"
+        "@typing.dataclass_transform(kw_only_default=True)\nclass Base:\n    pass\n"
+        "[hasattr(json.dumps, '__dataclass_transform__'), hasattr(json.loads, '__override__'),\n"
+        " Base.__dataclass_transform__['kw_only_default']]"
+    )
+    out = await attempt(sec_gateway, code)
+    assert not reached(out), out
+    assert out["result"] == [False, False, True], out
+
+
 async def test_a_typing_alias_copies_only_under_typings_public_names(sec_gateway: Gateway) -> None:
     """Outside attack 71: `_GenericAlias.__reduce__` looks the alias's `name=` up in typing's
     globals; `name="__builtins__"` made `copy.copy` hand out the real `getattr` through

@@ -32,6 +32,7 @@ __all__ = [
     "guarded_pickle_by_enum_name",
     "guarded_user_string",
     "guest_only_marker",
+    "guest_only_markers",
     "refuse_calls",
     "refuse_subclasses",
 ]
@@ -137,6 +138,19 @@ def guest_only_marker(mark: Callable[[Any], Any]) -> Callable[[Any], Any]:
     marked.__name__ = marked.__qualname__ = getattr(mark, "__name__", "marker")
     marked.__doc__ = mark.__doc__
     return marked
+
+
+def guest_only_markers(make: Callable[..., Callable[[Any], Any]]) -> Callable[..., Any]:
+    """A decorator factory whose decorators write onto their argument
+    (`typing.dataclass_transform(...)`: guest-chosen values under a fixed name, outside
+    attack 93): its decorators mark the guest's own objects only."""
+
+    def factory(*args: Any, **kwargs: Any) -> Callable[[Any], Any]:
+        return guest_only_marker(make(*args, **kwargs))
+
+    factory.__name__ = factory.__qualname__ = getattr(make, "__name__", "markers")
+    factory.__doc__ = make.__doc__
+    return factory
 
 
 def guarded_enum_property_get(get: Callable[..., Any], exact: Any) -> Callable[..., Any]:

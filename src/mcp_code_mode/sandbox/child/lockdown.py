@@ -43,6 +43,7 @@ from mcp_code_mode.sandbox.child.library_guards import (
     guarded_partialmethod,
     guarded_user_string,
     guest_only_marker,
+    guest_only_markers,
     refuse_calls,
     refuse_subclasses,
 )
@@ -168,8 +169,10 @@ def _wrap_libraries(loaded: dict[str, Any]) -> None:
         alias = typing._GenericAlias
         alias.__reduce__ = guarded_alias_reduce(alias.__reduce__, typing)
         guarded_final_subclass(typing._Final)
-        typing.final = guest_only_marker(typing.final)
-        typing.no_type_check = guest_only_marker(typing.no_type_check)
+        for marker in ("final", "no_type_check", "override"):  # override: 3.12+
+            if hasattr(typing, marker):
+                setattr(typing, marker, guest_only_marker(getattr(typing, marker)))
+        typing.dataclass_transform = guest_only_markers(typing.dataclass_transform)
     key_caches(loaded)
     logging: Any = loaded.get("logging")
     if logging is not None:
