@@ -5,6 +5,7 @@ want `mcp-code-mode`."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -17,9 +18,31 @@ from .support import ROOT
 pytestmark = pytest.mark.slow
 
 
+def _copy_of_the_checkout(into: Path) -> Path:
+    """What a wheel is built from, copied: the build writes beside its sources (egg-info,
+    build/), which a read-only checkout (the unprivileged suite) does not allow."""
+    into.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(ROOT / name, into / name)
+    caches = shutil.ignore_patterns("__pycache__", "*.egg-info")
+    shutil.copytree(ROOT / "src", into / "src", ignore=caches)
+    return into
+
+
 def test_a_wheel_of_the_checkout_runs_the_command_from_anywhere(tmp_path: Path) -> None:
+    checkout = _copy_of_the_checkout(tmp_path / "checkout")
     built = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path), str(ROOT)],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "-q",
+            "-w",
+            str(tmp_path),
+            str(checkout),
+        ],
         capture_output=True,
         text=True,
         timeout=300,

@@ -18,7 +18,7 @@ def _imported_by_child(graph: grimp.ImportGraph) -> set[str]:
 
 
 def test_the_child_side_imports_only_the_stdlib_and_protocol() -> None:
-    graph = grimp.build_graph("mcp_code_mode", include_external_packages=True)
+    graph = grimp.build_graph("mcp_code_mode", include_external_packages=True, cache_dir=None)
     outside = {
         name
         for name in _imported_by_child(graph)
@@ -35,7 +35,7 @@ def test_the_child_side_imports_only_the_stdlib_and_protocol() -> None:
 
 
 def test_protocol_itself_is_stdlib_only() -> None:
-    graph = grimp.build_graph("mcp_code_mode", include_external_packages=True)
+    graph = grimp.build_graph("mcp_code_mode", include_external_packages=True, cache_dir=None)
     imported = graph.find_modules_directly_imported_by("mcp_code_mode.sandbox.protocol")
     foreign = {name.partition(".")[0] for name in imported if not name.startswith("mcp_code_mode")}
     assert foreign <= set(sys.stdlib_module_names)
