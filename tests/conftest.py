@@ -7,7 +7,7 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +50,14 @@ def write_config(tmp_path: Path) -> ConfigWriter:
         return path
 
     return write
+
+
+@pytest.fixture
+def stats_socket() -> Iterator[Path]:
+    """Where HAProxy's stats socket goes: a short path (HAProxy takes at most 97 characters,
+    and a test's tmp_path under another user's TMPDIR is longer)."""
+    with tempfile.TemporaryDirectory(prefix="haproxy-") as folder:
+        yield Path(folder) / "stats.sock"
 
 
 def pyodide_ready() -> bool:

@@ -391,7 +391,9 @@ async def _own_result(url: str, k: int) -> tuple[int, Any]:
 
 @pytest.mark.slow
 @pytest.mark.timeout(300)  # may install HAProxy first
-async def test_haproxy_in_front_of_two_stateless_instances(tmp_path: Path) -> None:
+async def test_haproxy_in_front_of_two_stateless_instances(
+    tmp_path: Path, stats_socket: Path
+) -> None:
     binary = haproxy_binary()
     config = _config(tmp_path)
     stateless = {"MCP_CODE_HTTP_STATELESS": "true", "MCP_CODE_POOL_SIZE": "2"}
@@ -400,7 +402,7 @@ async def test_haproxy_in_front_of_two_stateless_instances(tmp_path: Path) -> No
         serving(config, tmp_path / "mcp2.log", **stateless) as two,
     ):
         instances = {"mcp1": one, "mcp2": two}
-        lb_port, stats_socket = _free_port(), tmp_path / "haproxy.sock"
+        lb_port = _free_port()
         rendered = tmp_path / "haproxy.cfg"
         rendered.write_text(
             render_haproxy(lb_port, {n: i.port for n, i in instances.items()}, stats_socket)

@@ -33,7 +33,9 @@ pytestmark = pytest.mark.slow  # whole commands in subprocesses
 
 
 @pytest.mark.timeout(300)  # may install HAProxy first
-async def test_two_instances_behind_haproxy_share_one_history(tmp_path: Path) -> None:
+async def test_two_instances_behind_haproxy_share_one_history(
+    tmp_path: Path, stats_socket: Path
+) -> None:
     binary = haproxy_binary()
     config = _config(tmp_path)
     with running_cluster() as cluster:
@@ -43,7 +45,7 @@ async def test_two_instances_behind_haproxy_share_one_history(tmp_path: Path) ->
             serving(config, tmp_path / "mcp1.log", **shared) as one,
             serving(config, tmp_path / "mcp2.log", **shared) as two,
         ):
-            lb_port, stats_socket = _free_port(), tmp_path / "haproxy.sock"
+            lb_port = _free_port()
             rendered = tmp_path / "haproxy.cfg"
             rendered.write_text(
                 render_haproxy(lb_port, {"mcp1": one.port, "mcp2": two.port}, stats_socket)
