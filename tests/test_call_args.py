@@ -113,7 +113,8 @@ async def test_a_batch_of_size_checks_leaves_the_loop_its_turns(
 async def test_a_batch_results_share_one_budget(write_config: ConfigWriter) -> None:
     """Results reach the worker in one message per batch: together they are bounded like
     one result (24 replies of 9.6 MB took the gateway to 750 MB, attack 85). A result past
-    the budget is a ToolError in its slot; a lone call is not affected."""
+    the budget is a ToolError in its slot, and not ok in `tool_calls` (attack 92); a lone
+    call is not affected."""
     code = (
         'out = call_tools([("testsrv", "echo", {"text": "x" * 400_000})] * 3)\n'
         "failed = [str(o) for o in out if isinstance(o, ToolError)]\n"
@@ -124,6 +125,8 @@ async def test_a_batch_results_share_one_budget(write_config: ConfigWriter) -> N
     count, message, alone = reply.result
     assert count == 1 and alone == 450_000, reply.result
     assert "passed 1,000,000 bytes in all (MCP_CODE_MAX_RESULT_BYTES)" in message
+    oks = [call.ok for call in reply.tool_calls]
+    assert sorted(oks[:3]) == [False, True, True] and oks[3], reply.tool_calls
 
 
 def test_many_secrets_in_the_margin_are_still_redacted() -> None:

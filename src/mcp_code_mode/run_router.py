@@ -198,6 +198,7 @@ class RunRouter:
             del task
         self._ended(traced, span, reply=reply)
         if budget is not None and not budget.take(await _size(reply, budget.left + 1)):
+            record.ok = False  # made, but the guest gets a ToolError in its slot (attack 92)
             raise ToolCallFailed(*kept, _over_budget(budget))
         return reply.value
 
