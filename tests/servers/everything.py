@@ -45,6 +45,8 @@ import time
 from pathlib import Path
 from types import TracebackType
 
+from .npm_packages import cache_root, installed
+
 __all__ = [
     "EVERYTHING_VERSION",
     "EverythingServer",
@@ -58,65 +60,18 @@ EVERYTHING_VERSION = "2026.8.31"
 PACKAGE = "@modelcontextprotocol/server-everything"
 
 
+ENTRY = "node_modules/@modelcontextprotocol/server-everything/dist/index.js"
+
+
 def cache_dir() -> Path:
-    """Where the package is installed: `$MCP_CODE_MODE_TEST_CACHE` or ~/.cache/mcp-code-mode-tests."""
-    root = os.environ.get("MCP_CODE_MODE_TEST_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "mcp-code-mode-tests"
-    )
-    return Path(root) / "server-everything" / EVERYTHING_VERSION
-
-
-def _entry(prefix: Path) -> Path:
-    return (
-        prefix
-        / "node_modules"
-        / "@modelcontextprotocol"
-        / "server-everything"
-        / "dist"
-        / "index.js"
-    )
+    """Where the package is installed (`npm_packages.cache_root()`)."""
+    return cache_root() / "server-everything" / EVERYTHING_VERSION
 
 
 def ensure_installed(timeout_s: float = 300.0) -> Path:
-    """The package's dist/index.js, installed from the npm registry on first use.
-
-    Installs into a temporary sibling directory and renames it into place, so two test
-    processes that race here both end with a complete install (the loser's copy is dropped).
-    """
-    target = cache_dir()
-    entry = _entry(target)
-    if entry.is_file():
-        return entry
-    npm = shutil.which("npm")
-    if npm is None:
-        raise RuntimeError("npm is not installed; cannot install " + PACKAGE)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".installing-", dir=target.parent))
-    try:
-        subprocess.run(
-            [
-                npm,
-                "install",
-                "--no-audit",
-                "--no-fund",
-                "--no-save",
-                "--prefix",
-                str(tmp),
-                f"{PACKAGE}@{EVERYTHING_VERSION}",
-            ],
-            check=True,
-            capture_output=True,
-            timeout=timeout_s,
-        )
-        if not _entry(tmp).is_file():
-            raise RuntimeError(f"npm install did not produce {_entry(tmp)}")
-        with contextlib.suppress(OSError):  # another process won the race: keep theirs
-            tmp.rename(target)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    if not entry.is_file():
-        raise RuntimeError(f"{PACKAGE} not found at {entry} after install")
-    return entry
+    """The package's dist/index.js, installed from the npm registry on first use."""
+    name = f"server-everything/{EVERYTHING_VERSION}"
+    return installed(name, [f"{PACKAGE}@{EVERYTHING_VERSION}"], ENTRY, timeout_s)
 
 
 def free_port() -> int:
