@@ -1,6 +1,8 @@
 """The official MCP Inspector as a client of the gateway (npm `@modelcontextprotocol/inspector`,
 its CLI mode), over stdio and streamable HTTP: it lists our tools, its strict check finds no
-schema error in them, and it runs code that calls an upstream.
+schema error in them, and it runs code that calls an upstream. (It warns of three things the
+contract asks for: `input` takes any JSON value, and `timeout_s` and `tool` may be null,
+published as type lists.)
 
 The Inspector needs Node >= 22.19: the npm package of Node 22 for this machine is installed
 beside it (as `.ci/conformance` does), so a system Node 20 is enough to install them.
