@@ -193,9 +193,7 @@ class RunRouter:
             raise
         finally:
             self._tasks.discard(task)
-            # the task holds the error, whose traceback holds this frame: no cycle keeps
-            # a failed call's arguments for the run (outside attack 82)
-            del task
+            del task  # its error's traceback holds this frame: no cycle keeps args (attack 82)
         self._ended(traced, span, reply=reply)
         if budget is not None and not budget.take(await _size(reply, budget.left + 1)):
             record.ok = False  # made, but the guest gets a ToolError in its slot (attack 92)
