@@ -221,7 +221,9 @@ async def test_generated_methods_serve_their_own_class_only(
     out = await attempt(sec_gateway, code)
     assert not reached(out), out
     assert error_type(out) == "RUNTIME_ERROR", out
-    assert "instances only" in out["error"]["message"], out
+    # `C.__init__` read off the class is refused first now (attack 94): either wall
+    message = out["error"]["message"]
+    assert "instances only" in message or "may not be applied to" in message, out
 
 
 async def test_generated_methods_still_serve_subclasses(sec_gateway: Gateway) -> None:
@@ -952,3 +954,38 @@ async def test_an_enum_base_has_enum_in_its_mro(sec_gateway: Gateway) -> None:
     out = await attempt(sec_gateway, code)
     assert not reached(out), out
     assert "without Enum among its bases" in out["result"][0] and out["result"][1] == [], out
+
+
+async def test_library_methods_read_off_a_class_write_only_guest_objects(
+    sec_gateway: Gateway,
+) -> None:
+    """Outside attack 94: a library's `__init__` read off its class wrote onto a library
+    function (`typing.NewType.__init__(json.dumps, ...)`), steered a typing alias
+    (`ParamSpecArgs.__init__(typing.AbstractSet, json.loads)`) and rewrote a namespace UUID;
+    `functools.wraps` rewrote the guest API's functions. The guest's own objects still take
+    a library's `__init__`, as a subclass calls it."""
+    code = (
+        "import collections, functools, json, typing, uuid\nout = []\n"
+        "for write in (lambda: typing.NewType.__init__(json.dumps, 'evil', int),\n"
+        "              lambda: typing.ParamSpecArgs.__init__(typing.AbstractSet, json.loads),\n"
+        "              lambda: uuid.UUID.__init__(uuid.NAMESPACE_DNS, 'a' * 32),\n"
+        "              lambda: functools.wraps(len)(call_tool)):\n"
+        "    try:\n        write()\n        out.append('WROTE')\n"
+        "    except (TypeError, AttributeError) as e:\n        out.append(str(e))\n"
+        "class D(collections.UserDict):\n    def __init__(self, *a):\n"
+        "        collections.UserDict.__init__(self, *a)\n"
+        "out + [json.dumps.__name__, str(uuid.NAMESPACE_DNS), call_tool.__name__, dict(D({'a': 1}))]"
+    )
+    out = await attempt(sec_gateway, code)
+    assert not reached(out), out
+    refused = out["result"][:4]
+    # (ParamSpecArgs is written in C from 3.12, and its `__init__` takes no alias there)
+    assert "WROTE" not in refused, out
+    assert all("may not be applied to" in refused[i] for i in (0, 2)), out
+    assert refused[3] == "setting attributes of a function your code did not define is not allowed"
+    assert out["result"][4:] == [
+        "dumps",
+        "6ba7b810-9dad-11d1-80b4-00c04fd430c8",
+        "call_tool",
+        {"a": 1},
+    ], out

@@ -247,11 +247,31 @@ def guest_getattr(obj: Any, name: str, *default: Any) -> Any:
             return default[0]
         raise AttributeError(reason)
     value = getattr(obj, name, *default)
+    unbound = type(value) is types.FunctionType and isinstance(obj, type) and _is_dunder(name)
+    if unbound and not _guest_function(value):
+        return _unbound(value, name)
     if name in ("format", "format_map"):
         owner = obj if _is_str_or_kind(obj) else _str_of_method(value)
         if owner is not None:
             return guarded_format(owner, name)
     return value
+
+
+def _unbound(method: Callable[..., Any], name: str) -> Callable[..., Any]:
+    """A library's (or the sandbox's) Python method read off a class, applied only to an
+    object guest code may change: `typing.NewType.__init__(json.dumps, ...)` renamed a
+    library function, `ParamSpecArgs.__init__(typing.AbstractSet, json.loads)` steered a
+    typing alias, `uuid.UUID.__init__` rewrote a namespace (outside attack 94)."""
+    from mcp_code_mode.sandbox.child.writes import self_refusal  # writes builds on guards
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        if args and (reason := self_refusal(args[0])) is not None:
+            raise TypeError(f"{name}() of a library class may not be applied to {reason}")
+        return method(*args, **kwargs)
+
+    call.__name__, call.__qualname__ = name, method.__qualname__
+    call.__module__, call.__doc__ = method.__module__, method.__doc__
+    return call
 
 
 def _is_str_or_kind(obj: Any) -> bool:

@@ -14,7 +14,12 @@ import ast
 from types import CodeType
 
 from mcp_code_mode.sandbox.child.guest_api import HOST_CALLS
-from mcp_code_mode.sandbox.child.rules import CHECKED_READS, GUEST_ONLY_DUNDERS, PRIVATE_OK
+from mcp_code_mode.sandbox.child.rules import (
+    CHECKED_READS,
+    GUEST_ONLY_DUNDERS,
+    PRIVATE_OK,
+    WRITER_DUNDERS,
+)
 from mcp_code_mode.sandbox.child.scopes import SELF_MATCHING, class_globals
 
 __all__ = ["GUEST_FILENAME", "RESULT_NAME", "compile_guest"]
@@ -74,7 +79,7 @@ def _is_checked(node: ast.Attribute) -> bool:
     (an enum's members written into the guest's globals, outside attack 19)."""
     name = node.attr
     dunder = name.startswith("__") and name.endswith("__")
-    if dunder and name not in GUEST_ONLY_DUNDERS:
+    if dunder and name not in GUEST_ONLY_DUNDERS | WRITER_DUNDERS:
         return False  # the policy refuses those that reach anything, on any object
     private = name.startswith("_") and name not in PRIVATE_OK
     return _is_tools_chain(node) or private or name in CHECKED_READS

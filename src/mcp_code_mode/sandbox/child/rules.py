@@ -18,6 +18,7 @@ __all__ = [
     "PRIVATE_OK",
     "REFUSED_DUNDERS",
     "REMOVED_BUILTINS",
+    "WRITER_DUNDERS",
     "refused_component",
 ]
 
@@ -73,6 +74,15 @@ REFUSED_DUNDERS = frozenset(
 # builtin class's `__dict__` holds its descriptors; a library closure holds the library's
 # internals; `().__class__.__base__` is the first step of the classic escape).
 GUEST_ONLY_DUNDERS = frozenset(["__dict__", "__closure__", "__mro__", "__bases__", "__base__"])
+# Methods that write onto their first argument with plain stores, past `setattr`: read
+# through the run-time check, so that a library's, read off its class, is applied only to
+# an object guest code may change (`guards.guest_getattr`, outside attack 94).
+WRITER_DUNDERS = frozenset(
+    [
+        *("__init__", "__set_name__", "__post_init__", "__set__", "__delete__"),
+        *("__setitem__", "__delitem__"),
+    ]
+)
 # Private names any object may show: namedtuple's public API starts with `_`.
 PRIVATE_OK = frozenset(["_asdict", "_replace", "_fields", "_make", "_field_defaults"])
 # Public names whose reads go through the run-time check all the same, allowed on the

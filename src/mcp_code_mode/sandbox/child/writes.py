@@ -55,6 +55,7 @@ __all__ = [
     "library_setattr",
     "safe_delattr",
     "safe_setattr",
+    "self_refusal",
     "write_refusal",
 ]
 
@@ -218,7 +219,11 @@ def guarded_update_wrapper(update_wrapper: Callable[..., Any]) -> Callable[..., 
     def guarded(wrapper: Any, wrapped: Any, *args: Any, **kwargs: Any) -> Any:
         # a library's own function too (the names it writes are the guest's, attacks 23 and
         # 69); not the closures library decorators make and wrap (`singledispatch`'s)
-        if type(wrapper) is not types.FunctionType or wrapper.__closure__ is None:
+        if (
+            type(wrapper) is not types.FunctionType
+            or wrapper.__closure__ is None
+            or _sandbox_function(wrapper)  # the guest API's are closures (attack 94)
+        ):
             _refuse_foreign_function(wrapper, "setting")
         reason = write_refusal(wrapper)
         if reason is not None:
@@ -228,6 +233,21 @@ def guarded_update_wrapper(update_wrapper: Callable[..., Any]) -> Callable[..., 
     guarded.__name__ = guarded.__qualname__ = "update_wrapper"
     guarded.__doc__ = update_wrapper.__doc__
     return guarded
+
+
+def _sandbox_function(function: types.FunctionType) -> bool:
+    """One of the sandbox's own functions (by its module's globals: not the guest's to set)."""
+    name = dict.get(function.__globals__, "__name__")
+    return type(name) is str and name.startswith(_OURS)
+
+
+def self_refusal(obj: Any) -> str | None:
+    """Why a library's method, read off its class, may not be applied to `obj` (what it
+    writes, it writes with plain stores, past `setattr`): None when guest code may change
+    `obj` itself."""
+    if type(obj) is types.FunctionType and not is_guest_object(obj):
+        return "a function your code did not define"
+    return write_refusal(obj)
 
 
 def guarded_reconstruct(reconstruct: Callable[..., Any]) -> Callable[..., Any]:
