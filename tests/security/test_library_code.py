@@ -989,3 +989,24 @@ async def test_library_methods_read_off_a_class_write_only_guest_objects(
         "call_tool",
         {"a": 1},
     ], out
+
+
+async def test_no_marks_on_builtins_or_library_functions(sec_gateway: Gateway) -> None:
+    """Outside attack 94 (low): `update_wrapper` on a builtin function wrote its
+    `__module__` before failing, and `typing.abstractmethod` (abc's) flagged `json.dumps`."""
+    code = (
+        "import functools, typing, json\nout = []\ntry:\n"
+        "    functools.update_wrapper(functools.cmp_to_key, len)\n    out.append('WROTE')\n"
+        "except AttributeError as e:\n    out.append(str(e))\ntyping.abstractmethod(json.dumps)\n"
+        "class A:\n    @typing.abstractmethod\n    def f(self): ...\n"
+        "out + [functools.cmp_to_key.__module__, hasattr(json.dumps, '__isabstractmethod__'),\n"
+        "       A.f.__isabstractmethod__]"
+    )
+    out = await attempt(sec_gateway, code)
+    assert not reached(out), out
+    assert out["result"] == [
+        "setting attributes of a builtin function is not allowed",
+        "_functools",
+        False,
+        True,
+    ], out

@@ -169,7 +169,8 @@ def _wrap_libraries(loaded: dict[str, Any]) -> None:
         alias = typing._GenericAlias
         alias.__reduce__ = guarded_alias_reduce(alias.__reduce__, typing)
         guarded_final_subclass(typing._Final)
-        for marker in ("final", "no_type_check", "override"):  # override: 3.12+
+        # override: 3.12+; abstractmethod is abc's, reachable through typing (attack 94)
+        for marker in ("final", "no_type_check", "override", "abstractmethod"):
             if hasattr(typing, marker):
                 setattr(typing, marker, guest_only_marker(getattr(typing, marker)))
         typing.dataclass_transform = guest_only_markers(typing.dataclass_transform)

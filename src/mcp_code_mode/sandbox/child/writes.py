@@ -219,6 +219,8 @@ def guarded_update_wrapper(update_wrapper: Callable[..., Any]) -> Callable[..., 
     def guarded(wrapper: Any, wrapped: Any, *args: Any, **kwargs: Any) -> Any:
         # a library's own function too (the names it writes are the guest's, attacks 23 and
         # 69); not the closures library decorators make and wrap (`singledispatch`'s)
+        if isinstance(wrapper, types.BuiltinFunctionType):  # `__module__` is writable
+            raise AttributeError("setting attributes of a builtin function is not allowed")
         if (
             type(wrapper) is not types.FunctionType
             or wrapper.__closure__ is None
