@@ -164,16 +164,7 @@ def _wrap_libraries(loaded: dict[str, Any]) -> None:
     _refuse(loaded)
     typing: Any = loaded.get("typing")
     if typing is not None:
-        forward_ref = typing.ForwardRef
-        forward_ref.__init__ = guarded_forward_ref_init(forward_ref.__init__, forward_ref)
-        alias = typing._GenericAlias
-        alias.__reduce__ = guarded_alias_reduce(alias.__reduce__, typing)
-        guarded_final_subclass(typing._Final)
-        # override: 3.12+; abstractmethod is abc's, reachable through typing (attack 94)
-        for marker in ("final", "no_type_check", "override", "abstractmethod"):
-            if hasattr(typing, marker):
-                setattr(typing, marker, guest_only_marker(getattr(typing, marker)))
-        typing.dataclass_transform = guest_only_markers(typing.dataclass_transform)
+        _wrap_typing(typing)
     key_caches(loaded)
     logging: Any = loaded.get("logging")
     if logging is not None:
@@ -195,6 +186,19 @@ def _wrap_libraries(loaded: dict[str, Any]) -> None:
         copy._keep_alive = keep_alive
         # A bound method copies as itself (as `deepcopy` has it), never through its reducer.
         copy._copy_dispatch[MethodType] = copy._copy_immutable
+
+
+def _wrap_typing(typing: Any) -> None:
+    forward_ref = typing.ForwardRef
+    forward_ref.__init__ = guarded_forward_ref_init(forward_ref.__init__, forward_ref)
+    alias = typing._GenericAlias
+    alias.__reduce__ = guarded_alias_reduce(alias.__reduce__, typing)
+    guarded_final_subclass(typing._Final)
+    # override: 3.12+; abstractmethod is abc's, reachable through typing (attack 94)
+    for marker in ("final", "no_type_check", "override", "abstractmethod"):
+        if hasattr(typing, marker):
+            setattr(typing, marker, guest_only_marker(getattr(typing, marker)))
+    typing.dataclass_transform = guest_only_markers(typing.dataclass_transform)
 
 
 def _refuse(loaded: dict[str, Any]) -> None:
