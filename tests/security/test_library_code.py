@@ -1010,3 +1010,42 @@ async def test_no_marks_on_builtins_or_library_functions(sec_gateway: Gateway) -
         False,
         True,
     ], out
+
+
+async def test_writer_methods_reached_any_way_write_only_guest_objects(
+    sec_gateway: Gateway,
+) -> None:
+    """Outside attack 95: the check of attack 94 was passed with `self=` by keyword, through
+    `super(G, G)`, and by a method bound to a library instance (`NAMESPACE_DNS.__init__`,
+    `typing.List.__init__`); `asyncio.timeouts.final` was typing's own `final`; guest code
+    added reducers to copy's dispatch table. A guest subclass of a class that handles its
+    own writes (UUID) still calls the base `__init__`, and one read is one object."""
+    code = (
+        "import asyncio, copy, json, string, typing, uuid\nout = []\n"
+        "class G(typing.NewType):\n    pass\n"
+        "class R(uuid.UUID):\n    def __init__(self, h):\n        uuid.UUID.__init__(self, h)\n"
+        "for write in (lambda: typing.NewType.__init__(self=json.dumps, name='e', tp=int),\n"
+        "              lambda: super(G, G).__init__(json.dumps, 'e', int),\n"
+        "              lambda: uuid.NAMESPACE_DNS.__init__('1' * 32),\n"
+        "              lambda: typing.List.__init__(json.loads, 1),\n"
+        "              lambda: copy.dispatch_table.update({uuid.UUID: len})):\n"
+        "    try:\n        write()\n        out.append('WROTE')\n"
+        "    except (TypeError, AttributeError) as e:\n        out.append(type(e).__name__)\n"
+        "asyncio.timeouts.final(json.dumps)\n"
+        "out + [json.dumps.__qualname__, str(uuid.NAMESPACE_DNS)[:8], hasattr(json.dumps, "
+        "'__final__'), str(R('2' * 32))[:8], string.Template.__init__ is string.Template.__init__]"
+    )
+    out = await attempt(sec_gateway, code)
+    assert not reached(out), out
+    assert out["result"] == [
+        "TypeError",
+        "TypeError",
+        "AttributeError",
+        "AttributeError",
+        "AttributeError",
+        "dumps",
+        "6ba7b810",
+        False,
+        "22222222",
+        True,
+    ], out

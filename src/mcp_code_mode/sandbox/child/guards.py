@@ -23,6 +23,7 @@ from mcp_code_mode.sandbox.child.rules import (
     GUEST_ONLY_DUNDERS,
     PRIVATE_OK,
     REFUSED_DUNDERS,
+    WRITER_DUNDERS,
 )
 from mcp_code_mode.sandbox.child.tools_view import Frozen, is_identifier_of
 
@@ -37,6 +38,7 @@ __all__ = [
     "is_private",
     "library_defines",
     "library_getattr",
+    "on_writer_methods",
     "os_bases",
     "safe_hasattr",
 ]
@@ -234,6 +236,16 @@ def _library_reader(cls: type) -> bool:
     )
 
 
+# How a writer method read by guest code is handed out (`writer_methods`, which builds on
+# this module: `lockdown` puts its function here before any guest code runs).
+_WRITER_METHOD: list[Callable[[Any, str, Any], Any]] = []
+
+
+def on_writer_methods(handle: Callable[[Any, str, Any], Any]) -> None:
+    """Hand writer methods (`rules.WRITER_DUNDERS`) read by guest code to `handle`."""
+    _WRITER_METHOD[:] = [handle]
+
+
 def guest_getattr(obj: Any, name: str, *default: Any) -> Any:
     """`getattr` for guest code, and what `obj._x` in guest source compiles to.
 
@@ -247,31 +259,13 @@ def guest_getattr(obj: Any, name: str, *default: Any) -> Any:
             return default[0]
         raise AttributeError(reason)
     value = getattr(obj, name, *default)
-    unbound = type(value) is types.FunctionType and isinstance(obj, type) and _is_dunder(name)
-    if unbound and not _guest_function(value):
-        return _unbound(value, name)
+    if name in WRITER_DUNDERS:
+        return _WRITER_METHOD[0](obj, name, value)
     if name in ("format", "format_map"):
         owner = obj if _is_str_or_kind(obj) else _str_of_method(value)
         if owner is not None:
             return guarded_format(owner, name)
     return value
-
-
-def _unbound(method: Callable[..., Any], name: str) -> Callable[..., Any]:
-    """A library's (or the sandbox's) Python method read off a class, applied only to an
-    object guest code may change: `typing.NewType.__init__(json.dumps, ...)` renamed a
-    library function, `ParamSpecArgs.__init__(typing.AbstractSet, json.loads)` steered a
-    typing alias, `uuid.UUID.__init__` rewrote a namespace (outside attack 94)."""
-    from mcp_code_mode.sandbox.child.writes import self_refusal  # writes builds on guards
-
-    def call(*args: Any, **kwargs: Any) -> Any:
-        if args and (reason := self_refusal(args[0])) is not None:
-            raise TypeError(f"{name}() of a library class may not be applied to {reason}")
-        return method(*args, **kwargs)
-
-    call.__name__, call.__qualname__ = name, method.__qualname__
-    call.__module__, call.__doc__ = method.__module__, method.__doc__
-    return call
 
 
 def _is_str_or_kind(obj: Any) -> bool:

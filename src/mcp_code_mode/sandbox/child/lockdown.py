@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Iterable
-from types import CodeType, MethodType
+from types import CodeType, MappingProxyType, MethodType, ModuleType
 from typing import Any
 
 from mcp_code_mode.sandbox.child import audit, module_view, outcome, rewrite, worker
@@ -27,7 +27,12 @@ from mcp_code_mode.sandbox.child.enum_guard import guarded_enum_new
 from mcp_code_mode.sandbox.child.forward_refs import guard_forward_refs
 from mcp_code_mode.sandbox.child.frozen_classes import freeze_classes
 from mcp_code_mode.sandbox.child.generated import guard_generated_code
-from mcp_code_mode.sandbox.child.guards import guest_getattr, os_bases, safe_hasattr
+from mcp_code_mode.sandbox.child.guards import (
+    guest_getattr,
+    on_writer_methods,
+    os_bases,
+    safe_hasattr,
+)
 from mcp_code_mode.sandbox.child.guest import GuestRuntime
 from mcp_code_mode.sandbox.child.library_caches import key_caches
 from mcp_code_mode.sandbox.child.library_guards import (
@@ -55,6 +60,7 @@ from mcp_code_mode.sandbox.child.rules import (
 )
 from mcp_code_mode.sandbox.child.tools_view import Frozen
 from mcp_code_mode.sandbox.child.trusted import LINES, reads, trusted_helpers
+from mcp_code_mode.sandbox.child.writer_methods import writer_method
 from mcp_code_mode.sandbox.child.writes import (
     AttributeTarget,
     guarded_deepcopy,
@@ -114,6 +120,7 @@ def lock_down(
     }
     for name, guest in guests.items():
         module_view.GUEST_VERSIONS[id(guarded[name])] = (guarded[name], guest)
+    on_writer_methods(writer_method)
     for name, builtins in _NAME_TAKERS.items():
         module = loaded.get(name)
         if module is not None:
@@ -164,7 +171,7 @@ def _wrap_libraries(loaded: dict[str, Any]) -> None:
     _refuse(loaded)
     typing: Any = loaded.get("typing")
     if typing is not None:
-        _wrap_typing(typing)
+        _wrap_typing(typing, loaded)
     key_caches(loaded)
     logging: Any = loaded.get("logging")
     if logging is not None:
@@ -184,21 +191,30 @@ def _wrap_libraries(loaded: dict[str, Any]) -> None:
         copy._reconstruct = guarded_reconstruct(copy._reconstruct)
         copy.deepcopy = guarded_deepcopy(copy.deepcopy)
         copy._keep_alive = keep_alive
+        # copyreg's table, as copy reads it: not the guest's to extend (attack 95)
+        copy.dispatch_table = MappingProxyType(copy.dispatch_table)
         # A bound method copies as itself (as `deepcopy` has it), never through its reducer.
         copy._copy_dispatch[MethodType] = copy._copy_immutable
 
 
-def _wrap_typing(typing: Any) -> None:
+def _wrap_typing(typing: Any, loaded: dict[str, Any]) -> None:
     forward_ref = typing.ForwardRef
     forward_ref.__init__ = guarded_forward_ref_init(forward_ref.__init__, forward_ref)
     alias = typing._GenericAlias
     alias.__reduce__ = guarded_alias_reduce(alias.__reduce__, typing)
     guarded_final_subclass(typing._Final)
     # override: 3.12+; abstractmethod is abc's, reachable through typing (attack 94)
-    for marker in ("final", "no_type_check", "override", "abstractmethod"):
-        if hasattr(typing, marker):
-            setattr(typing, marker, guest_only_marker(getattr(typing, marker)))
-    typing.dataclass_transform = guest_only_markers(typing.dataclass_transform)
+    names = ("final", "no_type_check", "override", "abstractmethod")
+    wrapped = {id(m): (m, guest_only_marker(m)) for n in names if (m := getattr(typing, n, None))}
+    made = typing.dataclass_transform
+    wrapped[id(made)] = (made, guest_only_markers(made))
+    # every module's name for them (`asyncio.timeouts.final` is typing's, attack 95)
+    for module in list(loaded.values()):
+        if not isinstance(module, ModuleType):
+            continue
+        for name, value in list(module.__dict__.items()):
+            if (kept := wrapped.get(id(value))) is not None and kept[0] is value:
+                setattr(module, name, kept[1])
 
 
 def _refuse(loaded: dict[str, Any]) -> None:

@@ -55,7 +55,6 @@ __all__ = [
     "library_setattr",
     "safe_delattr",
     "safe_setattr",
-    "self_refusal",
     "write_refusal",
 ]
 
@@ -241,15 +240,6 @@ def _sandbox_function(function: types.FunctionType) -> bool:
     """One of the sandbox's own functions (by its module's globals: not the guest's to set)."""
     name = dict.get(function.__globals__, "__name__")
     return type(name) is str and name.startswith(_OURS)
-
-
-def self_refusal(obj: Any) -> str | None:
-    """Why a library's method, read off its class, may not be applied to `obj` (what it
-    writes, it writes with plain stores, past `setattr`): None when guest code may change
-    `obj` itself."""
-    if type(obj) is types.FunctionType and not is_guest_object(obj):
-        return "a function your code did not define"
-    return write_refusal(obj)
 
 
 def guarded_reconstruct(reconstruct: Callable[..., Any]) -> Callable[..., Any]:

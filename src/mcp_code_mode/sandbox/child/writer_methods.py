@@ -1,0 +1,73 @@
+"""A library's writer methods (`rules.WRITER_DUNDERS`), as guest code may hold them.
+
+A library's `__init__`, `__set_name__`, `__set__`, `__setitem__` ... write onto their first
+argument with plain stores, past `setattr`. Applied to a library's object they renamed
+`json.dumps` (`typing.NewType.__init__(json.dumps, ...)`), steered a typing alias
+(`ParamSpecArgs.__init__(typing.AbstractSet, json.loads)`, `typing.List.__init__(...)`)
+and rewrote `uuid.NAMESPACE_DNS` (outside attacks 94 and 95). One rule: such a method,
+however guest code reads it (off a class, through `super`, bound to an instance), applies
+only to an object guest code may change. The guest's own methods are its own affair.
+"""
+
+from __future__ import annotations
+
+import types
+from collections.abc import Callable
+from typing import Any
+
+from mcp_code_mode.sandbox.child.guards import is_guest_object
+from mcp_code_mode.sandbox.child.writes import write_refusal
+
+__all__ = ["self_refusal", "writer_method"]
+
+_KEPT = 4096  # wrappers kept by function (a run making classes in a loop starts over)
+_WRAPPED: dict[int, tuple[Callable[..., Any], Callable[..., Any]]] = {}
+
+
+def self_refusal(obj: Any) -> str | None:
+    """Why a library's writer method may not be applied to `obj`; None when it may: the
+    guest's own object (a library's `__init__` is how its subclasses' instances are made,
+    whatever `__setattr__` they inherit), or one guest code could change itself."""
+    if is_guest_object(obj):
+        return None
+    if type(obj) is types.FunctionType:
+        return "a function your code did not define"
+    return write_refusal(obj)
+
+
+def writer_method(obj: Any, name: str, value: Any) -> Any:
+    """`value`, read as `obj.<name>` (a writer's name), as guest code may hold it."""
+    if type(value) is types.MethodType:  # bound: to an instance, or a class
+        if _library(value.__func__) and (reason := self_refusal(value.__self__)) is not None:
+            raise AttributeError(f"{name} of a library class may not be used on {reason}")
+        return value
+    if _library(value) and (isinstance(obj, type) or type(obj) is super):
+        return _unbound(value, name)
+    return value
+
+
+def _library(function: Any) -> bool:
+    return type(function) is types.FunctionType and not is_guest_object(function)
+
+
+def _unbound(method: Callable[..., Any], name: str) -> Callable[..., Any]:
+    """`method` checking the object it is applied to, which it takes positionally (passed
+    by keyword, `self=json.dumps`, it went unchecked: attack 95). One wrapper per method:
+    `T.__init__ is T.__init__` still holds."""
+    kept = _WRAPPED.get(id(method))
+    if kept is not None and kept[0] is method:
+        return kept[1]
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        if not args:
+            raise TypeError(f"{name}() takes the object it applies to as its first argument")
+        if (reason := self_refusal(args[0])) is not None:
+            raise TypeError(f"{name}() of a library class may not be applied to {reason}")
+        return method(*args, **kwargs)
+
+    call.__name__, call.__qualname__ = name, method.__qualname__
+    call.__module__, call.__doc__ = method.__module__, method.__doc__
+    if len(_WRAPPED) >= _KEPT:
+        _WRAPPED.clear()
+    _WRAPPED[id(method)] = (method, call)
+    return call
