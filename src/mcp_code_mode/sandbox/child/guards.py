@@ -252,6 +252,8 @@ def guest_getattr(obj: Any, name: str, *default: Any) -> Any:
     `str.format` / `format_map` come back guarded: their fields may not walk attributes
     or items, which would reach anything through the real `getattr`.
     """
+    if type(name) is str and name in WRITER_DUNDERS:  # no refusal is about these names
+        return _WRITER_METHOD[0](obj, name, getattr(obj, name, *default))
     name = exact_name(name)
     reason = _refusal(obj, name)
     if reason is not None:
@@ -259,8 +261,6 @@ def guest_getattr(obj: Any, name: str, *default: Any) -> Any:
             return default[0]
         raise AttributeError(reason)
     value = getattr(obj, name, *default)
-    if name in WRITER_DUNDERS:
-        return _WRITER_METHOD[0](obj, name, value)
     if name in ("format", "format_map"):
         owner = obj if _is_str_or_kind(obj) else _str_of_method(value)
         if owner is not None:
