@@ -203,8 +203,10 @@ def _wrap_typing(typing: Any, loaded: dict[str, Any]) -> None:
     alias = typing._GenericAlias
     alias.__reduce__ = guarded_alias_reduce(alias.__reduce__, typing)
     guarded_final_subclass(typing._Final)
-    # override: 3.12+; abstractmethod is abc's, reachable through typing (attack 94)
-    names = ("final", "no_type_check", "override", "abstractmethod")
+    # abc's, as typing names it (attack 94); abc's own name stays, for the library modules
+    # a run imports, which mark their own methods with it
+    typing.abstractmethod = guest_only_marker(typing.abstractmethod)
+    names = ("final", "no_type_check", "override")  # override: 3.12+
     wrapped = {id(m): (m, guest_only_marker(m)) for n in names if (m := getattr(typing, n, None))}
     made = typing.dataclass_transform
     wrapped[id(made)] = (made, guest_only_markers(made))
