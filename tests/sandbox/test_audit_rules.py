@@ -112,7 +112,7 @@ def test_a_reducers_builtin_is_the_guests_own() -> None:
     import copy
     import json
 
-    from mcp_code_mode.sandbox.child.writes import guarded_reconstruct
+    from mcp_code_mode.sandbox.child.copy_hooks import guarded_reconstruct
 
     reconstruct = guarded_reconstruct(copy._reconstruct)  # type: ignore[attr-defined]
     with pytest.raises(AttributeError, match="__globals__"):

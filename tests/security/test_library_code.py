@@ -1049,3 +1049,28 @@ async def test_writer_methods_reached_any_way_write_only_guest_objects(
         "22222222",
         True,
     ], out
+
+
+async def test_copy_makes_new_library_objects_and_writes_no_existing_one(
+    sec_gateway: Gateway,
+) -> None:
+    """`copy` of a `uuid.UUID` (whose class handles its own writes) works as in Python: the
+    object `copyreg.__newobj__` just made is the copy's own. A reducer handing back an
+    existing library object, or one its own callable made, is still refused."""
+    code = (
+        "import copy, uuid\nout = []\n"
+        "u = uuid.UUID('1' * 32)\n"
+        "class R(uuid.UUID):\n    pass\n"
+        "out += [copy.copy(u) == u, copy.deepcopy({'a': [u]})['a'][0] == u]\n"
+        "out += [str(copy.deepcopy(R('2' * 32)))[:8], type(copy.copy(R('3' * 32))).__name__]\n"
+        "class Old:\n    def __reduce_ex__(self, p):\n"
+        "        return (lambda: uuid.NAMESPACE_DNS, (), {'int': 5})\n"
+        "class New:\n    def __reduce_ex__(self, p):\n"
+        "        return (lambda: uuid.UUID('4' * 32), (), {'int': 5})\n"
+        "for x in (Old(), New()):\n    try:\n        copy.copy(x)\n        out.append('COPIED')\n"
+        "    except AttributeError as e:\n        out.append('refused')\n"
+        "out + [str(uuid.NAMESPACE_DNS)[:8]]"
+    )
+    out = await attempt(sec_gateway, code)
+    assert not reached(out), out
+    assert out["result"] == [True, True, "22222222", "R", "refused", "refused", "6ba7b810"], out

@@ -9,19 +9,52 @@ outside attack 69). So copy's `getattr` is `copy_getattr`: a hook it finds must 
 Python function or a method of one (its frame has its own builtins), or the library's own
 method of the very object (or class) copied; anything else is refused before it is called.
 
+What a reducer returns is checked as well (`guarded_reconstruct`): the object it makes must
+be one guest code could write, or a new object of a library class made by `object.__new__`
+(a `uuid.UUID` copied: its library `__setstate__` writes its fields), and its state must be
+writes `setattr` would allow.
+
 Stdlib only: runs in local workers and Pyodide runners.
 """
 
 from __future__ import annotations
 
+import builtins
+import copyreg
+import functools
 import types
 from collections.abc import Callable
 from typing import Any
 
-from mcp_code_mode.sandbox.child.guards import MRO, VARS
-from mcp_code_mode.sandbox.child.rules import C_BOUND_METHODS, C_UNBOUND_METHODS
+from mcp_code_mode.sandbox.child.guards import (
+    MRO,
+    VARS,
+    guest_getattr,
+    is_blocked,
+    is_guest_object,
+    is_private,
+    safe_hasattr,
+)
+from mcp_code_mode.sandbox.child.rules import (
+    C_BOUND_METHODS,
+    C_UNBOUND_METHODS,
+    REMOVED_BUILTINS,
+)
+from mcp_code_mode.sandbox.child.writes import (
+    fixed_refusal,
+    safe_delattr,
+    safe_setattr,
+    write_refusal,
+)
 
-__all__ = ["COPY_HOOKS", "copy_getattr", "guarded_user_copy"]
+__all__ = [
+    "COPY_HOOKS",
+    "copy_getattr",
+    "guarded_deepcopy",
+    "guarded_reconstruct",
+    "guarded_user_copy",
+    "keep_alive",
+]
 
 COPY_HOOKS = frozenset({"__copy__", "__deepcopy__", "__reduce_ex__", "__reduce__"})
 
@@ -88,3 +121,165 @@ def guarded_user_copy(user: type, duplicate: Callable[[Any], Any]) -> None:
         return made
 
     user.__copy__ = __copy__  # type: ignore[attr-defined]
+
+
+def guarded_reconstruct(reconstruct: Callable[..., Any]) -> Callable[..., Any]:
+    """`copy._reconstruct` that applies a reducer's state only to an object guest code may
+    write: it updates `__dict__` or calls `__setstate__` itself, past `setattr`, on whatever
+    the reducer's callable returned (`(lambda x: x, (tools,), {...})` wrote the tools view,
+    `typing.List`'s name, outside attack 15). Checked on the object made, before any state."""
+
+    def guarded(
+        x: Any, memo: Any, func: Callable[..., Any], args: Any, *rest: Any, **kw: Any
+    ) -> Any:
+        state = rest[0] if rest else kw.get("state")
+        call = _as_guest_builtin(func)
+        # `deepcopy` copies the arguments and state into its memo, which guest code can read
+        # (a guest `__deepcopy__` gets it), before `make` runs (outside attack 72)
+        for part in (*(args if type(args) is tuple else ()), state):
+            refusal = _made_refusal(part)
+            if refusal is not None:
+                raise TypeError(f"copying from {refusal} is not allowed")
+
+        def make(*made_from: Any) -> Any:
+            made = call(*made_from)
+            refusal = _made_refusal(made)
+            if refusal is not None:  # whatever reducer or callable made it (attack 71)
+                raise TypeError(f"copying may not make {refusal}")
+            reason = None
+            if state is not None:
+                reason = _target_refusal(made, func, args) or _state_refusal(made, state)
+            if reason is not None:
+                raise AttributeError(f"copying state onto {reason} is not allowed")
+            return made
+
+        return reconstruct(x, memo, make, args, *rest, **kw)
+
+    guarded.__name__ = guarded.__qualname__ = "_reconstruct"
+    return guarded
+
+
+def _target_refusal(made: Any, func: Any, args: Any) -> str | None:
+    """`write_refusal(made)`; but an object `copyreg.__newobj__(cls)` just made with
+    `object.__new__` (how `copy` makes most objects) is the copy's own, held by nothing
+    else: its class's `__setstate__` may write it (`uuid.UUID`'s writes its fields with
+    `object.__setattr__`), unless no object of the class may be written (`fixed_refusal`)."""
+    cls = type(made)
+    fresh = (
+        func is _NEWOBJ
+        and type(args) is tuple
+        and len(args) >= 1
+        and args[0] is cls
+        and _new_of(cls) is object.__new__
+        and not is_guest_object(type(cls))  # a guest metaclass could answer `cls.__new__`
+    )
+    return fixed_refusal(cls) if fresh else write_refusal(made)
+
+
+_NEWOBJ = vars(copyreg)["__newobj__"]  # what `object.__reduce_ex__` hands `copy`
+
+
+def _new_of(cls: type) -> Any:
+    """The `__new__` that makes objects of `cls`, read from the real class `__dict__`s."""
+    for klass in MRO(cls):
+        namespace = VARS(klass)
+        if "__new__" in namespace:
+            return namespace["__new__"]
+    return None
+
+
+def _made_refusal(made: Any) -> str | None:
+    """What `made` is when a copy may not hand it out: a module, a module's globals or the
+    builtins (a dict holding `__builtins__`), or a builtin the guest's builtins replace or
+    remove (`typing`'s alias reducer took a name the guest chose from its globals)."""
+    if isinstance(made, types.ModuleType):
+        return "a module"
+    if type(made) is dict and ("__builtins__" in made or made is _BUILTINS_DICT):
+        return "a module's globals"
+    for name in _UNSHARED_BUILTINS:
+        if made is _REAL_BUILTINS.get(name, _NONE):
+            return f"the builtin {name}()"
+    return None
+
+
+def _state_refusal(made: Any, state: Any) -> str | None:
+    """What is wrong with `state` as attribute writes to `made`, by the rules of
+    `safe_setattr`: `copy` applies it to `__dict__` natively (private fields of an
+    `enum.property` made its `__get__` the real getattr on 3.13, outside attack 23).
+    A state of some other type is a library `__setstate__`'s own format, left to it; with
+    no `__setstate__`, `copy` passes it to `__dict__.update`, which takes pairs and any
+    mapping as well (outside attack 29: `[("_signal_handlers", {14: None})]` onto an event
+    loop made by `object.__new__`): only a dict is applied then."""
+    parts = state if type(state) is tuple and len(state) == 2 else (state,)
+    plain = not any("__setstate__" in VARS(klass) for klass in MRO(type(made)))
+    if plain and any(part is not None and type(part) is not dict for part in parts):
+        return f"a {type(made).__name__} object from a state that is not a dict"
+    for part in parts:
+        if isinstance(part, dict) and type(part) is not dict:
+            return "an object from a dict subclass"  # its keys could differ from its items
+        for key in list(dict.keys(part)) if type(part) is dict else ():
+            if type(key) is not str or is_blocked(key) or key in ("__dict__", "__class__"):
+                return f"an object with the attribute {key!r}"
+            if is_private(key) and not is_guest_object(made):
+                return f"a {type(made).__name__} object's private attribute {key!r}"
+    return None
+
+
+def _as_guest_builtin(func: Any) -> Callable[..., Any]:
+    """A reducer's callable as guest code would have it: a builtin the guest's builtins
+    replace is the guest's version (a bound method reduces to `(getattr, (obj, name))` with
+    the real `getattr`, and `copy.copy` applied it, outside attack 21); one they remove is
+    refused. By identity: nothing of the guest's runs here."""
+    for name in REMOVED_BUILTINS:
+        if func is _REAL_BUILTINS.get(name, _NONE):
+            raise TypeError(f"copying by calling {name}() is not allowed")
+    inner = func
+    while type(inner) is functools.partial:
+        inner = inner.func
+    c_method = any(type(inner) is kind for kind in (*C_BOUND_METHODS, *C_UNBOUND_METHODS))
+    if c_method and inner.__name__ in ("__reduce__", "__reduce_ex__"):
+        # called from a library frame, a reducer reads the real builtins (outside attack 69)
+        raise TypeError("copying by calling a reducer is not allowed")
+    swaps: dict[str, Callable[..., Any]] = {
+        "getattr": guest_getattr,
+        "setattr": safe_setattr,
+        "delattr": safe_delattr,
+        "hasattr": safe_hasattr,
+    }
+    for name, guest in swaps.items():
+        if func is _REAL_BUILTINS[name]:
+            return guest
+    return func  # type: ignore[no-any-return]
+
+
+_REAL_BUILTINS = dict(vars(builtins))  # taken in the zygote, before any guest code
+_BUILTINS_DICT = vars(builtins)
+_UNSHARED_BUILTINS = (*REMOVED_BUILTINS, "getattr", "setattr", "delattr", "hasattr")
+_NONE = object()
+
+
+def guarded_deepcopy(deepcopy: Callable[..., Any]) -> Callable[..., Any]:
+    """`copy.deepcopy` keeping the originals it copied (its `_keep_alive`) beside the memo,
+    not in it: a guest's memo held them under `memo[id(memo)]`, a bound method's `__self__`
+    and a library object's own `__dict__` among them (outside attack 27). Kept until the
+    outermost call returns."""
+    depth = [0]
+
+    def guarded(x: Any, memo: Any = None, _nil: Any = _NONE) -> Any:
+        depth[0] += 1
+        try:
+            return deepcopy(x, memo) if _nil is _NONE else deepcopy(x, memo, _nil)
+        finally:
+            depth[0] -= 1
+            if not depth[0]:
+                _KEPT.clear()
+
+    return guarded
+
+
+def keep_alive(x: Any, memo: Any) -> None:
+    """`copy._keep_alive`, with the originals outside the memo (see `guarded_deepcopy`)."""
+    _KEPT.setdefault(id(memo), (memo, []))[1].append(x)
+
+
+_KEPT: dict[int, tuple[Any, list[Any]]] = {}

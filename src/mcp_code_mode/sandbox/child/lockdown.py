@@ -22,7 +22,13 @@ from types import CodeType, MappingProxyType, MethodType, ModuleType
 from typing import Any
 
 from mcp_code_mode.sandbox.child import audit, module_view, outcome, rewrite, worker
-from mcp_code_mode.sandbox.child.copy_hooks import copy_getattr, guarded_user_copy
+from mcp_code_mode.sandbox.child.copy_hooks import (
+    copy_getattr,
+    guarded_deepcopy,
+    guarded_reconstruct,
+    guarded_user_copy,
+    keep_alive,
+)
 from mcp_code_mode.sandbox.child.enum_guard import guarded_enum_new
 from mcp_code_mode.sandbox.child.forward_refs import guard_forward_refs
 from mcp_code_mode.sandbox.child.frozen_classes import freeze_classes
@@ -63,11 +69,8 @@ from mcp_code_mode.sandbox.child.trusted import LINES, reads, trusted_helpers
 from mcp_code_mode.sandbox.child.writer_methods import writer_method
 from mcp_code_mode.sandbox.child.writes import (
     AttributeTarget,
-    guarded_deepcopy,
     guarded_names,
-    guarded_reconstruct,
     guarded_update_wrapper,
-    keep_alive,
     safe_delattr,
     safe_setattr,
 )

@@ -16,8 +16,6 @@ the guest named use them too (`guarded_names`).
 
 from __future__ import annotations
 
-import builtins
-import functools
 import sys
 import types
 from collections.abc import Callable
@@ -37,21 +35,16 @@ from mcp_code_mode.sandbox.child.guards import (
 from mcp_code_mode.sandbox.child.module_view import ModuleView
 from mcp_code_mode.sandbox.child.rules import (
     BLOCKED_ATTRIBUTES,
-    C_BOUND_METHODS,
-    C_UNBOUND_METHODS,
     GUEST_MODULE,
     REFUSED_DUNDERS,
-    REMOVED_BUILTINS,
 )
 from mcp_code_mode.sandbox.child.tools_view import Frozen
 
 __all__ = [
     "AttributeTarget",
-    "guarded_deepcopy",
+    "fixed_refusal",
     "guarded_names",
-    "guarded_reconstruct",
     "guarded_update_wrapper",
-    "keep_alive",
     "library_setattr",
     "safe_delattr",
     "safe_setattr",
@@ -132,11 +125,23 @@ _BY_TYPE: dict[int, tuple[type, str | None]] = {}
 
 
 def _type_refusal(cls: type) -> str | None:
-    """The part of `write_refusal` that depends on the object's type alone: a module, an
-    object of the sandbox's own (its runtime, outside attack 14), or a class whose writes a
-    library's Python code handles (a class's own attributes: its metaclass). Classes
-    cannot change that later: their `__setattr__`, `__delattr__` and `__bases__` are not
-    the guest's to set."""
+    """The part of `write_refusal` that depends on the object's type alone: `fixed_refusal`,
+    or a class whose writes a library's Python code handles (a class's own attributes: its
+    metaclass). Classes cannot change that later: their `__setattr__`, `__delattr__` and
+    `__bases__` are not the guest's to set."""
+    reason = fixed_refusal(cls)
+    if reason is not None:
+        return reason
+    handler = _library_handler(cls)
+    if handler is None:
+        return None
+    return f"a {cls.__name__!r} object (the library class {handler!r} handles writes to it itself)"
+
+
+def fixed_refusal(cls: type) -> str | None:
+    """Why no object of `cls` may be written by guest code, not even a new one: a module,
+    the tools view, an object of the sandbox's own (its runtime, outside attack 14), a
+    dataclass field; None when none of these."""
     if issubclass(cls, types.ModuleType | ModuleView):
         return _MODULE
     if issubclass(cls, Frozen):  # the tools view (`copy` writes `__dict__` past its own check)
@@ -152,10 +157,7 @@ def _type_refusal(cls: type) -> str | None:
     if isinstance(field, type) and issubclass(cls, field):
         # its `name` goes into the source dataclasses compiles (outside attack 41)
         return "a dataclass field (dataclasses compiles code from it)"
-    handler = _library_handler(cls)
-    if handler is None:
-        return None
-    return f"a {cls.__name__!r} object (the library class {handler!r} handles writes to it itself)"
+    return None
 
 
 def _library_handler(cls: type) -> str | None:
@@ -240,137 +242,6 @@ def _sandbox_function(function: types.FunctionType) -> bool:
     """One of the sandbox's own functions (by its module's globals: not the guest's to set)."""
     name = dict.get(function.__globals__, "__name__")
     return type(name) is str and name.startswith(_OURS)
-
-
-def guarded_reconstruct(reconstruct: Callable[..., Any]) -> Callable[..., Any]:
-    """`copy._reconstruct` that applies a reducer's state only to an object guest code may
-    write: it updates `__dict__` or calls `__setstate__` itself, past `setattr`, on whatever
-    the reducer's callable returned (`(lambda x: x, (tools,), {...})` wrote the tools view,
-    `typing.List`'s name, outside attack 15). Checked on the object made, before any state."""
-
-    def guarded(
-        x: Any, memo: Any, func: Callable[..., Any], args: Any, *rest: Any, **kw: Any
-    ) -> Any:
-        state = rest[0] if rest else kw.get("state")
-        call = _as_guest_builtin(func)
-        # `deepcopy` copies the arguments and state into its memo, which guest code can read
-        # (a guest `__deepcopy__` gets it), before `make` runs (outside attack 72)
-        for part in (*(args if type(args) is tuple else ()), state):
-            refusal = _made_refusal(part)
-            if refusal is not None:
-                raise TypeError(f"copying from {refusal} is not allowed")
-
-        def make(*made_from: Any) -> Any:
-            made = call(*made_from)
-            refusal = _made_refusal(made)
-            if refusal is not None:  # whatever reducer or callable made it (attack 71)
-                raise TypeError(f"copying may not make {refusal}")
-            reason = None if state is None else write_refusal(made) or _state_refusal(made, state)
-            if reason is not None:
-                raise AttributeError(f"copying state onto {reason} is not allowed")
-            return made
-
-        return reconstruct(x, memo, make, args, *rest, **kw)
-
-    guarded.__name__ = guarded.__qualname__ = "_reconstruct"
-    return guarded
-
-
-def _made_refusal(made: Any) -> str | None:
-    """What `made` is when a copy may not hand it out: a module, a module's globals or the
-    builtins (a dict holding `__builtins__`), or a builtin the guest's builtins replace or
-    remove (`typing`'s alias reducer took a name the guest chose from its globals)."""
-    if isinstance(made, types.ModuleType):
-        return "a module"
-    if type(made) is dict and ("__builtins__" in made or made is _BUILTINS_DICT):
-        return "a module's globals"
-    for name in _UNSHARED_BUILTINS:
-        if made is _REAL_BUILTINS.get(name, _NONE):
-            return f"the builtin {name}()"
-    return None
-
-
-def _state_refusal(made: Any, state: Any) -> str | None:
-    """What is wrong with `state` as attribute writes to `made`, by the rules of
-    `safe_setattr`: `copy` applies it to `__dict__` natively (private fields of an
-    `enum.property` made its `__get__` the real getattr on 3.13, outside attack 23).
-    A state of some other type is a library `__setstate__`'s own format, left to it; with
-    no `__setstate__`, `copy` passes it to `__dict__.update`, which takes pairs and any
-    mapping as well (outside attack 29: `[("_signal_handlers", {14: None})]` onto an event
-    loop made by `object.__new__`): only a dict is applied then."""
-    parts = state if type(state) is tuple and len(state) == 2 else (state,)
-    plain = not any("__setstate__" in VARS(klass) for klass in MRO(type(made)))
-    if plain and any(part is not None and type(part) is not dict for part in parts):
-        return f"a {type(made).__name__} object from a state that is not a dict"
-    for part in parts:
-        if isinstance(part, dict) and type(part) is not dict:
-            return "an object from a dict subclass"  # its keys could differ from its items
-        for key in list(dict.keys(part)) if type(part) is dict else ():
-            if type(key) is not str or is_blocked(key) or key in ("__dict__", "__class__"):
-                return f"an object with the attribute {key!r}"
-            if is_private(key) and not is_guest_object(made):
-                return f"a {type(made).__name__} object's private attribute {key!r}"
-    return None
-
-
-def _as_guest_builtin(func: Any) -> Callable[..., Any]:
-    """A reducer's callable as guest code would have it: a builtin the guest's builtins
-    replace is the guest's version (a bound method reduces to `(getattr, (obj, name))` with
-    the real `getattr`, and `copy.copy` applied it, outside attack 21); one they remove is
-    refused. By identity: nothing of the guest's runs here."""
-    for name in REMOVED_BUILTINS:
-        if func is _REAL_BUILTINS.get(name, _NONE):
-            raise TypeError(f"copying by calling {name}() is not allowed")
-    inner = func
-    while type(inner) is functools.partial:
-        inner = inner.func
-    c_method = any(type(inner) is kind for kind in (*C_BOUND_METHODS, *C_UNBOUND_METHODS))
-    if c_method and inner.__name__ in ("__reduce__", "__reduce_ex__"):
-        # called from a library frame, a reducer reads the real builtins (outside attack 69)
-        raise TypeError("copying by calling a reducer is not allowed")
-    swaps: dict[str, Callable[..., Any]] = {
-        "getattr": guest_getattr,
-        "setattr": safe_setattr,
-        "delattr": safe_delattr,
-        "hasattr": safe_hasattr,
-    }
-    for name, guest in swaps.items():
-        if func is _REAL_BUILTINS[name]:
-            return guest
-    return func  # type: ignore[no-any-return]
-
-
-_REAL_BUILTINS = dict(vars(builtins))  # taken in the zygote, before any guest code
-_BUILTINS_DICT = vars(builtins)
-_UNSHARED_BUILTINS = (*REMOVED_BUILTINS, "getattr", "setattr", "delattr", "hasattr")
-_NONE = object()
-
-
-def guarded_deepcopy(deepcopy: Callable[..., Any]) -> Callable[..., Any]:
-    """`copy.deepcopy` keeping the originals it copied (its `_keep_alive`) beside the memo,
-    not in it: a guest's memo held them under `memo[id(memo)]`, a bound method's `__self__`
-    and a library object's own `__dict__` among them (outside attack 27). Kept until the
-    outermost call returns."""
-    depth = [0]
-
-    def guarded(x: Any, memo: Any = None, _nil: Any = _NONE) -> Any:
-        depth[0] += 1
-        try:
-            return deepcopy(x, memo) if _nil is _NONE else deepcopy(x, memo, _nil)
-        finally:
-            depth[0] -= 1
-            if not depth[0]:
-                _KEPT.clear()
-
-    return guarded
-
-
-def keep_alive(x: Any, memo: Any) -> None:
-    """`copy._keep_alive`, with the originals outside the memo (see `guarded_deepcopy`)."""
-    _KEPT.setdefault(id(memo), (memo, []))[1].append(x)
-
-
-_KEPT: dict[int, tuple[Any, list[Any]]] = {}
 
 
 def guarded_names() -> dict[str, Callable[..., Any]]:
