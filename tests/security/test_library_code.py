@@ -1074,3 +1074,18 @@ async def test_copy_makes_new_library_objects_and_writes_no_existing_one(
     out = await attempt(sec_gateway, code)
     assert not reached(out), out
     assert out["result"] == [True, True, "22222222", "R", "refused", "refused", "6ba7b810"], out
+
+
+async def test_dataclass_takes_classes_only(sec_gateway: Gateway) -> None:
+    """`dataclasses.dataclass` set `__dataclass_params__` on whatever it was given before it
+    failed on a non-class: `dataclass(json.dumps)` marked a library function."""
+    code = (
+        "import dataclasses, json\nout = []\n"
+        "for target in (json.dumps, 5, print):\n    try:\n        dataclasses.dataclass(target)\n"
+        "    except TypeError as e:\n        out.append(str(e)[:22])\n"
+        "@dataclasses.dataclass(frozen=True)\nclass P:\n    x: int = 1\n"
+        "out + [hasattr(json.dumps, '__dataclass_params__'), repr(P())]"
+    )
+    out = await attempt(sec_gateway, code)
+    assert not reached(out), out
+    assert out["result"] == ["dataclass() takes a cl"] * 3 + [False, "P(x=1)"], out

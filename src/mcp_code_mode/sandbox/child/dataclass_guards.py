@@ -43,8 +43,10 @@ def _checked_dataclass(dataclass: Callable[..., Any], cls: Any, options: dict[st
     checked being what dataclasses reads: a read-only copy of the annotations while it
     works (on 3.11 it iterates the class's own dict, and a guest descriptor it read on the
     way swapped a checked name for source text in place, outside attack 42)."""
-    if not isinstance(cls, type):
-        return dataclass(cls, **options)
+    if not any(klass is type for klass in MRO(type(cls))):
+        # dataclasses sets `__dataclass_params__` on whatever it is given before it fails
+        # (`dataclass(json.dumps)` marked a library function)
+        raise TypeError(f"dataclass() takes a class, not a {type(cls).__name__!r} object")
     _dataclass_check(cls)
     before = dict(VARS(cls))
     annotations = dict(before.get("__annotations__", {}))
