@@ -1089,3 +1089,79 @@ async def test_dataclass_takes_classes_only(sec_gateway: Gateway) -> None:
     out = await attempt(sec_gateway, code)
     assert not reached(out), out
     assert out["result"] == ["dataclass() takes a cl"] * 3 + [False, "P(x=1)"], out
+
+
+async def test_writer_methods_read_by_any_name_or_route(sec_gateway: Gateway) -> None:
+    """Outside attack 96: a library's writer method came out raw when its name was a str
+    subclass, when a generic alias forwarded it from its origin, through a subclass of
+    `super`, and `deepcopy` of a bound one rebinds it to whatever the memo says."""
+    code = (
+        "import copy, json, typing, uuid\nout = []\n"
+        "class S(str):\n    pass\n"
+        "class GN(typing.NewType):\n    pass\n"
+        "class MySuper(super):\n    pass\n"
+        "class GU(uuid.UUID):\n    pass\n"
+        "g = GU(int=5)\nGA = type(list[int])\n"
+        "for write in (lambda: getattr(typing.NewType, S('__init__'))(json.dumps, 'e', int),\n"
+        "              lambda: GA(typing.NewType, (int,)).__init__(call_tool, 'e', int),\n"
+        "              lambda: MySuper(GN, GN).__init__(json.loads, 'e', int),\n"
+        "              lambda: getattr(uuid.UUID, S('__init__'))(uuid.NAMESPACE_DNS, int=7),\n"
+        "              lambda: copy.deepcopy(g.__init__, {id(g): uuid.NAMESPACE_OID})(int=7)):\n"
+        "    try:\n        write()\n        out.append('WROTE')\n"
+        "    except (TypeError, AttributeError) as e:\n        out.append(type(e).__name__)\n"
+        "out + [json.dumps.__name__, call_tool.__name__, json.loads.__name__,\n"
+        "       str(uuid.NAMESPACE_DNS)[:8], str(uuid.NAMESPACE_OID)[:8], GN('x', int).__name__]"
+    )
+    out = await attempt(sec_gateway, code)
+    assert not reached(out), out
+    assert out["result"] == ["TypeError"] * 5 + [
+        "dumps",
+        "call_tool",
+        "loads",
+        "6ba7b810",
+        "6ba7b812",
+        "x",
+    ], out
+
+
+async def test_copy_checks_what_its_memo_hands_on(sec_gateway: Gateway) -> None:
+    """Outside attack 97: `deepcopy` copies a reducer's arguments and state through its
+    memo after the first check, and guest code fills the memo (passed in, or from a
+    `__deepcopy__` on the way): private fields reached an `enum.property` (its `__get__`
+    then read `json.dumps.__globals__` on 3.13), a class whose `__new__` returned
+    `NAMESPACE_DNS` had it rewritten. State onto a library function was written too."""
+    code = (
+        "import collections.abc, copy, enum, json, uuid\nout = []\n"
+        "checked = {'name': 'x'}\n"
+        "evil = {'name': '__globals__', '_attr_type': 'attr', '_cls_type': json.dumps}\n"
+        "class P:\n    def __reduce_ex__(self, p):\n        return (enum.property, (), checked)\n"
+        "class Fill:\n    def __deepcopy__(self, memo):\n"
+        "        memo[id(checked)] = evil\n        return 1\n"
+        "class G:\n    def __new__(cls, *a):\n        return uuid.NAMESPACE_DNS\n"
+        "class Memo(dict):\n    pass\n"
+        "class F:\n    def __reduce_ex__(self, p):\n"
+        "        return (lambda: call_tool, (), {'__wrapped__': print, 'tag': 1})\n"
+        "for f in (lambda: copy.deepcopy(P(), {id(checked): evil}),\n"
+        "          lambda: copy.deepcopy([Fill(), P()]),\n"
+        "          lambda: copy.deepcopy(uuid.NAMESPACE_DNS, {id(uuid.UUID): G}),\n"
+        "          lambda: copy.deepcopy([1], Memo()),\n"
+        "          lambda: copy.copy(F()), lambda: copy.deepcopy(F())):\n"
+        "    try:\n        f()\n        out.append('COPIED')\n"
+        "    except (TypeError, AttributeError) as e:\n        out.append(type(e).__name__)\n"
+        "am = getattr(collections.abc, 'abstractmethod', None)\n"
+        "if am is not None:\n    try:\n        am(json.dumps)\n    except TypeError:\n        pass\n"
+        "out + [str(uuid.NAMESPACE_DNS)[:8], hasattr(call_tool, 'tag'),\n"
+        "       hasattr(json.dumps, '__isabstractmethod__'), str(copy.deepcopy([uuid.UUID(int=1)])[0])]"
+    )
+    out = await attempt(sec_gateway, code)
+    assert not reached(out), out
+    refused = ["AttributeError", "AttributeError", "AttributeError", "TypeError"]
+    assert out["result"] == [
+        *refused,
+        "AttributeError",
+        "AttributeError",
+        "6ba7b810",
+        False,
+        False,
+        "00000000-0000-0000-0000-000000000001",
+    ], out

@@ -127,7 +127,11 @@ def guarded_reconstruct(reconstruct: Callable[..., Any]) -> Callable[..., Any]:
     """`copy._reconstruct` that applies a reducer's state only to an object guest code may
     write: it updates `__dict__` or calls `__setstate__` itself, past `setattr`, on whatever
     the reducer's callable returned (`(lambda x: x, (tools,), {...})` wrote the tools view,
-    `typing.List`'s name, outside attack 15). Checked on the object made, before any state."""
+    `typing.List`'s name, outside attack 15). Checked on the object made, before any state,
+    and again on the arguments and state `deepcopy` hands on: it copies them through a memo
+    guest code can fill, after the first check (outside attack 97 swapped in private
+    fields for an `enum.property`, and a class whose `__new__` returned `NAMESPACE_DNS`)."""
+    default_deep = (reconstruct.__kwdefaults__ or {})["deepcopy"]
 
     def guarded(
         x: Any, memo: Any, func: Callable[..., Any], args: Any, *rest: Any, **kw: Any
@@ -140,36 +144,68 @@ def guarded_reconstruct(reconstruct: Callable[..., Any]) -> Callable[..., Any]:
             refusal = _made_refusal(part)
             if refusal is not None:
                 raise TypeError(f"copying from {refusal} is not allowed")
+        made: list[Any] = []  # the object made, and the arguments it was made from
 
         def make(*made_from: Any) -> Any:
-            made = call(*made_from)
-            refusal = _made_refusal(made)
-            if refusal is not None:  # whatever reducer or callable made it (attack 71)
-                raise TypeError(f"copying may not make {refusal}")
-            reason = None
-            if state is not None:
-                reason = _target_refusal(made, func, args) or _state_refusal(made, state)
-            if reason is not None:
-                raise AttributeError(f"copying state onto {reason} is not allowed")
-            return made
+            made[:] = [call(*made_from), made_from]
+            _check_made(made[0], func, made_from, state)
+            return made[0]
 
-        return reconstruct(x, memo, make, args, *rest, **kw)
+        def deepcopy(part: Any, memo: Any, *nil: Any) -> Any:
+            copied = (kw.get("deepcopy") or default_deep)(part, memo, *nil)
+            refusal = _made_refusal(copied)
+            if refusal is not None:
+                raise TypeError(f"copying from {refusal} is not allowed")
+            if part is state and made:
+                _check_made(made[0], func, made[1], copied)
+            return copied
+
+        if memo is None:  # a copy: the state as checked, not as the guest may change it
+            rest = (_snapshot(state), *rest[1:]) if rest else rest
+            kw = {**kw, "state": _snapshot(state)} if "state" in kw else kw
+        return reconstruct(x, memo, make, args, *rest, **{**kw, "deepcopy": deepcopy})
 
     guarded.__name__ = guarded.__qualname__ = "_reconstruct"
     return guarded
 
 
-def _target_refusal(made: Any, func: Any, args: Any) -> str | None:
-    """`write_refusal(made)`; but an object `copyreg.__newobj__(cls)` just made with
-    `object.__new__` (how `copy` makes most objects) is the copy's own, held by nothing
-    else: its class's `__setstate__` may write it (`uuid.UUID`'s writes its fields with
-    `object.__setattr__`), unless no object of the class may be written (`fixed_refusal`)."""
+def _check_made(made: Any, func: Any, made_from: tuple[Any, ...], state: Any) -> None:
+    refusal = _made_refusal(made)
+    if refusal is not None:  # whatever reducer or callable made it (attack 71)
+        raise TypeError(f"copying may not make {refusal}")
+    if state is not None:
+        reason = _target_refusal(made, func, made_from) or _state_refusal(made, state)
+        if reason is not None:
+            raise AttributeError(f"copying state onto {reason} is not allowed")
+
+
+def _snapshot(state: Any) -> Any:
+    """A plain dict state (or a pair of them) as it is now: copied, so that guest code
+    running between the check and the write cannot change what is written."""
+    if type(state) is dict:
+        return dict(state)
+    if type(state) is tuple and len(state) == 2:
+        return tuple(dict(part) if type(part) is dict else part for part in state)
+    return state
+
+
+def _target_refusal(made: Any, func: Any, made_from: tuple[Any, ...]) -> str | None:
+    """`write_refusal(made)`, and no function the guest did not define (`write_refusal`
+    leaves those to `setattr`'s own check; attack 97 wrote `__wrapped__` onto `call_tool`);
+    but an object `copyreg.__newobj__(cls)` just made with `object.__new__` (how `copy`
+    makes most objects) is the copy's own, held by nothing else: its class's
+    `__setstate__` may write it (`uuid.UUID`'s writes its fields with `object.__setattr__`),
+    unless no object of the class may be written (`fixed_refusal`). `made_from` are the
+    arguments it was made from, as copied (a guest memo swapped the class, attack 97)."""
     cls = type(made)
+    if (cls is types.FunctionType and not is_guest_object(made)) or (
+        cls is types.BuiltinFunctionType
+    ):
+        return "a function your code did not define"
     fresh = (
         func is _NEWOBJ
-        and type(args) is tuple
-        and len(args) >= 1
-        and args[0] is cls
+        and len(made_from) >= 1
+        and made_from[0] is cls
         and _new_of(cls) is object.__new__
         and not is_guest_object(type(cls))  # a guest metaclass could answer `cls.__new__`
     )
@@ -266,6 +302,8 @@ def guarded_deepcopy(deepcopy: Callable[..., Any]) -> Callable[..., Any]:
     depth = [0]
 
     def guarded(x: Any, memo: Any = None, _nil: Any = _NONE) -> Any:
+        if memo is not None and type(memo) is not dict:  # its `get` answered as it liked
+            raise TypeError("deepcopy() takes a dict as its memo")
         depth[0] += 1
         try:
             return deepcopy(x, memo) if _nil is _NONE else deepcopy(x, memo, _nil)

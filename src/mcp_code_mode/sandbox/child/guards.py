@@ -252,9 +252,9 @@ def guest_getattr(obj: Any, name: str, *default: Any) -> Any:
     `str.format` / `format_map` come back guarded: their fields may not walk attributes
     or items, which would reach anything through the real `getattr`.
     """
-    if type(name) is str and name in WRITER_DUNDERS:  # no refusal is about these names
+    name = exact_name(name)  # a str subclass's name skipped the writer rule (attack 96)
+    if name in WRITER_DUNDERS:  # no refusal is about these names
         return _WRITER_METHOD[0](obj, name, getattr(obj, name, *default))
-    name = exact_name(name)
     reason = _refusal(obj, name)
     if reason is not None:
         if default:

@@ -167,6 +167,8 @@ def guarded_enum_property_get(get: Callable[..., Any], exact: Any) -> Callable[.
         if type(self) is not exact:
             raise TypeError("subclasses of enum.property are not supported in the sandbox")
         kind = getattr(self, "_attr_type", None)  # the property's own: enum set it
+        if kind is not None and type(kind) is not str:  # it answered `in` one way, enum's
+            raise TypeError("an enum.property of this kind is not supported")  # `==` another
         if instance is not None and self.fget is None and kind in ("attr", "desc"):
             target = self._cls_type if kind == "attr" else instance._value_
             return guest_getattr(target, self.name)

@@ -66,7 +66,7 @@ from mcp_code_mode.sandbox.child.rules import (
 )
 from mcp_code_mode.sandbox.child.tools_view import Frozen
 from mcp_code_mode.sandbox.child.trusted import LINES, reads, trusted_helpers
-from mcp_code_mode.sandbox.child.writer_methods import writer_method
+from mcp_code_mode.sandbox.child.writer_methods import guarded_deepcopy_method, writer_method
 from mcp_code_mode.sandbox.child.writes import (
     AttributeTarget,
     guarded_names,
@@ -198,6 +198,8 @@ def _wrap_libraries(loaded: dict[str, Any]) -> None:
         copy.dispatch_table = MappingProxyType(copy.dispatch_table)
         # A bound method copies as itself (as `deepcopy` has it), never through its reducer.
         copy._copy_dispatch[MethodType] = copy._copy_immutable
+        deep = copy._deepcopy_dispatch
+        deep[MethodType] = guarded_deepcopy_method(deep[MethodType])
 
 
 def _wrap_typing(typing: Any, loaded: dict[str, Any]) -> None:
@@ -206,16 +208,16 @@ def _wrap_typing(typing: Any, loaded: dict[str, Any]) -> None:
     alias = typing._GenericAlias
     alias.__reduce__ = guarded_alias_reduce(alias.__reduce__, typing)
     guarded_final_subclass(typing._Final)
-    # abc's, as typing names it (attack 94); abc's own name stays, for the library modules
-    # a run imports, which mark their own methods with it
-    typing.abstractmethod = guest_only_marker(typing.abstractmethod)
-    names = ("final", "no_type_check", "override")  # override: 3.12+
+    # abstractmethod: abc's, as typing names it (attack 94); abc's own name stays, for the
+    # library modules a run imports, which mark their own methods with it
+    names = ("abstractmethod", "final", "no_type_check", "override")  # override: 3.12+
     wrapped = {id(m): (m, guest_only_marker(m)) for n in names if (m := getattr(typing, n, None))}
     made = typing.dataclass_transform
     wrapped[id(made)] = (made, guest_only_markers(made))
-    # every module's name for them (`asyncio.timeouts.final` is typing's, attack 95)
+    # every module's name for them (`asyncio.timeouts.final` is typing's, attack 95;
+    # `collections.abc.abstractmethod` is abc's on 3.13, attack 96)
     for module in list(loaded.values()):
-        if not isinstance(module, ModuleType):
+        if not isinstance(module, ModuleType) or module.__name__ == "abc":
             continue
         for name, value in list(module.__dict__.items()):
             if (kept := wrapped.get(id(value))) is not None and kept[0] is value:

@@ -15,10 +15,11 @@ import types
 from collections.abc import Callable
 from typing import Any
 
-from mcp_code_mode.sandbox.child.guards import is_guest_object
+from mcp_code_mode.sandbox.child.guards import MRO, VARS, is_guest_object
+from mcp_code_mode.sandbox.child.rules import WRITER_DUNDERS
 from mcp_code_mode.sandbox.child.writes import write_refusal
 
-__all__ = ["self_refusal", "writer_method"]
+__all__ = ["guarded_deepcopy_method", "self_refusal", "writer_method"]
 
 _KEPT = 4096  # wrappers kept by function (a run making classes in a loop starts over)
 _WRAPPED: dict[int, tuple[Callable[..., Any], Callable[..., Any]]] = {}
@@ -41,9 +42,36 @@ def writer_method(obj: Any, name: str, value: Any) -> Any:
         if _library(value.__func__) and (reason := self_refusal(value.__self__)) is not None:
             raise AttributeError(f"{name} of a library class may not be used on {reason}")
         return value
-    if _library(value) and (isinstance(obj, type) or type(obj) is super):
-        return _unbound(value, name)
+    if _library(value):  # whatever it was read from: a class, `super` or a subclass of it,
+        return _unbound(value, name)  # a generic alias forwarding to its origin (attack 96)
     return value
+
+
+def guarded_deepcopy_method(deepcopy_method: Callable[..., Any]) -> Callable[..., Any]:
+    """`copy`'s deep copy of a bound method, which binds its function to a deep copy of its
+    object: with the guest's memo, any object (`deepcopy(g.__init__, {id(g): call_tool})`
+    renamed `call_tool` through `NewType.__init__`, outside attack 96). A library's writer
+    method, by any name a class of the original object holds it under, is bound to an
+    object it may apply to only."""
+
+    def guarded(x: Any, memo: Any) -> Any:
+        made = deepcopy_method(x, memo)
+        func = x.__func__
+        if _library(func) and _writer_of(type(x.__self__), func):  # by exact type
+            reason = self_refusal(made.__self__)
+            if reason is not None:
+                raise TypeError(f"a library class's writer method may not be bound to {reason}")
+        return made
+
+    return guarded
+
+
+def _writer_of(cls: type, func: types.FunctionType) -> bool:
+    """Whether `func` is a writer: by its own name, or held under a writer's name by a
+    class of `cls`'s."""
+    if func.__name__ in WRITER_DUNDERS:
+        return True
+    return any(VARS(k).get(n) is func for k in MRO(cls) for n in WRITER_DUNDERS)
 
 
 def _library(function: Any) -> bool:
