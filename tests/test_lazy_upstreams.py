@@ -354,9 +354,14 @@ async def test_discovery_answers_while_an_upstream_is_still_starting(tmp_path: P
     servers = {"slow": slow_entry(60.0), "t": server_entry(TEST_SERVER)}
     gw = gateway(tmp_path, servers, "background", startup_timeout_s=120)
     async with gw, Client(build_server(gw)) as client:
-        started = time.monotonic()
-        reply = await client.call_tool_mcp("list_servers", {})
-        assert time.monotonic() - started < DISCOVERY_WAIT_S + 10
-        rows = {r["name"]: r for r in json.loads(reply.content[0].text)}
+        # on a busy machine the fast upstream may take longer than one discovery wait
+        # to start; every answer still comes within the wait, never after the slow one
+        for _ in range(6):
+            started = time.monotonic()
+            reply = await client.call_tool_mcp("list_servers", {})
+            assert time.monotonic() - started < DISCOVERY_WAIT_S + 10
+            rows = {r["name"]: r for r in json.loads(reply.content[0].text)}
+            if rows["t"]["status"] == "ok":
+                break
         assert rows["t"]["status"] == "ok"
         assert rows["slow"]["status"] == "starting" and "still starting" in rows["slow"]["error"]
