@@ -1165,3 +1165,22 @@ async def test_copy_checks_what_its_memo_hands_on(sec_gateway: Gateway) -> None:
         False,
         "00000000-0000-0000-0000-000000000001",
     ], out
+
+
+async def test_library_annotations_are_read_only(sec_gateway: Gateway) -> None:
+    """A library's annotations (`json.dumps.__annotations__`, a library class's, which
+    reading creates on 3.11) read as a read-only view; the guest's own stay its dicts."""
+    code = (
+        "import dataclasses, json, uuid\nout = []\n"
+        "for a in (json.dumps.__annotations__, getattr(uuid.UUID, '__annotations__')):\n"
+        "    try:\n        a['x'] = int\n        out.append('WROTE')\n"
+        "    except TypeError:\n        out.append('read-only')\n"
+        "@dataclasses.dataclass\nclass P:\n    x: int = 1\n"
+        "def g(a: int) -> str:\n    return ''\n"
+        "P.__annotations__['y'] = str\ng.__annotations__['b'] = int\n"
+        "out + [sorted(P.__annotations__), sorted(g.__annotations__), "
+        "len(json.dumps.__annotations__)]"
+    )
+    out = await attempt(sec_gateway, code)
+    assert not reached(out), out
+    assert out["result"] == ["read-only", "read-only", ["x", "y"], ["a", "b", "return"], 0], out

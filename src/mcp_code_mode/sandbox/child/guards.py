@@ -23,6 +23,7 @@ from mcp_code_mode.sandbox.child.rules import (
     GUEST_ONLY_DUNDERS,
     PRIVATE_OK,
     REFUSED_DUNDERS,
+    VIEWED_DUNDERS,
     WRITER_DUNDERS,
 )
 from mcp_code_mode.sandbox.child.tools_view import Frozen, is_identifier_of
@@ -265,6 +266,8 @@ def guest_getattr(obj: Any, name: str, *default: Any) -> Any:
         owner = obj if _is_str_or_kind(obj) else _str_of_method(value)
         if owner is not None:
             return guarded_format(owner, name)
+    if name in VIEWED_DUNDERS and type(value) is dict and not is_guest_object(obj):
+        return types.MappingProxyType(value)  # a library's (`json.dumps`'s): read only
     return value
 
 

@@ -18,6 +18,7 @@ from mcp_code_mode.sandbox.child.rules import (
     CHECKED_READS,
     GUEST_ONLY_DUNDERS,
     PRIVATE_OK,
+    VIEWED_DUNDERS,
     WRITER_DUNDERS,
 )
 from mcp_code_mode.sandbox.child.scopes import SELF_MATCHING, class_globals
@@ -79,7 +80,7 @@ def _is_checked(node: ast.Attribute) -> bool:
     (an enum's members written into the guest's globals, outside attack 19)."""
     name = node.attr
     dunder = name.startswith("__") and name.endswith("__")
-    if dunder and name not in GUEST_ONLY_DUNDERS | WRITER_DUNDERS:
+    if dunder and name not in GUEST_ONLY_DUNDERS | WRITER_DUNDERS | VIEWED_DUNDERS:
         return False  # the policy refuses those that reach anything, on any object
     private = name.startswith("_") and name not in PRIVATE_OK
     return _is_tools_chain(node) or private or name in CHECKED_READS

@@ -18,6 +18,7 @@ __all__ = [
     "PRIVATE_OK",
     "REFUSED_DUNDERS",
     "REMOVED_BUILTINS",
+    "VIEWED_DUNDERS",
     "WRITER_DUNDERS",
     "refused_component",
 ]
@@ -83,6 +84,9 @@ WRITER_DUNDERS = frozenset(
         *("__setitem__", "__delitem__"),
     ]
 )
+# Read through the run-time check, which hands out a library's as a read-only view: the
+# annotations dict of `json.dumps` or `uuid.UUID` is the library's own.
+VIEWED_DUNDERS = frozenset(["__annotations__"])
 # Private names any object may show: namedtuple's public API starts with `_`.
 PRIVATE_OK = frozenset(["_asdict", "_replace", "_fields", "_make", "_field_defaults"])
 # Public names whose reads go through the run-time check all the same, allowed on the
