@@ -1184,3 +1184,47 @@ async def test_library_annotations_are_read_only(sec_gateway: Gateway) -> None:
     out = await attempt(sec_gateway, code)
     assert not reached(out), out
     assert out["result"] == ["read-only", "read-only", ["x", "y"], ["a", "b", "return"], 0], out
+
+
+async def test_c_writers_and_forwarding_copies_write_no_library_object(
+    sec_gateway: Gateway,
+) -> None:
+    """Outside attack 98: a slot's C `__set__`/`__delete__` wrote `NAMESPACE_DNS` past
+    UUID's `__setattr__`; a library class's property took a new getter through its C
+    `__init__`; `copy.copy` wrote a snapshot of a state the reducer's callable had
+    cleared after the check; and copy wrote through objects that read their attributes off
+    another (a generic alias of `json.dumps`, `super(type(tools), tools)`)."""
+    code = (
+        "import copy, json, re, uuid\nout = []\n"
+        "state = {'_value_': 999}\n"
+        "def clear():\n    state.clear()\n    return re.I\n"
+        "class Clear:\n    def __reduce_ex__(self, p):\n        return (clear, (), state)\n"
+        "GA = type(list[int])\n"
+        "class Alias:\n    def __reduce_ex__(self, p):\n"
+        "        return (GA, (json.dumps, ()), {'pwned': 1})\n"
+        "class Super:\n    def __reduce_ex__(self, p):\n"
+        "        return (super, (type(tools), tools), {'pwned': 1})\n"
+        "for write in (lambda: uuid.UUID.int.__set__(uuid.NAMESPACE_DNS, 0x1234),\n"
+        "              lambda: type(uuid.UUID.int).__set__(uuid.UUID.int, uuid.NAMESPACE_DNS, 1),\n"
+        "              lambda: uuid.UUID.is_safe.__delete__(uuid.NAMESPACE_DNS),\n"
+        "              lambda: uuid.UUID.bytes.__init__(lambda self: b'0' * 16),\n"
+        "              lambda: copy.copy(Clear()), lambda: copy.copy(Alias()),\n"
+        "              lambda: copy.deepcopy(Alias()), lambda: copy.copy(Super())):\n"
+        "    try:\n        write()\n        out.append('WROTE')\n"
+        "    except (TypeError, AttributeError) as e:\n        out.append(type(e).__name__)\n"
+        "class D(dict):\n    def __init__(self, *a):\n        dict.__init__(self, *a)\n"
+        "    def __setitem__(self, k, v):\n        dict.__setitem__(self, k, v * 2)\n"
+        "d = D({'a': 1})\nd['b'] = 2\n"
+        "out + [str(uuid.NAMESPACE_DNS)[:8], uuid.NAMESPACE_DNS.bytes[:1].hex(), re.I.value,\n"
+        "       hasattr(json.dumps, 'pwned'), dict(d), dict.__init__ is dict.__init__]"
+    )
+    out = await attempt(sec_gateway, code)
+    assert not reached(out), out
+    assert out["result"] == ["TypeError"] * 4 + ["AttributeError"] * 4 + [
+        "6ba7b810",
+        "6b",
+        2,
+        False,
+        {"a": 1, "b": 4},
+        True,
+    ], out

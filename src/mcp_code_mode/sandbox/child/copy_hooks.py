@@ -33,6 +33,7 @@ from mcp_code_mode.sandbox.child.guards import (
     is_blocked,
     is_guest_object,
     is_private,
+    reads_itself,
     safe_hasattr,
 )
 from mcp_code_mode.sandbox.child.rules import (
@@ -127,42 +128,43 @@ def guarded_reconstruct(reconstruct: Callable[..., Any]) -> Callable[..., Any]:
     """`copy._reconstruct` that applies a reducer's state only to an object guest code may
     write: it updates `__dict__` or calls `__setstate__` itself, past `setattr`, on whatever
     the reducer's callable returned (`(lambda x: x, (tools,), {...})` wrote the tools view,
-    `typing.List`'s name, outside attack 15). Checked on the object made, before any state,
-    and again on the arguments and state `deepcopy` hands on: it copies them through a memo
-    guest code can fill, after the first check (outside attack 97 swapped in private
-    fields for an `enum.property`, and a class whose `__new__` returned `NAMESPACE_DNS`)."""
+    `typing.List`'s name, outside attack 15). Checked on the object made, and on the state
+    as it is written: `copy.copy` writes a snapshot taken before the reducer's callable ran
+    (which cleared the state it had returned, attack 98); `deepcopy` copies the arguments
+    and state through a memo guest code can fill, after the object is made, so they are
+    checked as it hands them on (attack 97 swapped in private fields for an
+    `enum.property`, and a class whose `__new__` returned `NAMESPACE_DNS`)."""
     default_deep = (reconstruct.__kwdefaults__ or {})["deepcopy"]
 
     def guarded(
         x: Any, memo: Any, func: Callable[..., Any], args: Any, *rest: Any, **kw: Any
     ) -> Any:
         state = rest[0] if rest else kw.get("state")
+        if memo is None:  # a copy: the state as checked, whatever the guest does to it
+            state = _snapshot(state)
+            rest = (state, *rest[1:]) if rest else rest
+            kw = {**kw, "state": state} if "state" in kw else kw
         call = _as_guest_builtin(func)
         # `deepcopy` copies the arguments and state into its memo, which guest code can read
         # (a guest `__deepcopy__` gets it), before `make` runs (outside attack 72)
         for part in (*(args if type(args) is tuple else ()), state):
-            refusal = _made_refusal(part)
-            if refusal is not None:
+            if (refusal := _made_refusal(part)) is not None:
                 raise TypeError(f"copying from {refusal} is not allowed")
         made: list[Any] = []  # the object made, and the arguments it was made from
 
         def make(*made_from: Any) -> Any:
             made[:] = [call(*made_from), made_from]
-            _check_made(made[0], func, made_from, state)
+            _check_made(made[0], func, made_from, None if memo is not None else state)
             return made[0]
 
         def deepcopy(part: Any, memo: Any, *nil: Any) -> Any:
             copied = (kw.get("deepcopy") or default_deep)(part, memo, *nil)
-            refusal = _made_refusal(copied)
-            if refusal is not None:
+            if (refusal := _made_refusal(copied)) is not None:
                 raise TypeError(f"copying from {refusal} is not allowed")
             if part is state and made:
                 _check_made(made[0], func, made[1], copied)
             return copied
 
-        if memo is None:  # a copy: the state as checked, not as the guest may change it
-            rest = (_snapshot(state), *rest[1:]) if rest else rest
-            kw = {**kw, "state": _snapshot(state)} if "state" in kw else kw
         return reconstruct(x, memo, make, args, *rest, **{**kw, "deepcopy": deepcopy})
 
     guarded.__name__ = guarded.__qualname__ = "_reconstruct"
@@ -209,7 +211,12 @@ def _target_refusal(made: Any, func: Any, made_from: tuple[Any, ...]) -> str | N
         and _new_of(cls) is object.__new__
         and not is_guest_object(type(cls))  # a guest metaclass could answer `cls.__new__`
     )
-    return fixed_refusal(cls) if fresh else write_refusal(made)
+    reason = fixed_refusal(cls) if fresh else write_refusal(made)
+    if reason is None and (cls is types.MethodType or not reads_itself(cls)):
+        # `copy` reads `__dict__` and `__setstate__` off it: a generic alias, a method or
+        # `super` reads them off another object (`json.dumps`, the tools view; attack 98)
+        return f"a {cls.__name__!r} object (it reads its attributes off another object)"
+    return reason
 
 
 _NEWOBJ = vars(copyreg)["__newobj__"]  # what `object.__reduce_ex__` hands `copy`
@@ -232,9 +239,9 @@ def _made_refusal(made: Any) -> str | None:
         return "a module"
     if type(made) is dict and ("__builtins__" in made or made is _BUILTINS_DICT):
         return "a module's globals"
-    for name in _UNSHARED_BUILTINS:
-        if made is _REAL_BUILTINS.get(name, _NONE):
-            return f"the builtin {name}()"
+    name = _UNSHARED_IDS.get(id(made))
+    if name is not None and made is _REAL_BUILTINS[name]:
+        return f"the builtin {name}()"
     return None
 
 
@@ -291,6 +298,7 @@ def _as_guest_builtin(func: Any) -> Callable[..., Any]:
 _REAL_BUILTINS = dict(vars(builtins))  # taken in the zygote, before any guest code
 _BUILTINS_DICT = vars(builtins)
 _UNSHARED_BUILTINS = (*REMOVED_BUILTINS, "getattr", "setattr", "delattr", "hasattr")
+_UNSHARED_IDS = {id(_REAL_BUILTINS[n]): n for n in _UNSHARED_BUILTINS if n in _REAL_BUILTINS}
 _NONE = object()
 
 

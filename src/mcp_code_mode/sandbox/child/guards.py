@@ -41,6 +41,7 @@ __all__ = [
     "library_getattr",
     "on_writer_methods",
     "os_bases",
+    "reads_itself",
     "safe_hasattr",
 ]
 
@@ -94,6 +95,13 @@ def _guest_function(function: types.FunctionType) -> bool:
 # instance `G(x, ())` of GenericAlias handed out `x.__dict__`, `x.__closure__` (outside
 # attack 25); `super` reads along another class's MRO; a module's reads its `__getattr__`.
 _FORWARDING = (types.GenericAlias, super, types.ModuleType)
+
+
+def reads_itself(cls: type) -> bool:
+    """Whether reading an attribute of a `cls` object finds it on the object or its
+    classes, or runs the guest's own code: no class of it forwards reads to another
+    object, nor reads names in a library's `__getattr__`/`__getattribute__`."""
+    return _plain_lookup(cls)
 
 
 def _plain_lookup(cls: type) -> bool:

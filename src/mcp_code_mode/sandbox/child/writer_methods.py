@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from mcp_code_mode.sandbox.child.guards import MRO, VARS, is_guest_object
-from mcp_code_mode.sandbox.child.rules import WRITER_DUNDERS
+from mcp_code_mode.sandbox.child.rules import C_BOUND_METHODS, C_UNBOUND_METHODS, WRITER_DUNDERS
 from mcp_code_mode.sandbox.child.writes import write_refusal
 
 __all__ = ["guarded_deepcopy_method", "self_refusal", "writer_method"]
@@ -38,13 +38,56 @@ def self_refusal(obj: Any) -> str | None:
 
 def writer_method(obj: Any, name: str, value: Any) -> Any:
     """`value`, read as `obj.<name>` (a writer's name), as guest code may hold it."""
-    if type(value) is types.MethodType:  # bound: to an instance, or a class
+    kind = type(value)
+    if kind is types.MethodType:  # bound: to an instance, or a class
         if _library(value.__func__) and (reason := self_refusal(value.__self__)) is not None:
             raise AttributeError(f"{name} of a library class may not be used on {reason}")
         return value
     if _library(value):  # whatever it was read from: a class, `super` or a subclass of it,
         return _unbound(value, name)  # a generic alias forwarding to its origin (attack 96)
+    if name not in _C_CHECKED:
+        return value
+    if any(kind is c for c in C_BOUND_METHODS) and not is_guest_object(value.__self__):
+        return _c_writer(value, name, bound=True)
+    if any(kind is c for c in C_UNBOUND_METHODS):
+        return _c_writer(value, name, bound=False)
     return value
+
+
+_C_CHECKED = frozenset(["__set__", "__delete__", "__init__"])
+
+
+def _c_writer(method: Any, name: str, *, bound: bool) -> Callable[..., Any]:
+    """A writer written in C, checked on what it writes: a descriptor's `__set__` and
+    `__delete__` write the object they are given, past its class's `__setattr__`
+    (`uuid.UUID.int.__set__(NAMESPACE_DNS, v)`), and a descriptor's `__init__` sets what
+    its library class computes with (`uuid.UUID.bytes.__init__(f)`; outside attack 98).
+    Other C writers (`_C_CHECKED` leaves them out) write their own object's items, as a
+    subscript store would."""
+    kept = None if bound else _WRAPPED.get(id(method))  # one per unbound method, as below
+    if kept is not None and kept[0] is method:
+        return kept[1]
+    owner = method.__self__ if bound else None
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        this, rest = (owner, args) if bound else (args[0] if args else None, args[1:])
+        if name in ("__set__", "__delete__") and rest:
+            if (reason := self_refusal(rest[0])) is not None:
+                raise TypeError(f"{name}() of a library descriptor may not write {reason}")
+        elif name == "__init__" and _descriptor(this):
+            raise TypeError(
+                "__init__() may not be applied to a descriptor your code did not define"
+            )
+        return method(*args, **kwargs)
+
+    call.__name__ = call.__qualname__ = name
+    call.__doc__ = method.__doc__
+    return call if bound else _kept(method, call)
+
+
+def _descriptor(obj: Any) -> bool:
+    """A descriptor (a property, a slot, a function ...) the guest did not make."""
+    return not is_guest_object(obj) and any("__get__" in VARS(k) for k in MRO(type(obj)))
 
 
 def guarded_deepcopy_method(deepcopy_method: Callable[..., Any]) -> Callable[..., Any]:
@@ -95,7 +138,11 @@ def _unbound(method: Callable[..., Any], name: str) -> Callable[..., Any]:
 
     call.__name__, call.__qualname__ = name, method.__qualname__
     call.__module__, call.__doc__ = method.__module__, method.__doc__
+    return _kept(method, call)
+
+
+def _kept(method: Callable[..., Any], wrapper: Callable[..., Any]) -> Callable[..., Any]:
     if len(_WRAPPED) >= _KEPT:
         _WRAPPED.clear()
-    _WRAPPED[id(method)] = (method, call)
-    return call
+    _WRAPPED[id(method)] = (method, wrapper)
+    return wrapper
