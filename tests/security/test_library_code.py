@@ -1228,3 +1228,38 @@ async def test_c_writers_and_forwarding_copies_write_no_library_object(
         {"a": 1, "b": 4},
         True,
     ], out
+
+
+async def test_library_init_and_inherited_annotations(sec_gateway: Gateway) -> None:
+    """Outside attack 99: a library's `__init__` on a library object set its private
+    state (`typing.Union.__init__(g)` made `Union[...]` call `g`; the running loop took a
+    guest selector); a guest subclass's instance handed out the annotations dict its
+    library base holds; `functools.wraps` of a library function must still work."""
+    code = (
+        "import asyncio, functools, json, typing\nout = []\n"
+        "def g(self, params):\n    return 'PWNED'\n"
+        "for write in (lambda: typing.Union.__init__(g), lambda: typing.Optional.__init__(g),\n"
+        "              lambda: asyncio.log.logger.__init__('pwned', 50)):\n"
+        "    try:\n        write()\n        out.append('WROTE')\n"
+        "    except AttributeError:\n        out.append('refused')\n"
+        "async def reinit():\n    try:\n        asyncio.get_running_loop().__init__(None)\n"
+        "        return 'WROTE'\n    except AttributeError:\n        return 'refused'\n"
+        "out.append(await reinit())\n"
+        "json.JSONEncoder.__annotations__\n"
+        "class G(json.JSONEncoder):\n    pass\n"
+        "try:\n    G().__annotations__['x'] = int\n    out.append('WROTE')\n"
+        "except TypeError:\n    out.append('read-only')\n"
+        "@functools.wraps(json.dumps)\ndef mine(*a, **k):\n    return json.dumps(*a, **k)\n"
+        "mine.__annotations__['extra'] = 1\n"
+        "out + [str(typing.Union[int, str]), asyncio.log.logger.name, mine.__name__,\n"
+        "       len(json.JSONEncoder.__annotations__), len(json.dumps.__annotations__)]"
+    )
+    out = await attempt(sec_gateway, code)
+    assert not reached(out), out
+    assert out["result"] == ["refused"] * 4 + ["read-only"] + [
+        "typing.Union[int, str]",
+        "asyncio",
+        "dumps",
+        0,
+        0,
+    ], out

@@ -274,9 +274,21 @@ def guest_getattr(obj: Any, name: str, *default: Any) -> Any:
         owner = obj if _is_str_or_kind(obj) else _str_of_method(value)
         if owner is not None:
             return guarded_format(owner, name)
-    if name in VIEWED_DUNDERS and type(value) is dict and not is_guest_object(obj):
+    if name in VIEWED_DUNDERS and type(value) is dict and not _own_annotations(obj, value):
         return types.MappingProxyType(value)  # a library's (`json.dumps`'s): read only
     return value
+
+
+def _own_annotations(obj: Any, value: dict[str, Any]) -> bool:
+    """Whether `value`, read as `obj.__annotations__`, is the guest's: `obj` is its own and
+    no library class of its holds `value` (a guest subclass's instance read
+    `json.JSONEncoder`'s, outside attack 99)."""
+    if not is_guest_object(obj):
+        return False
+    classes = MRO(obj) if isinstance(obj, type) else MRO(type(obj))
+    return not any(
+        VARS(k).get("__annotations__") is value and not is_guest_object(k) for k in classes
+    )
 
 
 def _is_str_or_kind(obj: Any) -> bool:
@@ -347,6 +359,9 @@ def library_getattr(obj: Any, name: str, *default: Any) -> Any:
     name = exact_name(name)
     if name == "__dict__":
         return getattr(obj, name, *default) if is_guest_object(obj) else {}
+    if name in VIEWED_DUNDERS:  # `update_wrapper` sets them on the wrapper: a copy of the view
+        value = guest_getattr(obj, name, *default)
+        return dict(value) if type(value) is types.MappingProxyType else value
     if name not in REFUSED_DUNDERS and is_guest_object(obj) and not library_defines(obj, name):
         # a field may be called `os` on the guest's class; what a library base defines (an
         # inherited `Enum._convert_`, outside attack 11) goes through the guard like any read

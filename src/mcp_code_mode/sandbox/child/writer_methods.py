@@ -25,22 +25,29 @@ _KEPT = 4096  # wrappers kept by function (a run making classes in a loop starts
 _WRAPPED: dict[int, tuple[Callable[..., Any], Callable[..., Any]]] = {}
 
 
-def self_refusal(obj: Any) -> str | None:
-    """Why a library's writer method may not be applied to `obj`; None when it may: the
-    guest's own object (a library's `__init__` is how its subclasses' instances are made,
-    whatever `__setattr__` they inherit), or one guest code could change itself."""
+def self_refusal(obj: Any, name: str = "") -> str | None:
+    """Why a library's writer method `name` may not be applied to `obj`; None when it may:
+    the guest's own object (a library's `__init__` is how its subclasses' instances are
+    made, whatever `__setattr__` they inherit), or, but for `__init__`, one guest code could
+    change itself. A library's `__init__` sets its object's private state as well, which
+    `setattr` keeps from guest code: on a library's object it re-made `typing.Union`'s
+    `_getitem` and the running event loop's selector (outside attack 99)."""
     if is_guest_object(obj):
         return None
     if type(obj) is types.FunctionType:
         return "a function your code did not define"
-    return write_refusal(obj)
+    reason = write_refusal(obj)
+    if reason is None and name == "__init__":
+        return f"a {type(obj).__name__!r} object your code did not define"
+    return reason
 
 
 def writer_method(obj: Any, name: str, value: Any) -> Any:
     """`value`, read as `obj.<name>` (a writer's name), as guest code may hold it."""
     kind = type(value)
     if kind is types.MethodType:  # bound: to an instance, or a class
-        if _library(value.__func__) and (reason := self_refusal(value.__self__)) is not None:
+        reason = self_refusal(value.__self__, name) if _library(value.__func__) else None
+        if reason is not None:
             raise AttributeError(f"{name} of a library class may not be used on {reason}")
         return value
     if _library(value):  # whatever it was read from: a class, `super` or a subclass of it,
@@ -101,7 +108,7 @@ def guarded_deepcopy_method(deepcopy_method: Callable[..., Any]) -> Callable[...
         made = deepcopy_method(x, memo)
         func = x.__func__
         if _library(func) and _writer_of(type(x.__self__), func):  # by exact type
-            reason = self_refusal(made.__self__)
+            reason = self_refusal(made.__self__, "__init__")  # the strictest rule
             if reason is not None:
                 raise TypeError(f"a library class's writer method may not be bound to {reason}")
         return made
@@ -132,7 +139,7 @@ def _unbound(method: Callable[..., Any], name: str) -> Callable[..., Any]:
     def call(*args: Any, **kwargs: Any) -> Any:
         if not args:
             raise TypeError(f"{name}() takes the object it applies to as its first argument")
-        if (reason := self_refusal(args[0])) is not None:
+        if (reason := self_refusal(args[0], name)) is not None:
             raise TypeError(f"{name}() of a library class may not be applied to {reason}")
         return method(*args, **kwargs)
 
