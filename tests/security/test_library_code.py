@@ -1263,3 +1263,43 @@ async def test_library_init_and_inherited_annotations(sec_gateway: Gateway) -> N
         0,
         0,
     ], out
+
+
+async def test_reinit_of_own_library_objects_and_no_staticmethod_subclass(
+    sec_gateway: Gateway,
+) -> None:
+    """Outside attack 100: after attack 99's rule, re-initialising a library object the
+    guest made (`enc.__init__(indent=2)`) was refused; it works as in Python, while the
+    library's own (`typing.Union`, asyncio's logger) stay refused. A guest subclass of
+    `staticmethod`/`classmethod` handed out the annotations dict of `json.dumps` and
+    `call_tool` (the decorator copies it, as it is, into its instance `__dict__`)."""
+    code = (
+        "import collections, json, random, string, typing, asyncio\nout = []\n"
+        "enc = json.JSONEncoder()\nenc.__init__(indent=2)\n"
+        "r = random.Random()\nr.__init__(5)\n"
+        "t = string.Template('x')\nt.__init__('y')\n"
+        "u = collections.UserDict(a=1)\nu.__init__(b=2)\n"
+        "out += [enc.indent, r.random() == random.Random(5).random(), t.template, dict(u)]\n"
+        "def g(self, p):\n    return 'PWNED'\n"
+        "for f in (lambda: typing.Union.__init__(g), lambda: asyncio.log.logger.__init__('x')):\n"
+        "    try:\n        f()\n        out.append('WROTE')\n"
+        "    except AttributeError:\n        out.append('refused')\n"
+        "for base in (staticmethod, classmethod):\n"
+        "    try:\n        type('S', (base,), {})\n        out.append('SUBCLASSED')\n"
+        "    except TypeError:\n        out.append('sealed')\n"
+        "out + [str(typing.Union[int, str]), len(json.dumps.__annotations__)]"
+    )
+    out = await attempt(sec_gateway, code)
+    assert not reached(out), out
+    assert out["result"] == [
+        2,
+        True,
+        "y",
+        {"b": 2},
+        "refused",
+        "refused",
+        "sealed",
+        "sealed",
+        "typing.Union[int, str]",
+        0,
+    ], out

@@ -237,8 +237,10 @@ def _sealed(loaded: dict[str, Any]) -> list[type]:
     """The classes that take no new subclass (see `frozen_classes`)."""
     # `type`: no metaclass of the guest's, whose `__eq__`, `__hash__`, `__mro__` or `mro()`
     # would answer for its classes wherever library code compares or walks them (outside
-    # attacks 69-81); Frozen: the `tools` views
-    sealed = [type, *os_bases(), Frozen]
+    # attacks 69-81); Frozen: the `tools` views; staticmethod and classmethod: they copy
+    # the function's annotations dict, as it is, into an instance `__dict__` a guest
+    # subclass's instance handed out (`json.dumps`'s, `call_tool`'s; outside attack 100)
+    sealed = [type, *os_bases(), Frozen, staticmethod, classmethod]
     dataclasses: Any = loaded.get("dataclasses")
     typing: Any = loaded.get("typing")
     if dataclasses is not None:

@@ -113,7 +113,8 @@ _ERROR_CHARS = 4000  # error messages are cut here: a guest can raise a 100 MB m
 _SEALED = "is not an acceptable base type"  # CPython's words for a class that is final
 _SEALED_HINT = (
     " (in the sandbox no metaclass can be defined, and asyncio's loops and transports, "
-    "dataclasses.Field, typing's internals and the tools views cannot be subclassed)"
+    "dataclasses.Field, typing's internals, staticmethod, classmethod and the tools views "
+    "cannot be subclassed)"
 )
 
 

@@ -11,11 +11,12 @@ only to an object guest code may change. The guest's own methods are its own aff
 
 from __future__ import annotations
 
+import sys
 import types
 from collections.abc import Callable
 from typing import Any
 
-from mcp_code_mode.sandbox.child.guards import MRO, VARS, is_guest_object
+from mcp_code_mode.sandbox.child.guards import MRO, VARS, is_guest_object, os_bases
 from mcp_code_mode.sandbox.child.rules import C_BOUND_METHODS, C_UNBOUND_METHODS, WRITER_DUNDERS
 from mcp_code_mode.sandbox.child.writes import write_refusal
 
@@ -31,15 +32,32 @@ def self_refusal(obj: Any, name: str = "") -> str | None:
     made, whatever `__setattr__` they inherit), or, but for `__init__`, one guest code could
     change itself. A library's `__init__` sets its object's private state as well, which
     `setattr` keeps from guest code: on a library's object it re-made `typing.Union`'s
-    `_getitem` and the running event loop's selector (outside attack 99)."""
+    `_getitem` and the running event loop's selector (outside attack 99), so it applies to
+    no object of the library's own state (`_library_state`)."""
     if is_guest_object(obj):
         return None
     if type(obj) is types.FunctionType:
         return "a function your code did not define"
     reason = write_refusal(obj)
     if reason is None and name == "__init__":
-        return f"a {type(obj).__name__!r} object your code did not define"
+        return _library_state(obj)
     return reason
+
+
+def _library_state(obj: Any) -> str | None:
+    """What `obj` is when it is a library's own state, which its `__init__` would set
+    anew, private fields included: an object acting on the OS (`os_bases`), or one a
+    loaded module holds (`typing.Union`, asyncio's logger). Objects guest code made (a
+    `JSONEncoder`, a `Random`) may be initialised again, as in Python. Scans the modules:
+    only for a library's `__init__` applied to a library object, which is rare."""
+    cls = type(obj)
+    if any(klass is base for klass in MRO(cls) for base in os_bases()):
+        return f"a {cls.__name__!r} object (it acts on the OS)"
+    for module in list(sys.modules.values()):
+        namespace = getattr(module, "__dict__", None) if type(module) is types.ModuleType else None
+        if type(namespace) is dict and any(v is obj for v in list(namespace.values())):
+            return f"a {cls.__name__!r} object of the library's ({module.__name__})"
+    return None
 
 
 def writer_method(obj: Any, name: str, value: Any) -> Any:
