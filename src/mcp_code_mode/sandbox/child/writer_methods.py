@@ -14,6 +14,8 @@ from __future__ import annotations
 import sys
 import types
 from collections.abc import Callable
+from itertools import repeat
+from operator import is_
 from typing import Any
 
 from mcp_code_mode.sandbox.child.guards import MRO, VARS, is_guest_object, os_bases
@@ -55,7 +57,7 @@ def _library_state(obj: Any) -> str | None:
         return f"a {cls.__name__!r} object (it acts on the OS)"
     for module in list(sys.modules.values()):
         namespace = getattr(module, "__dict__", None) if type(module) is types.ModuleType else None
-        if type(namespace) is dict and any(v is obj for v in list(namespace.values())):
+        if type(namespace) is dict and any(map(is_, list(namespace.values()), repeat(obj))):
             return f"a {cls.__name__!r} object of the library's ({module.__name__})"
     return None
 
