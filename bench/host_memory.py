@@ -51,6 +51,7 @@ class Options:
     limit_bytes: int = 10_000_000  # MCP_CODE_MAX_RESULT_BYTES (its default)
     ordinary_runs: int = 1000
     latency_runs: int = 50
+    wide_calls: int = 55  # of 990,000 characters: past the 64 MB batch budget if wide
 
     @classmethod
     def quick(cls) -> Options:
@@ -216,6 +217,27 @@ async def _ordinary(client: Client[Any], pid: int, opts: Options) -> dict[str, A
     }
 
 
+async def _wide(client: Client[Any], pid: int, opts: Options) -> dict[str, Any]:
+    """A batch of calls of 990,000 ASCII characters each, and the same with one emoji each
+    (a `str` of 4 bytes a character once the host parses it): peak RSS over idle."""
+    out: dict[str, Any] = {}
+    for label, tail in (("ascii", "x"), ("emoji", "\U0001f600")):
+        code = (
+            f"text = 'n' * 990_000 + {tail!r}\n"
+            "got = call_tools([('big', 'boot', {'text': text + str(i)}) "
+            f"for i in range({opts.wide_calls})])\n"
+            "[sum(not isinstance(r, ToolError) for r in got), len(got)]"
+        )
+        await asyncio.sleep(1.0)
+        idle = _status_mb(pid)["rss"]
+        async with _Sampler(pid) as sampler:
+            result = await _run(client, code)
+        out[f"{label}_peak_over_idle_mb"] = sampler.peak_mb - idle
+        out[f"{label}_outcome"] = _outcome(result)
+    out["outcome"] = out["emoji_outcome"]
+    return out
+
+
 def _outcome(out: dict[str, Any]) -> str:
     if out.get("ok"):
         return f"ok: {json.dumps(out.get('result'))[:60]}"
@@ -226,7 +248,8 @@ def _outcome(out: dict[str, Any]) -> str:
 async def measure(src: Path, opts: Options) -> dict[str, Any]:
     """Every scenario, each in a fresh gateway running the source tree `src`."""
     results: dict[str, Any] = {"src": str(src), "options": asdict(opts)}
-    for name, scenario in (("names", _names), ("big", _big), ("ordinary", _ordinary)):
+    scenarios = (("names", _names), ("big", _big), ("ordinary", _ordinary), ("wide", _wide))
+    for name, scenario in scenarios:
         with tempfile.TemporaryDirectory() as tmp:
             async with _gateway(src, Path(tmp), opts) as (client, pid):
                 results[name] = await scenario(client, pid, opts)
@@ -243,6 +266,7 @@ def table(before: dict[str, Any], after: dict[str, Any]) -> Table:
     limit_mb = o["limit_bytes"] / 1e6
     calls = f"{o['name_calls']:,} failed calls (1 MB tool, 100 KB server names)"
     peak = f"the same: peak RSS over idle, MB (target ≤ 2 × {limit_mb:.0f} MB)"
+    wide = f"a batch of {o.get('wide_calls', 55)} calls of 990 KB ASCII"
     rows: list[tuple[str, str, Any]] = [
         ("names", f"{calls}: RSS growth MB", "growth_mb"),
         ("names", "the same: peak RSS over idle, MB", "peak_over_idle_mb"),
@@ -254,6 +278,10 @@ def table(before: dict[str, Any], after: dict[str, Any]) -> Table:
         ("big", "`1+1` p95 ms, idle", "idle_p95_ms"),
         ("big", "`1+1` p95 ms, beside the big result (runs)", "beside_p95_ms"),
         ("ordinary", f"{o['ordinary_runs']:,} runs of ordinary work: RSS growth MB", "growth_mb"),
+        ("wide", f"{wide}: peak RSS over idle, MB", "ascii_peak_over_idle_mb"),
+        ("wide", "the same: outcome (calls made, of all)", "ascii_outcome"),
+        ("wide", "the same, one emoji a call: peak over idle, MB", "emoji_peak_over_idle_mb"),
+        ("wide", "the same: outcome (calls made, of all)", "emoji_outcome"),
     ]  # fmt: skip
     out = Table(["measure", "before (a905118)", "after"], align="lll")
     for scenario, label, key in rows:

@@ -1303,3 +1303,38 @@ async def test_reinit_of_own_library_objects_and_no_staticmethod_subclass(
         "typing.Union[int, str]",
         0,
     ], out
+
+
+async def test_read_only_views_give_up_no_mapping(sec_gateway: Gateway) -> None:
+    """Outside attack 101: a `MappingProxyType` compares and `|`s through its mapping, so a
+    guest `dict` subclass's reflected `__eq__`/`__ror__` got the mapping itself: copy's
+    dispatch table (a reducer for every later `UUID` copy), a library's annotations, an
+    enum's member map, dataclasses' shared empty metadata, a compiled pattern's group
+    names. The views hand out copies; a deep copy of the running loop is refused before
+    it walks the loop's private state; `typing.overload` records the guest's functions only."""
+    code = (
+        "import asyncio, copy, dataclasses, json, string, uuid\ngot = []\n"
+        "class D(dict):\n"
+        "    def __eq__(self, other):\n        got.append(other)\n        return False\n"
+        "    def __ror__(self, other):\n        got.append(other)\n        return {}\n"
+        "    __hash__ = None\n"
+        "views = [copy.dispatch_table, json.dumps.__annotations__, uuid.SafeUUID.__members__,\n"
+        "         dataclasses.field().metadata, string.Template.pattern.groupindex,\n"
+        "         {}.keys().mapping]\n"
+        "for v in views:\n    v == D()\n    v | D()\n"
+        "for g in got:\n    g['named'] = g['safe'] = g['pwned'] = 99\n"
+        "    g[uuid.UUID] = lambda u: (str, ('PWNED',))\n"
+        "memo = {}\n"
+        "async def walk():\n    try:\n        copy.deepcopy(asyncio.get_running_loop(), memo)\n"
+        "        return 'COPIED'\n    except AttributeError:\n        return 'refused'\n"
+        "import typing\ntyping.overload(json.dumps)\n"
+        "@typing.overload\ndef f(x: int) -> int: ...\ndef f(x):\n    return x\n"
+        "[len(got), str(copy.copy(uuid.NAMESPACE_DNS))[:8], 'pwned' in json.dumps.__annotations__,\n"
+        " uuid.SafeUUID['safe'].name, dict(dataclasses.field().metadata),\n"
+        " string.Template('$a').substitute(a=1), await walk(), len(memo),\n"
+        " len(typing.get_overloads(json.dumps)), len(typing.get_overloads(f))]"
+    )
+    out = await attempt(sec_gateway, code)
+    assert not reached(out), out
+    assert out["result"] == [12, "6ba7b810", False, "safe", {}, "1", "refused", 0, 0, 1], out
+    assert "Exception ignored" not in out["stdout"], out  # the refused loop was never freed

@@ -154,7 +154,9 @@ def guarded_reconstruct(reconstruct: Callable[..., Any]) -> Callable[..., Any]:
 
         def make(*made_from: Any) -> Any:
             made[:] = [call(*made_from), made_from]
-            _check_made(made[0], func, made_from, None if memo is not None else state)
+            deep = memo is not None  # a deep copy's state is walked after: its target first
+            stated = deep and state is not None
+            _check_made(made[0], func, made_from, None if deep else state, stated)
             return made[0]
 
         def deepcopy(part: Any, memo: Any, *nil: Any) -> Any:
@@ -171,14 +173,26 @@ def guarded_reconstruct(reconstruct: Callable[..., Any]) -> Callable[..., Any]:
     return guarded
 
 
-def _check_made(made: Any, func: Any, made_from: tuple[Any, ...], state: Any) -> None:
+def _check_made(
+    made: Any, func: Any, made_from: tuple[Any, ...], state: Any, stated: bool = False
+) -> None:
+    """`made` may be made, and `state` written onto it (or, `stated`, some state later:
+    `deepcopy` walks a library object's state, its private objects among it, only for a
+    target that may take it; outside attack 101)."""
     refusal = _made_refusal(made)
     if refusal is not None:  # whatever reducer or callable made it (attack 71)
         raise TypeError(f"copying may not make {refusal}")
-    if state is not None:
-        reason = _target_refusal(made, func, made_from) or _state_refusal(made, state)
+    if state is not None or stated:
+        reason = _target_refusal(made, func, made_from)
+        reason = reason or (None if state is None else _state_refusal(made, state))
         if reason is not None:
+            if stated:  # never given its state: its `__del__` (a loop's) would fail unseen
+                _UNFINISHED.append(made)
             raise AttributeError(f"copying state onto {reason} is not allowed")
+
+
+_UNFINISHED: list[Any] = []
+"""Objects a deep copy made and refused to give state: kept for the run, not freed."""
 
 
 def _snapshot(state: Any) -> Any:

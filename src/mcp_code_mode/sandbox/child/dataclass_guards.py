@@ -18,6 +18,7 @@ from mcp_code_mode.sandbox.child.guards import (
     is_private,
     library_defines,
 )
+from mcp_code_mode.sandbox.child.read_only import ReadOnly
 from mcp_code_mode.sandbox.child.rules import GUEST_MODULE
 
 __all__ = ["bind_generated", "guarded_dataclass", "guarded_make_dataclass"]
@@ -51,7 +52,7 @@ def _checked_dataclass(dataclass: Callable[..., Any], cls: Any, options: dict[st
     before = dict(VARS(cls))
     annotations = dict(before.get("__annotations__", {}))
     # 3.12+ reads them through `inspect.get_annotations`, which wants a dict and copies it
-    read_only = types.MappingProxyType(annotations) if sys.version_info < (3, 12) else annotations
+    read_only = ReadOnly(annotations) if sys.version_info < (3, 12) else annotations
     type.__setattr__(cls, "__annotations__", read_only)
     try:
         made = dataclass(cls, **options)

@@ -16,6 +16,7 @@ import types
 from collections.abc import Callable
 from typing import Any
 
+from mcp_code_mode.sandbox.child.read_only import ReadOnly, shown
 from mcp_code_mode.sandbox.child.rules import (
     BLOCKED_ATTRIBUTES,
     CHECKED_READS,
@@ -275,8 +276,8 @@ def guest_getattr(obj: Any, name: str, *default: Any) -> Any:
         if owner is not None:
             return guarded_format(owner, name)
     if name in VIEWED_DUNDERS and type(value) is dict and not _own_annotations(obj, value):
-        return types.MappingProxyType(value)  # a library's (`json.dumps`'s): read only
-    return value
+        return ReadOnly(value)  # a library's (`json.dumps`'s): read only, not a proxy
+    return shown(value)  # a proxy gives its mapping away (outside attack 101)
 
 
 def _own_annotations(obj: Any, value: dict[str, Any]) -> bool:
@@ -361,7 +362,7 @@ def library_getattr(obj: Any, name: str, *default: Any) -> Any:
         return getattr(obj, name, *default) if is_guest_object(obj) else {}
     if name in VIEWED_DUNDERS:  # `update_wrapper` sets them on the wrapper: a copy of the view
         value = guest_getattr(obj, name, *default)
-        return dict(value) if type(value) is types.MappingProxyType else value
+        return dict(value) if type(value) is ReadOnly else value
     if name not in REFUSED_DUNDERS and is_guest_object(obj) and not library_defines(obj, name):
         # a field may be called `os` on the guest's class; what a library base defines (an
         # inherited `Enum._convert_`, outside attack 11) goes through the guard like any read

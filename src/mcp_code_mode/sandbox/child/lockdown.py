@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Iterable
-from types import CodeType, MappingProxyType, MethodType, ModuleType
+from types import CodeType, MethodType, ModuleType
 from typing import Any
 
 from mcp_code_mode.sandbox.child import audit, module_view, outcome, rewrite, worker
@@ -58,6 +58,7 @@ from mcp_code_mode.sandbox.child.library_guards import (
     refuse_calls,
     refuse_subclasses,
 )
+from mcp_code_mode.sandbox.child.read_only import ReadOnly, read_only_members
 from mcp_code_mode.sandbox.child.rules import (
     BLOCKED_ATTRIBUTES,
     GUEST_ONLY_DUNDERS,
@@ -128,13 +129,9 @@ def lock_down(
         module = loaded.get(name)
         if module is not None:
             module.__dict__.update({b: guarded[b] for b in builtins})
+    overload = getattr(loaded.get("typing"), "overload", None)  # wrapped next: its code
     _wrap_libraries(loaded)
-    own: list[tuple[Callable[..., Any], frozenset[str], tuple[str, ...] | None]] = [
-        (GuestRuntime._import, audit.IMPORT_EVENTS, None),  # whatever a module's code runs
-        (outcome.guest_line, frozenset(reads("tb_frame", "f_code")), ()),
-        (outcome.guest_frames, frozenset([*reads("tb_frame", "f_code"), "open"]), LINES),
-    ]
-    trusted = trusted_helpers(loaded, own)
+    trusted = trusted_helpers(loaded, _own_helpers(overload))
     # after: `_create_fn` and `ForwardRef._evaluate` stay the trusted ones
     if loaded.get("dataclasses") is not None:
         guard_generated_code(loaded["dataclasses"])
@@ -154,6 +151,19 @@ def lock_down(
     )
 
 
+def _own_helpers(overload: Any) -> list[tuple[Callable[..., Any], frozenset[str], Any]]:
+    """The worker's own trusted helpers (see `trusted.trusted_helpers`), and typing's
+    `overload` as it was before `_wrap_typing` (its wrapper calls it)."""
+    own: list[tuple[Callable[..., Any], frozenset[str], Any]] = [
+        (GuestRuntime._import, audit.IMPORT_EVENTS, None),  # whatever a module's code runs
+        (outcome.guest_line, frozenset(reads("tb_frame", "f_code")), ()),
+        (outcome.guest_frames, frozenset([*reads("tb_frame", "f_code"), "open"]), LINES),
+    ]
+    if overload is not None:
+        own.append((overload, frozenset(reads("__code__")), ()))
+    return own
+
+
 def _wrap_libraries(loaded: dict[str, Any]) -> None:
     """The stdlib entry points that apply the guest's names, objects or state, wrapped in
     place (see `library_guards`, `writes`)."""
@@ -163,6 +173,8 @@ def _wrap_libraries(loaded: dict[str, Any]) -> None:
         made = guarded_enum_new(enum.EnumType.__new__, enum.EnumType, enum.Enum)
         enum.EnumType.__new__ = staticmethod(made)
         enum.property.__get__ = guarded_enum_property_get(enum.property.__get__, enum.property)
+        members = enum.EnumType.__dict__["__members__"]  # a proxy of the class's own map
+        enum.EnumType.__members__ = property(read_only_members(members.fget), doc=members.__doc__)
     collections: Any = loaded.get("collections")
     if collections is not None:
         guarded_user_string(collections.UserString)
@@ -171,6 +183,7 @@ def _wrap_libraries(loaded: dict[str, Any]) -> None:
     dataclasses: Any = loaded.get("dataclasses")
     if dataclasses is not None:  # a subclass's `name` property said anything (attack 45)
         refuse_subclasses(dataclasses.Field, "its instances are the text dataclasses compiles")
+        dataclasses._EMPTY_METADATA = ReadOnly({})  # every field's without metadata of its own
     _refuse(loaded)
     typing: Any = loaded.get("typing")
     if typing is not None:
@@ -194,8 +207,9 @@ def _wrap_libraries(loaded: dict[str, Any]) -> None:
         copy._reconstruct = guarded_reconstruct(copy._reconstruct)
         copy.deepcopy = guarded_deepcopy(copy.deepcopy)
         copy._keep_alive = keep_alive
-        # copyreg's table, as copy reads it: not the guest's to extend (attack 95)
-        copy.dispatch_table = MappingProxyType(copy.dispatch_table)
+        # copyreg's table, as copy reads it: not the guest's to extend (attack 95), nor
+        # given away as a proxy's mapping (attack 101)
+        copy.dispatch_table = ReadOnly(copy.dispatch_table)
         # A bound method copies as itself (as `deepcopy` has it), never through its reducer.
         copy._copy_dispatch[MethodType] = copy._copy_immutable
         deep = copy._deepcopy_dispatch
@@ -209,8 +223,9 @@ def _wrap_typing(typing: Any, loaded: dict[str, Any]) -> None:
     alias.__reduce__ = guarded_alias_reduce(alias.__reduce__, typing)
     guarded_final_subclass(typing._Final)
     # abstractmethod: abc's, as typing names it (attack 94); abc's own name stays, for the
-    # library modules a run imports, which mark their own methods with it
-    names = ("abstractmethod", "final", "no_type_check", "override")  # override: 3.12+
+    # library modules a run imports, which mark their own methods with it; overload records
+    # its argument in typing's registry (`get_overloads(json.dumps)`, attack 101)
+    names = ("abstractmethod", "final", "no_type_check", "overload", "override")  # override: 3.12+
     wrapped = {id(m): (m, guest_only_marker(m)) for n in names if (m := getattr(typing, n, None))}
     made = typing.dataclass_transform
     wrapped[id(made)] = (made, guest_only_markers(made))
@@ -240,7 +255,7 @@ def _sealed(loaded: dict[str, Any]) -> list[type]:
     # attacks 69-81); Frozen: the `tools` views; staticmethod and classmethod: they copy
     # the function's annotations dict, as it is, into an instance `__dict__` a guest
     # subclass's instance handed out (`json.dumps`'s, `call_tool`'s; outside attack 100)
-    sealed = [type, *os_bases(), Frozen, staticmethod, classmethod]
+    sealed = [type, *os_bases(), Frozen, staticmethod, classmethod, ReadOnly]
     dataclasses: Any = loaded.get("dataclasses")
     typing: Any = loaded.get("typing")
     if dataclasses is not None:

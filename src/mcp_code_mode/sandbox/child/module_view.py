@@ -11,6 +11,7 @@ from typing import Any
 from mcp_code_mode.sandbox.child.dataclass_guards import guarded_dataclass, guarded_make_dataclass
 from mcp_code_mode.sandbox.child.guards import exact_name, is_blocked, is_private
 from mcp_code_mode.sandbox.child.library_guards import guarded_pickle_by_enum_name
+from mcp_code_mode.sandbox.child.read_only import shown
 from mcp_code_mode.sandbox.child.rules import GUEST_ONLY_DUNDERS, LAZY_HELPERS
 
 __all__ = ["ImportRefused", "ModuleView"]
@@ -52,7 +53,7 @@ def _as_shown(module: Any, name: str, value: Any, allowed: frozenset[str]) -> An
                 f"{module.__name__}.{name} is the module {value.__name__!r}, which is not allowed"
             )
         return ModuleView(value, allowed)
-    return value
+    return shown(value)  # a module's mapping proxy gives its mapping away (attack 101)
 
 
 def _looked_up(module: Any, name: str, allowed: frozenset[str], private: bool) -> Any:

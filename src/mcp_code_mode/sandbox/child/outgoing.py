@@ -7,6 +7,7 @@ copies: measuring and encoding them runs no guest code.
 
 from __future__ import annotations
 
+import itertools
 import json
 from typing import Any
 
@@ -15,6 +16,7 @@ from mcp_code_mode.sandbox.protocol import (
     BATCH_PIECE_BYTES,
     DECODE_BUDGET,
     decode_cost,
+    decode_parts,
     encode,
     json_bytes_at_least,
     over_limit,
@@ -167,26 +169,30 @@ def pieces(specs: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
     so long that even that would not fit (MCP_CODE_MAX_TOOL_CALLS=0)."""
     if len(specs) < 2:
         return [specs]
-    # each call's size and cost, itself and refused; its text is not kept (all of a batch's
-    # texts at once, 300 calls of 900 KB, took the worker past its memory: attack 92)
+    # each call's size, cost and width, itself and refused (at its own width); its text is
+    # not kept (all of a batch's texts at once, 300 calls of 900 KB, took the worker past
+    # its memory: attack 92)
     own = [_measured(spec) for spec in specs]
-    refused = [_measured(_refused(spec)) for spec in specs]
-    # what each call costs at least: room for it is kept from the start
+    refused = [_measured(_refused(spec), a[2]) for spec, a in zip(specs, own, strict=True)]
+    # what each call costs at least: room for it is kept from the start, and for a piece's
+    # framing where the width changes (the host counts a line at its widest: a piece holds
+    # calls of one width)
     spare = [min(a[1], b[1]) for a, b in zip(own, refused, strict=True)]
-    reserve = sum(spare)
+    reserve = sum(spare) + _FRAMING * sum(a[2] != b[2] for a, b in itertools.pairwise(own))
     if reserve + _FRAMING * (sum(b[0] for b in refused) // BATCH_PIECE_BYTES + 2) > _LIMIT:
         raise ValueError(f"a batch of {len(specs):,} calls is too long to send; make fewer")
     cut: list[list[dict[str, Any]]] = [[]]
-    size, cost = 0, _FRAMING
-    for spec, (length, price), stub, least in zip(specs, own, refused, spare, strict=True):
-        reserve -= least
+    size, cost, width = 0, _FRAMING, own[0][2]
+    for spec, (length, price, wide), stub, least in zip(specs, own, refused, spare, strict=True):
+        turn = wide != width
+        reserve -= least + (_FRAMING if turn else 0)
         if cost + price + reserve + _FRAMING > _LIMIT and price > least:
-            spec, (length, price) = _refused(spec), stub
-        if cut[-1] and size + length > BATCH_PIECE_BYTES:
+            spec, (length, price, _) = _refused(spec), stub
+        if cut[-1] and (turn or size + length > BATCH_PIECE_BYTES):
             cut.append([])
             size, cost = 0, cost + _FRAMING
         cut[-1].append(spec)
-        size, cost = size + length, cost + price
+        size, cost, width = size + length, cost + price, wide
     return cut
 
 
@@ -194,11 +200,13 @@ def _refused(spec: dict[str, Any]) -> dict[str, Any]:
     return refused_spec(spec, _OVER_BUDGET, _STUB_NAME_CHARS)
 
 
-def _measured(spec: dict[str, Any]) -> tuple[int, int]:
-    """`spec`'s length as `protocol.encode` writes it (ASCII), and its cost to read with
-    the comma before it in its piece."""
+def _measured(spec: dict[str, Any], width: int = 0) -> tuple[int, int, int]:
+    """`spec`'s length as `protocol.encode` writes it (ASCII), its cost to read with the
+    comma before it in a piece of `width` (by default its own), and that width."""
     text = json.dumps(spec, separators=(",", ":")).encode()
-    return len(text), decode_cost(text) + 33
+    shape, chars, own = decode_parts(text)
+    width = width or own
+    return len(text), shape + 32 + width * (chars + 1), width
 
 
 def refused_spec(spec: dict[str, Any], why: str, names: int | None = None) -> dict[str, Any]:
@@ -208,9 +216,10 @@ def refused_spec(spec: dict[str, Any], why: str, names: int | None = None) -> di
     return {"server": server, "tool": tool, "args": {}, "refused": why}
 
 
-_FRAMING = decode_cost(
+_FRAME = decode_parts(
     encode({"op": "call", "id": 10**12, "batch": 10**12, "calls": [], "more": True})
 )
+_FRAMING = _FRAME[0] + 4 * _FRAME[1]  # a piece's own text, counted at the widest
 _STUB_NAME_CHARS = 100  # of a name, in a call refused for the batch's cost
 _LIMIT = BATCH_BUDGET - (64 << 10)  # a margin for the framing of the refused calls' pieces
 _OVER_BUDGET = f"past the batch's {BATCH_BUDGET >> 20} MB to read; make fewer calls at a time"

@@ -18,6 +18,7 @@ from mcp_code_mode.sandbox.child.rules import (
     CHECKED_READS,
     GUEST_ONLY_DUNDERS,
     PRIVATE_OK,
+    SHOWN_READS,
     VIEWED_DUNDERS,
     WRITER_DUNDERS,
 )
@@ -83,7 +84,7 @@ def _is_checked(node: ast.Attribute) -> bool:
     if dunder and name not in GUEST_ONLY_DUNDERS | WRITER_DUNDERS | VIEWED_DUNDERS:
         return False  # the policy refuses those that reach anything, on any object
     private = name.startswith("_") and name not in PRIVATE_OK
-    return _is_tools_chain(node) or private or name in CHECKED_READS
+    return _is_tools_chain(node) or private or name in CHECKED_READS or name in SHOWN_READS
 
 
 def _is_tools_chain(node: ast.Attribute) -> bool:
