@@ -42,8 +42,14 @@ class ReadOnly(Mapping[Any, Any]):
     def __contains__(self, key: object) -> bool:
         return key in self._mapping
 
+    def __reversed__(self) -> Iterator[Any]:
+        return reversed(self._mapping)
+
     def get(self, key: Any, default: Any = None) -> Any:
         return self._mapping.get(key, default)
+
+    def copy(self) -> dict[Any, Any]:
+        return dict(self._mapping)
 
     def __eq__(self, other: object) -> bool:
         return dict(self._mapping) == other  # a reflected `__eq__` gets the copy
