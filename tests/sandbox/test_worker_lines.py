@@ -338,6 +338,39 @@ async def test_a_batch_too_long_to_send_is_a_value_error(tmp_path: Path) -> None
     assert "too long to send" in reply.result
 
 
+async def test_a_wide_call_at_the_edge_of_the_budget_is_refused_in_the_worker(
+    tmp_path: Path,
+) -> None:
+    """Outside attack 102: 1,342,164 `[` and one emoji, under MCP_CODE_MAX_CALL_BYTES=2000000,
+    were below the size the worker counts from (at 97 bytes a character; 100 at the widest)
+    and past what the host reads: EXECUTOR_ERROR. Now a ToolError, and the run goes on."""
+    code = (
+        "try:\n    call_tool('t', 'echo', {'text': '[' * 1_342_164 + '\\U0001F600'})\n"
+        "except ToolError as e:\n    log(str(e))\n'after'"
+    )
+    reply = await _run(tmp_path, code, 60, upstream=True, max_call_bytes=2_000_000)
+    assert reply.ok and reply.result == "after", reply.error
+    assert "MB of the gateway's memory to read" in reply.logs[0], reply.logs
+
+
+@pytest.mark.parametrize("executor", ["local", "pyodide"])
+async def test_output_costlier_to_read_than_the_host_reads_is_an_output_limit(
+    tmp_path: Path, executor: str
+) -> None:
+    """Outside attack 102: under MCP_CODE_MAX_OUTPUT_CHARS=1400000, 1,390,000 `[` printed
+    was within the limit and about 129 MB for the host to read: EXECUTOR_ERROR. Now an
+    OUTPUT_LIMIT with the output cut."""
+    if executor == "pyodide":
+        require_pyodide()
+    code = 'print("[" * 1_390_000)'
+    reply = await _run(
+        tmp_path, code, 60, upstream=False, max_output_chars=1_400_000, executor=executor
+    )
+    assert reply.error is not None and reply.error.type == "OUTPUT_LIMIT", reply.error
+    assert "MB of the gateway's memory to read" in reply.error.message
+    assert 0 < len(reply.stdout) <= 10_000
+
+
 async def _run(
     tmp_path: Path, code: str, timeout_s: float, *, upstream: bool, **settings: Any
 ) -> ExecutionResult:

@@ -1338,3 +1338,26 @@ async def test_read_only_views_give_up_no_mapping(sec_gateway: Gateway) -> None:
     assert not reached(out), out
     assert out["result"] == [12, "6ba7b810", False, "safe", {}, "1", "refused", 0, 0, 1], out
     assert "Exception ignored" not in out["stdout"], out  # the refused loop was never freed
+
+
+async def test_shown_reads_take_no_other_route(sec_gateway: Gateway) -> None:
+    """Outside attack 102: a class pattern's capture and the C descriptor read off the
+    class reached `groupindex` (a cached pattern's names, `string.Template`'s among them)
+    past the guard."""
+    code = (
+        "import re, string\nout = []\n"
+        "for owner, name in ((type(re.compile('x')), 'groupindex'), (type({}.keys()), 'mapping')):\n"
+        "    try:\n        getattr(owner, name)\n        out.append('READ')\n"
+        "    except AttributeError as e:\n        out.append('off an object' in str(e))\n"
+        "out + [type(string.Template.pattern.groupindex).__name__,\n"
+        "       string.Template('$who').substitute(who='tim')]"
+    )
+    out = await attempt(sec_gateway, code)
+    assert not reached(out), out
+    assert out["result"] == [True, True, "ReadOnly", "tim"], out
+    pattern = (
+        "import re\nP = type(re.compile('x'))\nmatch re.compile('(?P<a>x)'):\n"
+        "    case P(groupindex=g):\n        g"
+    )
+    out = await attempt(sec_gateway, pattern)
+    assert error_type(out) == "POLICY_VIOLATION", out

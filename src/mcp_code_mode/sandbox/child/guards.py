@@ -24,6 +24,7 @@ from mcp_code_mode.sandbox.child.rules import (
     GUEST_ONLY_DUNDERS,
     PRIVATE_OK,
     REFUSED_DUNDERS,
+    SHOWN_READS,
     VIEWED_DUNDERS,
     WRITER_DUNDERS,
 )
@@ -249,6 +250,7 @@ def _library_reader(cls: type) -> bool:
 # How a writer method read by guest code is handed out (`writer_methods`, which builds on
 # this module: `lockdown` puts its function here before any guest code runs).
 _WRITER_METHOD: list[Callable[[Any, str, Any], Any]] = []
+_C_DESCRIPTORS = (types.GetSetDescriptorType, types.MemberDescriptorType)
 
 
 def on_writer_methods(handle: Callable[[Any, str, Any], Any]) -> None:
@@ -277,6 +279,8 @@ def guest_getattr(obj: Any, name: str, *default: Any) -> Any:
             return guarded_format(owner, name)
     if name in VIEWED_DUNDERS and type(value) is dict and not _own_annotations(obj, value):
         return ReadOnly(value)  # a library's (`json.dumps`'s): read only, not a proxy
+    if name in SHOWN_READS and isinstance(value, _C_DESCRIPTORS):  # its `__get__` is raw
+        raise AttributeError(f"read {name!r} off an object, not off its class")
     return shown(value)  # a proxy gives its mapping away (outside attack 101)
 
 

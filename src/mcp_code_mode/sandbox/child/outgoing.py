@@ -132,12 +132,14 @@ def refusal(args: Any, limit: int) -> str | None:
 
 def _costly(args: Any) -> str | None:
     """Why the host would not read `args`: past `DECODE_BUDGET` by `decode_cost` (1.4 MB of
-    `[` in a string, legal under MCP_CODE_MAX_CALL_BYTES=2000000, is 129 MB: attack 91).
-    Counted only past a size that could cost that much (at most 97 per byte)."""
+    `[` in a string, legal under MCP_CODE_MAX_CALL_BYTES=2000000, is 129 MB: attack 91),
+    with room for the message's framing and names. Counted only past a size that could cost
+    that much (at most 100 per byte: a `[` at the widest; the bound once ignored the room
+    and passed a call the host refused, attack 102)."""
     if json_bytes_at_least(args, _COSTLY_BYTES) <= _COSTLY_BYTES:
         return None
     cost = decode_cost(json.dumps(args, separators=(",", ":")).encode())
-    if cost <= DECODE_BUDGET - (64 << 10):
+    if cost <= _ONE_CALL:
         return None
     return (
         f"the arguments would take about {cost >> 20} MB of the gateway's memory to read, "
@@ -145,7 +147,8 @@ def _costly(args: Any) -> str | None:
     )
 
 
-_COSTLY_BYTES = DECODE_BUDGET // 100
+_ONE_CALL = DECODE_BUDGET - (64 << 10)  # the call's framing and names
+_COSTLY_BYTES = _ONE_CALL // 100
 
 
 def _wire_size(text: str, limit: int) -> int:

@@ -101,7 +101,7 @@ SHOWN_READS = frozenset(["groupindex", "mapping"])
 # Public names guest code reads only through a run-time guard, never with the real getattr:
 # the checked reads, and str's format methods (handed out guarded: their fields may not walk
 # attributes). Text libraries evaluate may not read them either (outside attack 67).
-GUARDED_READS = CHECKED_READS | {"format", "format_map"}
+GUARDED_READS = CHECKED_READS | SHOWN_READS | {"format", "format_map"}
 # Imported whatever MCP_CODE_ALLOWED_IMPORTS says: a compiler directive, and two modules
 # ordinary code expects that reach nothing the OS layers do not hold (`operator`'s
 # attribute getters are blocked by name like everywhere else).

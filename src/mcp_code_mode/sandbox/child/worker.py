@@ -24,7 +24,14 @@ from mcp_code_mode.sandbox.child.outcome import error_for, make_error, result_va
 from mcp_code_mode.sandbox.child.rewrite import RESULT_NAME, compile_guest
 from mcp_code_mode.sandbox.child.rules import GUEST_MODULE
 from mcp_code_mode.sandbox.child.tools_view import GuestIndex, freeze_index
-from mcp_code_mode.sandbox.protocol import DoneMessage, ErrorCode, ErrorInfo
+from mcp_code_mode.sandbox.protocol import (
+    DECODE_BUDGET,
+    DoneMessage,
+    ErrorCode,
+    ErrorInfo,
+    decode_cost,
+    encode,
+)
 
 if TYPE_CHECKING:  # not loaded under Pyodide, which has no mirror
     from mcp_code_mode.sandbox.child.output_mirror import OutputMirror
@@ -204,7 +211,37 @@ def execute(
     }
     if submitted is not None and error is None:
         done["submitted"] = True
-    return done
+    return _readable(done, run.limit)
+
+
+def _readable(done: DoneMessage, limit: int) -> DoneMessage:
+    """`done`, or when the host would not read it (past `DECODE_BUDGET` by `decode_cost`:
+    under a raised MCP_CODE_MAX_OUTPUT_CHARS, 1.4 million `[` printed ended the run with
+    EXECUTOR_ERROR, outside attack 102) an OUTPUT_LIMIT with the output cut. Measured only
+    where the limit allows that much (at most 100 bytes a character, stdout, logs and
+    result each)."""
+    if 3 * 100 * limit <= _DONE_BUDGET:
+        return done
+    cost = decode_cost(encode(done))
+    if cost <= _DONE_BUDGET:
+        return done
+    message = (
+        f"output (stdout + logs + result) would take about {cost >> 20} MB of the gateway's "
+        f"memory to read, more than the {DECODE_BUDGET >> 20} MB it reads of one message "
+        "(print or return less, or fewer brackets and commas)"
+    )
+    return {
+        "op": "done",
+        "ok": False,
+        "result": None,
+        "stdout": done["stdout"][:_KEPT_CHARS],
+        "logs": [line[:_KEPT_CHARS] for line in done["logs"][:_KEPT_LINES]],
+        "error": make_error("OUTPUT_LIMIT", message, None),
+    }
+
+
+_DONE_BUDGET = DECODE_BUDGET - (64 << 10)  # the host's framing and error text
+_KEPT_CHARS, _KEPT_LINES = 10_000, 100
 
 
 def _namespace_for(
