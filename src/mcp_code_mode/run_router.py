@@ -172,6 +172,7 @@ class RunRouter:
         traced = None if self.trace is None else self.trace.call(*kept, checked.text, checked.size)
         order = len(self._records) - 1
         span = None if self.spans is None else self.spans.call(order, *kept, checked.text)
+        del checked  # its whole text, while the call waits for a slot (attack 102: 2x a batch)
         call = (
             _failing(ToolCallFailed(*kept, refused))
             if refused is not None

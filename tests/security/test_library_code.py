@@ -1361,3 +1361,27 @@ async def test_shown_reads_take_no_other_route(sec_gateway: Gateway) -> None:
     )
     out = await attempt(sec_gateway, pattern)
     assert error_type(out) == "POLICY_VIOLATION", out
+
+
+async def test_a_bound_writer_method_compares_by_its_checking_wrapper(
+    sec_gateway: Gateway,
+) -> None:
+    """Outside attack 103: a bound method compares by its function, handing it to a guest
+    callable's `__eq__` (`u.__init__ == MethodType(G(), u)`): `UUID.__init__` raw, then
+    applied to `NAMESPACE_DNS`. The function a guest holds, bound or deep-copied, is the
+    wrapper that checks what it is applied to."""
+    code = (
+        "import copy, uuid\ngot = []\n"
+        "class G:\n    def __eq__(self, o):\n        got.append(o)\n        return False\n"
+        "    __hash__ = object.__hash__\n    def __call__(self, *a, **k):\n        return None\n"
+        "class U(uuid.UUID):\n    pass\nu = U(int=1)\nout = []\n"
+        "for bound in (u.__init__, copy.deepcopy(u.__init__)):\n"
+        "    bound == type(bound)(G(), u)\n"
+        "    try:\n        got[-1](uuid.NAMESPACE_DNS, int=0)\n        out.append('WROTE')\n"
+        "    except TypeError:\n        out.append('refused')\n"
+        "class V(uuid.UUID):\n    def __init__(self, *a, **k):\n        super().__init__(*a, **k)\n"
+        "out + [str(uuid.NAMESPACE_DNS)[:8], str(V(int=5))[-1], u.__init__ == u.__init__]"
+    )
+    out = await attempt(sec_gateway, code)
+    assert not reached(out), out
+    assert out["result"] == ["refused", "refused", "6ba7b810", "5", True], out

@@ -66,10 +66,12 @@ def writer_method(obj: Any, name: str, value: Any) -> Any:
     """`value`, read as `obj.<name>` (a writer's name), as guest code may hold it."""
     kind = type(value)
     if kind is types.MethodType:  # bound: to an instance, or a class
-        reason = self_refusal(value.__self__, name) if _library(value.__func__) else None
+        if not _library(value.__func__):
+            return value
+        reason = self_refusal(value.__self__, name)
         if reason is not None:
             raise AttributeError(f"{name} of a library class may not be used on {reason}")
-        return value
+        return _rebound(value, name)
     if _library(value):  # whatever it was read from: a class, `super` or a subclass of it,
         return _unbound(value, name)  # a generic alias forwarding to its origin (attack 96)
     if name not in _C_CHECKED:
@@ -131,6 +133,7 @@ def guarded_deepcopy_method(deepcopy_method: Callable[..., Any]) -> Callable[...
             reason = self_refusal(made.__self__, "__init__")  # the strictest rule
             if reason is not None:
                 raise TypeError(f"a library class's writer method may not be bound to {reason}")
+            return _rebound(made, func.__name__)
         return made
 
     return guarded
@@ -142,6 +145,15 @@ def _writer_of(cls: type, func: types.FunctionType) -> bool:
     if func.__name__ in WRITER_DUNDERS:
         return True
     return any(VARS(k).get(n) is func for k in MRO(cls) for n in WRITER_DUNDERS)
+
+
+def _rebound(method: types.MethodType, name: str) -> types.MethodType:
+    """A library writer method bound to an object it may apply to, holding the checking
+    wrapper (`_unbound`) as its function, not the library's: a bound method compares by its
+    function, and a method of a guest callable compared with it was handed that function
+    (`u.__init__ == MethodType(G(), u)` gave `UUID.__init__`, then applied to
+    `NAMESPACE_DNS`; outside attack 103)."""
+    return types.MethodType(_unbound(method.__func__, name), method.__self__)
 
 
 def _library(function: Any) -> bool:
