@@ -876,8 +876,8 @@ GADGETS = table(
         "    t = asyncio.current_task()\n    class It:\n        def __iter__(self):\n"
         "            return map(asyncio.Task.get_stack, [t])\n"
         "    typing.overload(type('O', (It,), {'__func__': property(L.extend)})())\n"
-        "await main()\n'ESCAPED' + str(L)",
-        STOPPED,
+        "await main()\n('ESCAPED' + str(L)) if L else 'held'",
+        STOPPED | {"OK"},  # since attack 104 overload reads nothing off what is no function
     ),
     # (helpers trusted for every attribute read: a library callable the guest set as a
     # property or dunder, run beneath one, read any frame)

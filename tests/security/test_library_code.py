@@ -1385,3 +1385,28 @@ async def test_a_bound_writer_method_compares_by_its_checking_wrapper(
     out = await attempt(sec_gateway, code)
     assert not reached(out), out
     assert out["result"] == ["refused", "refused", "6ba7b810", "5", True], out
+
+
+async def test_overload_records_the_guests_own_functions_only(sec_gateway: Gateway) -> None:
+    """Outside attack 104: `typing.overload` files its argument under
+    `getattr(arg, "__func__", arg)`'s module and name: a guest object whose `__getattr__`
+    answered `__func__` with `json.dumps`, or a guest function renamed into `json`, was
+    filed under the library's. Methods, classmethods and functions of the guest's module
+    are recorded as in Python."""
+    code = (
+        "import json, typing\n"
+        "class P:\n    def __getattr__(self, name):\n"
+        "        return json.dumps if name.endswith('func__') else None\n"
+        "typing.overload(P())\n"
+        "def g(x): ...\nsetattr(g, '__module__', 'json')\nsetattr(g, '__qualname__', 'loads')\n"
+        "typing.overload(g)\n"
+        "class K:\n    @typing.overload\n    def m(self, x: int) -> int: ...\n"
+        "    @typing.overload\n    @classmethod\n    def c(cls, x: int) -> int: ...\n"
+        "    def m(self, x):\n        return x\n"
+        "@typing.overload\ndef f(x: int) -> int: ...\ndef f(x):\n    return x\n"
+        "[len(typing.get_overloads(json.dumps)), len(typing.get_overloads(json.loads)),\n"
+        " len(typing.get_overloads(f)), len(typing.get_overloads(K.m)), f(3)]"
+    )
+    out = await attempt(sec_gateway, code)
+    assert not reached(out), out
+    assert out["result"] == [0, 0, 1, 1, 3], out

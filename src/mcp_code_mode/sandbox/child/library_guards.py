@@ -4,6 +4,7 @@ them; `guards` has the attribute checks they rest on)."""
 
 from __future__ import annotations
 
+import types
 from collections.abc import Callable
 from typing import Any, cast
 
@@ -137,6 +138,33 @@ def guest_only_marker(mark: Callable[[Any], Any]) -> Callable[[Any], Any]:
 
     marked.__name__ = marked.__qualname__ = getattr(mark, "__name__", "marker")
     marked.__doc__ = mark.__doc__
+    return marked
+
+
+def guarded_overload(overload: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """`typing.overload`, recording only a function of the guest's own module: it files its
+    argument under the module and name of `getattr(arg, "__func__", arg)`, so a library
+    function (attack 101), a guest object whose `__getattr__` answered `__func__` with one,
+    or a guest function renamed into `json` (attack 104) was filed under the library's
+    (`get_overloads(json.dumps)`). Anything else is handed back unrecorded."""
+
+    def marked(func: Any) -> Any:
+        kind = type(func)
+        inner = func.__func__ if kind in (classmethod, staticmethod, types.MethodType) else func
+        if type(inner) is not types.FunctionType or not is_guest_object(inner):
+            return func  # nothing read off it: a property or `__getattr__` would run
+        module, name = inner.__module__, inner.__qualname__
+        if (
+            type(module) is str
+            and module == GUEST_MODULE
+            and type(name) is str
+            and (kind is not types.FunctionType or "__func__" not in func.__dict__)
+        ):  # (overload reads `__func__` off a function too: one the guest set would do)
+            return overload(func)
+        return func
+
+    marked.__name__ = marked.__qualname__ = "overload"
+    marked.__doc__ = overload.__doc__
     return marked
 
 

@@ -51,6 +51,7 @@ from mcp_code_mode.sandbox.child.library_guards import (
     guarded_find_caller,
     guarded_forward_ref_init,
     guarded_global_enum,
+    guarded_overload,
     guarded_partialmethod,
     guarded_user_string,
     guest_only_marker,
@@ -223,12 +224,12 @@ def _wrap_typing(typing: Any, loaded: dict[str, Any]) -> None:
     alias.__reduce__ = guarded_alias_reduce(alias.__reduce__, typing)
     guarded_final_subclass(typing._Final)
     # abstractmethod: abc's, as typing names it (attack 94); abc's own name stays, for the
-    # library modules a run imports, which mark their own methods with it; overload records
-    # its argument in typing's registry (`get_overloads(json.dumps)`, attack 101)
-    names = ("abstractmethod", "final", "no_type_check", "overload", "override")  # override: 3.12+
+    # library modules a run imports, which mark their own methods with it
+    names = ("abstractmethod", "final", "no_type_check", "override")  # override: 3.12+
     wrapped = {id(m): (m, guest_only_marker(m)) for n in names if (m := getattr(typing, n, None))}
     made = typing.dataclass_transform
     wrapped[id(made)] = (made, guest_only_markers(made))
+    wrapped[id(typing.overload)] = (typing.overload, guarded_overload(typing.overload))
     # every module's name for them (`asyncio.timeouts.final` is typing's, attack 95;
     # `collections.abc.abstractmethod` is abc's on 3.13, attack 96)
     for module in list(loaded.values()):
