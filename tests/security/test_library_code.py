@@ -1343,24 +1343,28 @@ async def test_read_only_views_give_up_no_mapping(sec_gateway: Gateway) -> None:
 async def test_shown_reads_take_no_other_route(sec_gateway: Gateway) -> None:
     """Outside attack 102: a class pattern's capture and the C descriptor read off the
     class reached `groupindex` (a cached pattern's names, `string.Template`'s among them)
-    past the guard."""
+    past the guard. A capture now gets the guarded read's view; the guest's own classes
+    keep fields and slots of those names (attack 105 found them refused)."""
     code = (
-        "import re, string\nout = []\n"
+        "import dataclasses, re, string\nout = []\ngot = []\n"
+        "class D(dict):\n    def __eq__(self, o):\n        got.append(o)\n        return False\n"
+        "    __hash__ = None\n"
         "for owner, name in ((type(re.compile('x')), 'groupindex'), (type({}.keys()), 'mapping')):\n"
         "    try:\n        getattr(owner, name)\n        out.append('READ')\n"
         "    except AttributeError as e:\n        out.append('off an object' in str(e))\n"
-        "out + [type(string.Template.pattern.groupindex).__name__,\n"
-        "       string.Template('$who').substitute(who='tim')]"
+        "P = type(string.Template.pattern)\n"
+        "match string.Template.pattern:\n    case P(groupindex=g):\n        g == D()\n"
+        "got[-1]['named'] = 99\n"
+        "@dataclasses.dataclass\nclass Rule:\n    name: str\n    mapping: dict\n"
+        "match Rule('id', {'a': 1}):\n    case Rule(name='id', mapping=m) if m:\n"
+        "        out.append(m)\n"
+        "class S:\n    __slots__ = ('mapping',)\n"
+        "out + [string.Template('$who').substitute(who='tim'), type(getattr(S, 'mapping')).__name__,\n"
+        "       str(re.compile('(?P<a>x)').groupindex)]"
     )
     out = await attempt(sec_gateway, code)
     assert not reached(out), out
-    assert out["result"] == [True, True, "ReadOnly", "tim"], out
-    pattern = (
-        "import re\nP = type(re.compile('x'))\nmatch re.compile('(?P<a>x)'):\n"
-        "    case P(groupindex=g):\n        g"
-    )
-    out = await attempt(sec_gateway, pattern)
-    assert error_type(out) == "POLICY_VIOLATION", out
+    assert out["result"] == [True, True, {"a": 1}, "tim", "member_descriptor", "{'a': 1}"], out
 
 
 async def test_a_bound_writer_method_compares_by_its_checking_wrapper(

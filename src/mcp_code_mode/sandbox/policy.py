@@ -27,6 +27,7 @@ from .child.rules import (
     GUARDED_READS,
     LAZY_HELPERS,
     REFUSED_DUNDERS,
+    SHOWN_READS,
     refused_component,
 )
 from .child.scopes import SELF_MATCHING, bound_names
@@ -314,7 +315,10 @@ def _positional_class_patterns(tree: ast.AST) -> list[tuple[int, int, str]]:
 
 def _check_class_pattern(node: ast.MatchClass) -> str | None:
     # `case C(attr=x)` reads `attr` with the real getattr: no run-time check sees it.
-    for attr in node.kwd_attrs:
+    for attr, sub in zip(node.kwd_attrs, node.kwd_patterns, strict=True):
+        # `mapping=m`: the rewrite binds `m` to what the guarded read gives
+        if attr in SHOWN_READS and isinstance(sub, ast.MatchAs) and sub.pattern is None:
+            continue
         # `format`/`format_map` too: `getattr` hands them out guarded, a pattern would not
         # (`case str(format=f)`: fields that walk attributes, outside attack 13).
         if attr.startswith("_") or attr in BLOCKED_ATTRIBUTES or attr in GUARDED_READS:

@@ -186,7 +186,7 @@ def _check_made(
         reason = _target_refusal(made, func, made_from)
         reason = reason or (None if state is None else _state_refusal(made, state))
         if reason is not None:
-            if stated:  # never given its state: its `__del__` (a loop's) would fail unseen
+            if stated and len(_UNFINISHED) < 1000:  # no state: its `__del__` would fail
                 _UNFINISHED.append(made)
             raise AttributeError(f"copying state onto {reason} is not allowed")
 

@@ -279,7 +279,7 @@ def guest_getattr(obj: Any, name: str, *default: Any) -> Any:
             return guarded_format(owner, name)
     if name in VIEWED_DUNDERS and type(value) is dict and not _own_annotations(obj, value):
         return ReadOnly(value)  # a library's (`json.dumps`'s): read only, not a proxy
-    if name in SHOWN_READS and isinstance(value, _C_DESCRIPTORS):  # its `__get__` is raw
+    if name in SHOWN_READS and isinstance(value, _C_DESCRIPTORS) and not is_guest_object(obj):
         raise AttributeError(f"read {name!r} off an object, not off its class")
     return shown(value)  # a proxy gives its mapping away (outside attack 101)
 

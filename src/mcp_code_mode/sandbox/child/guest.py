@@ -22,6 +22,7 @@ from mcp_code_mode.sandbox.child.guards import guest_getattr, safe_hasattr
 from mcp_code_mode.sandbox.child.guest_api import GUEST_API, REQUIRED, GuestFunction
 from mcp_code_mode.sandbox.child.module_view import ImportRefused, ModuleView
 from mcp_code_mode.sandbox.child.outgoing import exact_json, pieces, refusal, refused_spec
+from mcp_code_mode.sandbox.child.read_only import shown
 from mcp_code_mode.sandbox.child.rules import (
     ALWAYS_IMPORTABLE,
     GUEST_MODULE,
@@ -122,6 +123,7 @@ class GuestRuntime:
             _mcp_getattr_=guest_getattr,
             _mcp_target_=AttributeTarget,
             _mcp_builtins_=SelfMatchingTypes,
+            _mcp_shown_=shown,
         )
         return safe
 

@@ -62,8 +62,22 @@ class ReadOnly(Mapping[Any, Any]):
     def __ror__(self, other: Any) -> Any:
         return other | dict(self._mapping)
 
+    def keys(self) -> Any:  # as a proxy's: its mapping's (a dict view's `mapping` is guarded)
+        return self._mapping.keys()
+
+    def values(self) -> Any:
+        return self._mapping.values()
+
+    def items(self) -> Any:
+        return self._mapping.items()
+
     def __repr__(self) -> str:
+        if type(self._mapping) is MappingProxyType:
+            return repr(self._mapping)
         return f"mappingproxy({self._mapping!r})"
+
+    def __str__(self) -> str:
+        return str(self._mapping)
 
     def __copy__(self) -> ReadOnly:
         return self
@@ -79,6 +93,9 @@ class ReadOnly(Mapping[Any, Any]):
 
     def __delattr__(self, name: str) -> None:
         raise AttributeError("a read-only view takes no attributes")
+
+
+ReadOnly.__name__ = ReadOnly.__qualname__ = "mappingproxy"  # as errors and `type()` name it
 
 
 def shown(value: Any) -> Any:

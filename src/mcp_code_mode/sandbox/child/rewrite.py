@@ -52,6 +52,34 @@ class _Rewrite(ast.NodeTransformer):
             )
         return node
 
+    def visit_match_case(self, node: ast.match_case) -> ast.AST:
+        """`case C(mapping=m)`: the pattern reads `mapping` with the real getattr, a mapping
+        proxy of a dict view or `re` pattern's dict (attack 102). It captures into a name of
+        the sandbox's, and the guard binds `m` to what the guarded read would give."""
+        self.generic_visit(node)
+        binds = _shown_captures(node.pattern)
+        if not binds:
+            return node
+        shown = [
+            ast.NamedExpr(
+                target=ast.Name(id=name, ctx=ast.Store()),
+                value=ast.Call(
+                    func=ast.Name(id="_mcp_shown_", ctx=ast.Load()),
+                    args=[ast.Name(id=kept, ctx=ast.Load())],
+                    keywords=[],
+                ),
+            )
+            for name, kept in binds.items()
+        ]
+        bound = ast.Subscript(
+            value=ast.Tuple(elts=[*shown, ast.Constant(value=True)], ctx=ast.Load()),
+            slice=ast.Constant(value=-1),
+            ctx=ast.Load(),
+        )
+        guard = bound if node.guard is None else ast.BoolOp(ast.And(), [bound, node.guard])
+        node.guard = ast.copy_location(guard, node.pattern)
+        return node
+
     def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
         checked = _is_checked(node)  # on the source's own chain, before it is rewritten
         self.generic_visit(node)
@@ -85,6 +113,21 @@ def _is_checked(node: ast.Attribute) -> bool:
         return False  # the policy refuses those that reach anything, on any object
     private = name.startswith("_") and name not in PRIVATE_OK
     return _is_tools_chain(node) or private or name in CHECKED_READS or name in SHOWN_READS
+
+
+def _shown_captures(pattern: ast.pattern) -> dict[str, str]:
+    """The names a class pattern captures `mapping`/`groupindex` into (the policy allows a
+    plain capture only), renamed in place to names of the sandbox's: name -> kept as."""
+    binds: dict[str, str] = {}
+    for node in ast.walk(pattern):
+        if not isinstance(node, ast.MatchClass):
+            continue
+        for attr, sub in zip(node.kwd_attrs, node.kwd_patterns, strict=True):
+            if attr in SHOWN_READS and isinstance(sub, ast.MatchAs) and sub.name is not None:
+                kept = f"_mcp_shown_{sub.name}"
+                binds[sub.name] = kept
+                sub.name = kept
+    return binds
 
 
 def _is_tools_chain(node: ast.Attribute) -> bool:
