@@ -1313,7 +1313,7 @@ async def test_read_only_views_give_up_no_mapping(sec_gateway: Gateway) -> None:
     names. The views hand out copies; a deep copy of the running loop is refused before
     it walks the loop's private state; `typing.overload` records the guest's functions only."""
     code = (
-        "import asyncio, copy, dataclasses, json, string, uuid\ngot = []\n"
+        "import asyncio, collections.abc, copy, dataclasses, json, string, uuid\ngot = []\n"
         "class D(dict):\n"
         "    def __eq__(self, other):\n        got.append(other)\n        return False\n"
         "    def __ror__(self, other):\n        got.append(other)\n        return {}\n"
@@ -1332,11 +1332,14 @@ async def test_read_only_views_give_up_no_mapping(sec_gateway: Gateway) -> None:
         "[len(got), str(copy.copy(uuid.NAMESPACE_DNS))[:8], 'pwned' in json.dumps.__annotations__,\n"
         " uuid.SafeUUID['safe'].name, dict(dataclasses.field().metadata),\n"
         " string.Template('$a').substitute(a=1), await walk(), len(memo),\n"
-        " len(typing.get_overloads(json.dumps)), len(typing.get_overloads(f))]"
+        " len(typing.get_overloads(json.dumps)), len(typing.get_overloads(f)),\n"
+        " hasattr(type(views[0]), 'register'), views[2] != {},\n"
+        " isinstance(views[0], collections.abc.Mapping)]"
     )
     out = await attempt(sec_gateway, code)
     assert not reached(out), out
-    assert out["result"] == [12, "6ba7b810", False, "safe", {}, "1", "refused", 0, 0, 1], out
+    expected = [12, "6ba7b810", False, "safe", {}, "1", "refused", 0, 0, 1, False, True, True]
+    assert out["result"] == expected, out
     assert "Exception ignored" not in out["stdout"], out  # the refused loop was never freed
 
 

@@ -21,8 +21,9 @@ from typing import Any
 __all__ = ["ReadOnly", "read_only_members", "shown"]
 
 
-class ReadOnly(Mapping[Any, Any]):
-    """A live, read-only view of `mapping`."""
+class ReadOnly:
+    """A live, read-only view of `mapping` (a `Mapping` by registration: not an ABC, so
+    guest code has no `register` of its own to write)."""
 
     __slots__ = ("_mapping",)
     _mapping: Mapping[Any, Any]
@@ -53,6 +54,9 @@ class ReadOnly(Mapping[Any, Any]):
 
     def __eq__(self, other: object) -> bool:
         return dict(self._mapping) == other  # a reflected `__eq__` gets the copy
+
+    def __ne__(self, other: object) -> bool:
+        return dict(self._mapping) != other
 
     __hash__ = None  # type: ignore[assignment]  # as a dict's
 
@@ -95,6 +99,7 @@ class ReadOnly(Mapping[Any, Any]):
         raise AttributeError("a read-only view takes no attributes")
 
 
+Mapping.register(ReadOnly)
 ReadOnly.__name__ = ReadOnly.__qualname__ = "mappingproxy"  # as errors and `type()` name it
 
 
