@@ -2342,6 +2342,37 @@ def handle(result):
         ["record 3", "ok [1]", "not found", "server error 503: down", "client error"],
     ),
     (
+        "match_value_patterns_of_any_name",
+        r"""import enum
+
+class Kind:
+    mapping = "mapping"
+    sequence = "sequence"
+    _EOF = "eof"
+
+class Color(enum.Enum):
+    RED = 1
+    GREEN = 2
+
+def describe(k):
+    match k:
+        case Kind.sequence:
+            return "seq"
+        case Kind.mapping | Kind._EOF:
+            return "map/eof"
+        case {Kind.mapping: v}:
+            return f"dict {v}"
+        case [Kind._EOF, *rest]:
+            return f"list {rest}"
+        case Color.RED:
+            return "red"
+    return "?"
+
+[describe(k) for k in ["mapping", "sequence", "eof", {"mapping": 3}, ["eof", 1], Color.RED, 0]]
+""",
+        ["map/eof", "seq", "map/eof", "dict 3", "list [1]", "red", "?"],
+    ),
+    (
         "star_unpacking",
         r"""first, *middle, last = [1, 2, 3, 4, 5]
 head, *tail = "abc"

@@ -1417,3 +1417,47 @@ async def test_overload_records_the_guests_own_functions_only(sec_gateway: Gatew
     out = await attempt(sec_gateway, code)
     assert not reached(out), out
     assert out["result"] == [0, 0, 1, 1, 3], out
+
+
+async def test_dataclass_methods_serve_their_class_from_the_start(sec_gateway: Gateway) -> None:
+    """Outside attack 106: guest code runs inside `dataclass()` once the methods are in the
+    class (a `__doc__` descriptor read last, a base's `__init_subclass__` when `slots=True`
+    remakes the class), and took them before they were wrapped: a raw frozen `__init__`
+    rewrote `uuid.NAMESPACE_DNS`, a raw `__eq__` read a read-only view's private mapping
+    (copy's dispatch table). Each is wrapped where it is made and serves no one until the
+    class is made. `update_wrapper` reads a guest class's `__dict__` read-only."""
+    code = (
+        "import copy, dataclasses, functools, uuid\nkept = []\nout = []\n"
+        "class Doc:\n    def __get__(self, obj, cls=None):\n"
+        "        if cls is not None and not kept:\n            kept.append(cls.__dict__['__init__'])\n"
+        "            try:\n                kept[0](uuid.NAMESPACE_DNS, 0)\n"
+        "            except TypeError as e:\n                out.append('still being made' in str(e))\n"
+        "        return None\n"
+        "class F:\n    __doc__ = Doc()\n    int: object = 0\n"
+        "F = dataclasses.dataclass(frozen=True)(F)\n"
+        "class Base:\n    def __init_subclass__(cls, **kw):\n"
+        "        if '__eq__' in cls.__dict__:\n            kept.append(cls.__dict__['__eq__'])\n"
+        "@dataclasses.dataclass(frozen=True, slots=True)\nclass S(Base):\n    _mapping: object = 0\n"
+        "class Liar:\n    __slots__ = ()\n"
+        "for raw, args in ((kept[0], (uuid.NAMESPACE_DNS, 0)), (kept[-1], (copy.dispatch_table, Liar()))):\n"
+        "    try:\n        raw(*args)\n        out.append('RAN')\n"
+        "    except TypeError:\n        out.append('refused')\n"
+        "class G:\n    x = 1\n"
+        "class W:\n    pass\nw = W()\n"
+        "functools.update_wrapper(w, G, assigned=(), updated=('__dict__',))\n"
+        "out + [str(uuid.NAMESPACE_DNS)[:8], F(3).int, S(1) == S(1), S(1) == S(2),\n"
+        "       w.x, type(G.__dict__).__name__]"
+    )
+    out = await attempt(sec_gateway, code)
+    assert not reached(out), out
+    assert out["result"] == [
+        True,
+        "refused",
+        "refused",
+        "6ba7b810",
+        3,
+        True,
+        False,
+        1,
+        "mappingproxy",
+    ], out

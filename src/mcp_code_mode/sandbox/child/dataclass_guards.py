@@ -6,22 +6,15 @@ from __future__ import annotations
 
 import keyword
 import sys
-import types
 from collections.abc import Callable
 from typing import Any
 
-from mcp_code_mode.sandbox.child.guards import (
-    MRO,
-    VARS,
-    is_blocked,
-    is_guest_object,
-    is_private,
-    library_defines,
-)
+from mcp_code_mode.sandbox.child.dataclass_methods import bind_generated, making
+from mcp_code_mode.sandbox.child.guards import MRO, VARS
 from mcp_code_mode.sandbox.child.read_only import ReadOnly
 from mcp_code_mode.sandbox.child.rules import GUEST_MODULE
 
-__all__ = ["bind_generated", "guarded_dataclass", "guarded_make_dataclass"]
+__all__ = ["guarded_dataclass", "guarded_make_dataclass"]
 
 
 def guarded_dataclass(dataclass: Callable[..., Any]) -> Callable[..., Any]:
@@ -54,71 +47,14 @@ def _checked_dataclass(dataclass: Callable[..., Any], cls: Any, options: dict[st
     # 3.12+ reads them through `inspect.get_annotations`, which wants a dict and copies it
     read_only = ReadOnly(annotations) if sys.version_info < (3, 12) else annotations
     type.__setattr__(cls, "__annotations__", read_only)
-    try:
-        made = dataclass(cls, **options)
-    finally:
-        type.__setattr__(cls, "__annotations__", annotations)
+    with making() as made_now:  # its methods serve no one until bound (attack 106)
+        try:
+            made = dataclass(cls, **options)
+        finally:
+            type.__setattr__(cls, "__annotations__", annotations)
     if made is not cls and isinstance(made, type):  # `slots=True` makes a new class
         type.__setattr__(made, "__annotations__", dict(annotations))
-    return bind_generated(made, before)
-
-
-def bind_generated(made: Any, before: dict[str, Any]) -> Any:
-    """The methods dataclasses added to `made` (those not in `before`) read and write
-    fields as the guest's own code could, on instances of `made` only. They are compiled
-    text, not the guest's rewritten code: they use the real `getattr`/`setattr`, and
-    called on other objects (`C.__init__(SomeEnum, h)`, `C.__eq__(E1, E2)`, outside attack
-    48) or on classes of a guest metaclass that inherit a library's private names (attack
-    50) they wrote library classes and read enum's private `_convert_`."""
-    if not isinstance(made, type):
-        return made
-    fields = tuple(VARS(made).get("__dataclass_fields__", {}))
-    for name, value in dict(VARS(made)).items():
-        if type(value) is types.FunctionType and before.get(name) is not value:
-            bound = _own_instances_only(value, made, name, fields)
-            type.__setattr__(made, name, bound)
-    return made
-
-
-_SUBCLASS = type.__dict__["__subclasscheck__"]
-_COMPARISONS = frozenset({"__eq__", "__lt__", "__le__", "__gt__", "__ge__"})
-
-
-def _own_instances_only(
-    method: Callable[..., Any], cls: type, name: str, fields: tuple[str, ...]
-) -> Callable[..., Any]:
-    # Checked at every call, nothing kept: a kept verdict was looked up through the guest
-    # metaclass's `__hash__`/`__eq__`, and class dicts can change after it (attack 52).
-    guarded = tuple(f for f in fields if is_private(f) or is_blocked(f))
-
-    def check(obj: Any) -> None:
-        # Public fields read only what guest code may read anyway; private or blocked ones
-        # need a plain lookup (no `GenericAlias` forwarding them) and the object's own.
-        own = _SUBCLASS(cls, type(obj))  # by the real MRO: no metaclass hook of the guest's
-        if not own or (guarded and not is_guest_object(obj)):
-            raise TypeError(
-                f"{cls.__qualname__}.{name}() takes {cls.__qualname__} instances only "
-                "(of classes whose attributes are read plainly)"
-            )
-        for field in guarded:  # read as the guest's own code would
-            if library_defines(obj, field):
-                raise TypeError(
-                    f"{cls.__qualname__}.{name}(): {field!r} of this object is not its own "
-                    "(a library class or metaclass defines it)"
-                )
-
-    def method_of_cls(self: Any, /, *args: Any, **kwargs: Any) -> Any:
-        check(self)
-        if name in _COMPARISONS and args:
-            if type(args[0]) is not type(self):  # what `other.__class__` should have said
-                return NotImplemented
-            check(args[0])
-        return method(self, *args, **kwargs)
-
-    method_of_cls.__name__ = name
-    method_of_cls.__qualname__ = f"{cls.__qualname__}.{name}"
-    method_of_cls.__doc__ = method.__doc__
-    return method_of_cls
+    return bind_generated(made, before, made_now)
 
 
 def _dataclass_check(cls: type) -> None:
@@ -225,8 +161,9 @@ def guarded_make_dataclass(make_dataclass: Callable[..., Any]) -> Callable[..., 
         bases = options.get("bases", args[0] if args else ())
         for base in bases if type(bases) is tuple else ():
             _inherited_fields_check(base, inherited=False)
-        made = make_dataclass(cls_name, specs, *args, **options)
-        return bind_generated(made, options["namespace"])
+        with making() as made_now:
+            made = make_dataclass(cls_name, specs, *args, **options)
+        return bind_generated(made, options["namespace"], made_now)
 
     guarded.__name__ = guarded.__qualname__ = "make_dataclass"
     guarded.__doc__ = make_dataclass.__doc__

@@ -167,6 +167,8 @@ def _plain_lookup_of(cls: type) -> bool:
             return False
         namespace = VARS(klass)
         guest = _is_guest_namespace(namespace)
+        if guest and _answers_for_itself(namespace):
+            return False
         for hook in ("__getattr__", "__getattribute__"):
             value = namespace.get(hook)
             if value is None or any(value is benign for benign in _BENIGN_HOOKS):
@@ -231,6 +233,17 @@ def library_defines(obj: Any, name: str) -> bool:
     # library's Python `__getattr__` (typing's aliases) reads it from another object with
     # the real getattr (outside attack 20: a guest subclass of `_GenericAlias`).
     return any(_library_reader(cls) for cls in MRO(type(obj)))
+
+
+def _answers_for_itself(namespace: Any) -> bool:
+    """Whether a guest class's namespace holds what the policy refuses in a class body, set
+    through `type(name, bases, namespace)` (outside attack 106): a `__class__` (what
+    `isinstance` believes) or a `__dict__` other than the interpreter's own descriptor."""
+    held = namespace.get("__dict__")
+    return "__class__" in namespace or not (held is None or type(held) is _GETSET)
+
+
+_GETSET = type(type.__dict__["__dict__"])
 
 
 def _is_guest_namespace(namespace: Any) -> bool:
@@ -362,8 +375,8 @@ def library_getattr(obj: Any, name: str, *default: Any) -> Any:
     and the guest's own objects may have attributes named like modules (a dataclass field
     `os`)."""
     name = exact_name(name)
-    if name == "__dict__":
-        return getattr(obj, name, *default) if is_guest_object(obj) else {}
+    if name == "__dict__":  # a class's is shown read-only (a proxy gives it away: attack 106)
+        return shown(getattr(obj, name, *default)) if is_guest_object(obj) else {}
     if name in VIEWED_DUNDERS:  # `update_wrapper` sets them on the wrapper: a copy of the view
         value = guest_getattr(obj, name, *default)
         return dict(value) if type(value) is ReadOnly else value

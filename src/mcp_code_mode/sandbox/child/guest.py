@@ -16,6 +16,7 @@ import math
 import sys
 import time
 from collections.abc import Callable, Iterable
+from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 from mcp_code_mode.sandbox.child.guards import guest_getattr, safe_hasattr
@@ -124,6 +125,7 @@ class GuestRuntime:
             _mcp_target_=AttributeTarget,
             _mcp_builtins_=SelfMatchingTypes,
             _mcp_shown_=shown,
+            _mcp_values_=SimpleNamespace,  # a match's checked values (`rewrite.visit_Match`)
         )
         return safe
 

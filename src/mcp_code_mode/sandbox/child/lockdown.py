@@ -29,6 +29,7 @@ from mcp_code_mode.sandbox.child.copy_hooks import (
     guarded_user_copy,
     keep_alive,
 )
+from mcp_code_mode.sandbox.child.dataclass_methods import guard_generated_methods
 from mcp_code_mode.sandbox.child.enum_guard import guarded_enum_new
 from mcp_code_mode.sandbox.child.forward_refs import guard_forward_refs
 from mcp_code_mode.sandbox.child.frozen_classes import freeze_classes
@@ -136,6 +137,8 @@ def lock_down(
     # after: `_create_fn` and `ForwardRef._evaluate` stay the trusted ones
     if loaded.get("dataclasses") is not None:
         guard_generated_code(loaded["dataclasses"])
+        shadow = guard_generated_methods(loaded["dataclasses"])
+        module_view.GUEST_VERSIONS[id(shadow)] = (shadow, safe_setattr)
     if loaded.get("typing") is not None:
         guard_forward_refs(loaded["typing"])
     runners = {rewrite.compile_guest.__code__: "compile", worker.run_guest_code.__code__: "exec"}

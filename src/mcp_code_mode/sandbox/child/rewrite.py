@@ -36,6 +36,26 @@ class _Rewrite(ast.NodeTransformer):
     of the guest's own objects only (see `guards.guest_getattr`), and `obj.a` as a target
     → `_mcp_target_(obj)["a"]` (`writes.AttributeTarget`; `obj.a += v` reads through it)."""
 
+    def __init__(self) -> None:
+        self.matches = 0
+
+    def visit_Match(self, node: ast.Match) -> ast.AST | list[ast.stmt]:
+        """`case Tok._EOF:` reads `_EOF` with the real getattr, and a call may not stand in
+        a pattern: each value the check would read is read, guarded, just before the
+        `match` statement, and the pattern names where it was kept (attack 106)."""
+        kept = f"_mcp_values_{self.matches}"
+        hoisted = _checked_values(node, kept)  # on the source's own chains
+        self.generic_visit(node)
+        if not hoisted:
+            return node
+        self.matches += 1
+        keywords = [ast.keyword(arg=f"v{i}", value=self.visit(v)) for i, v in enumerate(hoisted)]
+        values = ast.Call(
+            func=ast.Name(id="_mcp_values_", ctx=ast.Load()), args=[], keywords=keywords
+        )
+        assign = ast.Assign(targets=[ast.Name(id=kept, ctx=ast.Store())], value=values)
+        return [ast.copy_location(assign, node), node]
+
     def visit_Await(self, node: ast.Await) -> ast.AST:
         api = _is_api_call(node.value)  # on the source's own call, before it is rewritten
         self.generic_visit(node)
@@ -113,6 +133,35 @@ def _is_checked(node: ast.Attribute) -> bool:
         return False  # the policy refuses those that reach anything, on any object
     private = name.startswith("_") and name not in PRIVATE_OK
     return _is_tools_chain(node) or private or name in CHECKED_READS or name in SHOWN_READS
+
+
+def _checked_values(match: ast.Match, kept: str) -> list[ast.expr]:
+    """The dotted names of `match`'s value patterns (and mapping keys) that read a checked
+    attribute, each replaced in place by `<kept>.v<i>`."""
+    hoisted: list[ast.expr] = []
+
+    def keep(value: ast.expr) -> ast.expr:
+        if not _reads_checked(value):
+            return value
+        hoisted.append(value)
+        owner = ast.Name(id=kept, ctx=ast.Load())
+        return ast.copy_location(ast.Attribute(owner, f"v{len(hoisted) - 1}", ast.Load()), value)
+
+    for case in match.cases:
+        for node in ast.walk(case.pattern):
+            if isinstance(node, ast.MatchValue):
+                node.value = keep(node.value)
+            elif isinstance(node, ast.MatchMapping):
+                node.keys = [keep(key) for key in node.keys]
+    return hoisted
+
+
+def _reads_checked(value: ast.expr) -> bool:
+    while isinstance(value, ast.Attribute):
+        if _is_checked(value):
+            return True
+        value = value.value
+    return False
 
 
 def _shown_captures(pattern: ast.pattern) -> dict[str, str]:
