@@ -242,6 +242,44 @@ async def test_probes_token_and_host_origin_checks(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+async def test_request_bodies_and_requests_in_flight_are_bounded(tmp_path: Path) -> None:
+    """Outside attack 107: a stateful session kept its 3.5 MB `initialize` for 30 minutes
+    (140 sessions: 1 GB), 200 calls in flight held 2.1 GB, and while draining the gate read
+    4 MB bodies of requests without the token. A new session's request may carry 16 KB,
+    requests carrying work are capped (503 beyond), and without the token nothing is read:
+    the MCP app answers 401."""
+    settings = {"MCP_CODE_HTTP_TOKEN": TOKEN, "MCP_CODE_HTTP_MAX_REQUESTS": "2"}
+    async with serving(_config(tmp_path), tmp_path / "serve.log", **settings) as instance:
+        await wait_ready(instance)
+        good = {**MCP_HEADERS, "authorization": f"Bearer {TOKEN}"}
+        big = _initialize()
+        big["params"]["capabilities"] = {"experimental": {"x": {"y": "z" * 100_000}}}
+        async with httpx.AsyncClient(timeout=30) as http:
+            anonymous = await http.post(instance.url, json=big, headers=MCP_HEADERS)
+            too_big = await http.post(instance.url, json=big, headers=good)
+            opened = await http.post(instance.url, json=_initialize(), headers=good)
+            assert (anonymous.status_code, too_big.status_code) == (401, 413)
+            assert opened.status_code == 200, opened.text
+            session = {**good, "mcp-session-id": opened.headers["mcp-session-id"]}
+            note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+            assert (await http.post(instance.url, json=note, headers=session)).status_code == 202
+            calls = [
+                asyncio.ensure_future(
+                    http.post(instance.url, json=_call(SLEEP_3S, i), headers=session)
+                )
+                for i in (1, 2)
+            ]
+            await asyncio.sleep(1.0)
+            third = await http.post(instance.url, json=_call("1+1", 3), headers=session)
+            answered = await asyncio.gather(*calls)
+            after = await http.post(instance.url, json=_call("1+1", 4), headers=session)
+        assert third.status_code == 503 and third.headers.get("retry-after") == "1"
+        assert [r.status_code for r in answered] == [200, 200]
+        assert all("done" in r.text for r in answered)
+        assert after.status_code == 200 and '"ok":true' in after.text.replace(" ", "")
+
+
+@pytest.mark.slow
 async def test_sigterm_lets_a_running_call_finish(tmp_path: Path) -> None:
     async with serving(_config(tmp_path), tmp_path / "serve.log") as instance:
         await wait_ready(instance)

@@ -479,6 +479,27 @@ def test_hostile_text_is_stored_bounded_and_read_back(
         assert "<script>" in back.code  # stored as written: escaping is the page's job
 
 
+def test_a_runs_call_texts_are_bounded_in_all(store: RunStore) -> None:
+    """Outside attack 107: 999 failing calls of 5 KB arguments stored 2.3 MB for one run
+    (10,000 runs kept: 23 GB). Past 200,000 characters of arguments and errors in all, a
+    call keeps 200 of each; every call is still there, in order."""
+    calls = [
+        CallRecord(
+            order=i, server="s", tool="t", arguments="a" * 5_000, ok=False, error="e" * 5_000
+        )
+        for i in range(999)
+    ]
+    run = a_run(1.0, calls=calls)
+    store.record(run)
+    assert store.flush() and store.dropped == 0
+    back = store.get(run.id)
+    assert back is not None and [c.order for c in back.calls] == list(range(999))
+    total = sum(len(c.arguments) + len(c.error or "") for c in back.calls)
+    assert total <= 200_000 + 2 * MAX_CALL_CHARS + 999 * 400
+    assert back.calls[0].arguments == clip("a" * 5_000, MAX_CALL_CHARS)
+    assert len(back.calls[-1].arguments) == 200 and back.calls[-1].arguments.startswith("aaa")
+
+
 # --- where the store lives --------------------------------------------------------------
 
 

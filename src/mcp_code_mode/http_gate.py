@@ -10,6 +10,13 @@ While draining, requests that would start new work (`tools/call`, `initialize`) 
 refused with 503 before anything runs, so a balancer may resend them to another instance;
 the rest still passes, for running calls may need it. The gate counts the requests that
 carry work, so a drain knows when the running calls have finished (`Gate.wait_quiet`).
+
+Bounds, each found by an outside attack (107): a request that opens a stateful session
+(a POST without `mcp-session-id`) may carry 16 KB (a session kept its 3.5 MB
+`initialize` for 30 minutes: 140 sessions took 1 GB), else 413; the requests carrying
+work held at once are capped (`max_requests`: 200 calls of 3 MB took 2.1 GB), beyond
+which 503 with `retry-after`; and a request without the configured token is handed to the
+MCP app, which answers 401, before the gate reads its body or counts it.
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import enum
+import hmac
 import json
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
@@ -31,6 +39,7 @@ __all__ = ["Gate", "GateState"]
 _HEALTH_PATH, _READY_PATH = "/healthz", "/readyz"
 _QUIET_S = 0.5  # a drain ends after this long without a request
 _MAX_PEEK_BYTES = 4 * 1024 * 1024  # the MCP SDK's own request-body limit
+_MAX_NEW_SESSION_BYTES = 16 * 1024  # an `initialize`: capabilities and client info
 _NEW_WORK = frozenset({"tools/call", "initialize"})  # refused while draining
 
 
@@ -51,8 +60,14 @@ class Gate:
     server messages) so a drain knows when the running calls have finished.
     """
 
-    def __init__(self) -> None:
+    def __init__(
+        self, *, token: str | None = None, stateless: bool = False, max_requests: int = 0
+    ) -> None:
         self.state = GateState.STARTING
+        # as the MCP app reads it: a header's bytes as latin-1 text
+        self._token = None if token is None else token.encode("latin-1", "replace")
+        self._stateless = stateless
+        self._max_requests = max_requests  # 0: no cap
         self.running = 0
         self._admitted = 0
         self._app: ASGIApp | None = None
@@ -107,16 +122,33 @@ class Gate:
             return
         while self.state is GateState.STARTING:
             await self._changed.wait()
-        if scope["method"] == "GET":  # a stream that waits for server messages: not work
-            await self._pass(scope, receive, send)
+        if scope["method"] == "GET" or not self._authorized(scope):
+            # a stream that waits for server messages is not work; without the token, the
+            # MCP app answers 401 before anything is read
+            await self._pass(scope, receive, send, peek=False)
+            return
+        if self._max_requests and self.running >= self._max_requests:
+            await _respond(send, 503, "too many requests in flight", close=True)
             return
         async with self._working():
             await self._pass(scope, receive, send)
 
-    async def _pass(self, scope: Scope, receive: Receive, send: Send) -> None:
+    def _authorized(self, scope: Scope) -> bool:
+        """Whether the MCP app's bearer check would pass (its first `authorization` header,
+        any case of "bearer ", then the token)."""
+        if self._token is None:
+            return True
+        sent = next((v for n, v in scope["headers"] if n.lower() == b"authorization"), b"")
+        return sent[:7].lower() == b"bearer " and hmac.compare_digest(sent[7:], self._token)
+
+    async def _pass(self, scope: Scope, receive: Receive, send: Send, *, peek: bool = True) -> None:
         admitted: Receive | None = receive
-        if self.state is GateState.DRAINING:
-            admitted = await self._admit_while_draining(scope, receive)
+        if peek and self._opens_session(scope):
+            admitted = await self._bounded(scope, receive, send)
+            if admitted is None:
+                return
+        if peek and admitted is not None and self.state is GateState.DRAINING:
+            admitted = await self._admit_while_draining(scope, admitted)
         if admitted is None or self.state is GateState.CLOSED:
             await _respond(send, 503, "draining", close=True)
             return
@@ -147,6 +179,21 @@ class Gate:
                 send, 503, "starting" if self.state is GateState.STARTING else "draining"
             )
 
+    def _opens_session(self, scope: Scope) -> bool:
+        """A POST that would open a stateful session: one without `mcp-session-id`."""
+        if self._stateless or scope["method"] != "POST":
+            return False
+        return not any(name.lower() == b"mcp-session-id" for name, _ in scope["headers"])
+
+    async def _bounded(self, scope: Scope, receive: Receive, send: Send) -> Receive | None:
+        """The request's body, read up to `_MAX_NEW_SESSION_BYTES` and replayed; None once
+        413 is sent."""
+        body = await _read_body(receive, _MAX_NEW_SESSION_BYTES)
+        if body is None:
+            await _respond(send, 413, "a new session's request is limited to 16 KB", close=True)
+            return None
+        return _replay(body, receive)
+
     async def _admit_while_draining(self, scope: Scope, receive: Receive) -> Receive | None:
         """While draining, refuse only what would start new work: a `tools/call` or a new
         session (`initialize`). The rest still passes, for running calls may need it: a
@@ -170,7 +217,7 @@ def _starts_work(body: bytes) -> bool:
     return any(isinstance(m, dict) and m.get("method") in _NEW_WORK for m in messages)
 
 
-async def _read_body(receive: Receive) -> bytes | None:
+async def _read_body(receive: Receive, limit: int = _MAX_PEEK_BYTES) -> bytes | None:
     chunks, size = [], 0
     while True:
         message = await receive()
@@ -178,7 +225,7 @@ async def _read_body(receive: Receive) -> bytes | None:
             return None
         chunk = message.get("body", b"")
         size += len(chunk)
-        if size > _MAX_PEEK_BYTES:
+        if size > limit:
             return None
         chunks.append(chunk)
         if not message.get("more_body", False):

@@ -20,8 +20,10 @@ a result). Once the running calls have finished within their limits, the MCP ses
 end, the gateway closes its upstreams and workers, and `serve_http` returns. A second
 signal stops at once.
 
-What this does not do: TLS (terminate it in a proxy), rate limits, per-user identities
-(one shared token), or keeping a stateful session alive across instances (use
+What this does not do: TLS (terminate it in a proxy), rate limits or connection limits
+(a proxy in front bounds slow or idle connections; `http_gate` bounds request bodies and
+requests in flight), per-user identities (one shared token; without one, on loopback,
+every local user may connect), or keeping a stateful session alive across instances (use
 MCP_CODE_HTTP_STATELESS behind a balancer). The probes skip the Host/Origin guard: they
 run nothing and reveal nothing but "ok"/"ready"/"starting"/"draining".
 """
@@ -112,7 +114,7 @@ async def serve_http(
     listener = _listen(host, port)
     address = listener.getsockname()
     print(f"mcp-code-mode: serving http://{_url_host(host)}:{address[1]}/mcp", file=sys.stderr)
-    gate = Gate()
+    gate = _gate(settings)
     config = uvicorn.Config(
         gate,
         lifespan="off",
@@ -171,6 +173,15 @@ async def _serve(
         gate.close()
         http.should_exit = True
         await uvicorn_task
+
+
+def _gate(settings: Settings) -> Gate:
+    token = settings.http_token
+    return Gate(
+        token=None if token is None else token.get_secret_value(),
+        stateless=settings.http_stateless,
+        max_requests=settings.http_max_requests,
+    )
 
 
 def _mcp_app(server: FastMCP, settings: Settings) -> StarletteWithLifespan:

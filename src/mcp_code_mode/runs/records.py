@@ -35,6 +35,9 @@ MAX_TEXT_CHARS = 20_000  # a run's code, input, stdout, logs, result and error
 MAX_CALL_CHARS = 2_000  # a call's arguments and error
 _NAME_CHARS = 200  # every other text: ids, clients, servers, tools, error types, approvals
 _MAX_CALLS = 10_000  # calls kept of one run (MCP_CODE_MAX_TOOL_CALLS=0 is no limit)
+# A run's calls' arguments and errors in all; past it, each is clipped to `_NAME_CHARS`
+# (999 failing calls of 5 KB arguments stored 2.3 MB a run: outside attack 107).
+_RUN_CALL_CHARS = 200_000
 _INT64 = 2**63  # SQLite INTEGER, PostgreSQL bigint
 _UNSTORABLE = re.compile("[\ud800-\udfff\x00]")  # surrogates (sqlite3 refuses), NUL (PostgreSQL)
 
@@ -142,9 +145,21 @@ def as_stored(record: _Record) -> _Record:
         if stored is not value:
             changes[name] = stored
     if isinstance(record, RunRecord):
-        changes["calls"] = [as_stored(call) for call in record.calls[:_MAX_CALLS]]
+        changes["calls"] = _calls_stored(record.calls[:_MAX_CALLS])
         changes["tokens"] = {clip(k, _NAME_CHARS): _int64(n) for k, n in record.tokens.items()}
     return replace(record, **changes) if changes else record
+
+
+def _calls_stored(calls: list[CallRecord]) -> list[CallRecord]:
+    stored, used = [], 0
+    for call in calls:
+        kept = as_stored(call)
+        if used >= _RUN_CALL_CHARS:
+            error = None if kept.error is None else clip(kept.error, _NAME_CHARS)
+            kept = replace(kept, arguments=clip(kept.arguments, _NAME_CHARS), error=error)
+        used += len(kept.arguments) + len(kept.error or "")
+        stored.append(kept)
+    return stored
 
 
 def _int64(value: int) -> int:
