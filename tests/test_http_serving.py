@@ -246,8 +246,8 @@ async def test_request_bodies_and_requests_in_flight_are_bounded(tmp_path: Path)
     """Outside attack 107: a stateful session kept its 3.5 MB `initialize` for 30 minutes
     (140 sessions: 1 GB), 200 calls in flight held 2.1 GB, and while draining the gate read
     4 MB bodies of requests without the token. A new session's request may carry 16 KB,
-    requests carrying work are capped (503 beyond), and without the token nothing is read:
-    the MCP app answers 401."""
+    requests starting work are capped (503 beyond; what answers a running call still
+    passes), and without the token nothing is read: the MCP app answers 401."""
     settings = {"MCP_CODE_HTTP_TOKEN": TOKEN, "MCP_CODE_HTTP_MAX_REQUESTS": "2"}
     async with serving(_config(tmp_path), tmp_path / "serve.log", **settings) as instance:
         await wait_ready(instance)
@@ -271,9 +271,12 @@ async def test_request_bodies_and_requests_in_flight_are_bounded(tmp_path: Path)
             ]
             await asyncio.sleep(1.0)
             third = await http.post(instance.url, json=_call("1+1", 3), headers=session)
+            ping = {"jsonrpc": "2.0", "id": 9, "method": "ping"}  # answers a call may wait for
+            pinged = await http.post(instance.url, json=ping, headers=session)
             answered = await asyncio.gather(*calls)
             after = await http.post(instance.url, json=_call("1+1", 4), headers=session)
         assert third.status_code == 503 and third.headers.get("retry-after") == "1"
+        assert pinged.status_code == 200, pinged.text
         assert [r.status_code for r in answered] == [200, 200]
         assert all("done" in r.text for r in answered)
         assert after.status_code == 200 and '"ok":true' in after.text.replace(" ", "")

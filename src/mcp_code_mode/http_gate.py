@@ -15,8 +15,10 @@ Bounds, each found by an outside attack (107): a request that opens a stateful s
 (a POST without `mcp-session-id`) may carry 16 KB (a session kept its 3.5 MB
 `initialize` for 30 minutes: 140 sessions took 1 GB), else 413; the requests carrying
 work held at once are capped (`max_requests`: 200 calls of 3 MB took 2.1 GB), beyond
-which 503 with `retry-after`; and a request without the configured token is handed to the
-MCP app, which answers 401, before the gate reads its body or counts it.
+which a request that starts work gets 503 with `retry-after` (answers, cancels and the
+like, up to 16 KB, still pass: a running call may wait for them); and a request without
+the configured token is handed to the MCP app, which answers 401, before the gate reads
+its body or counts it.
 """
 
 from __future__ import annotations
@@ -128,8 +130,12 @@ class Gate:
             await self._pass(scope, receive, send, peek=False)
             return
         if self._max_requests and self.running >= self._max_requests:
-            await _respond(send, 503, "too many requests in flight", close=True)
-            return
+            # full: what answers running calls still passes (an approval's answer, a cancel)
+            small = await _read_body(receive, _MAX_NEW_SESSION_BYTES)
+            if small is None or _starts_work(small):
+                await _respond(send, 503, "too many requests in flight", close=True)
+                return
+            receive = _replay(small, receive)
         async with self._working():
             await self._pass(scope, receive, send)
 
