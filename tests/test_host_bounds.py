@@ -9,11 +9,12 @@ import os
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from mcp_code_mode.gateway import Gateway
-from mcp_code_mode.sandbox.executor import runs_that_fit
+from mcp_code_mode.sandbox.executor import MAX_WAITING_RUNS, runs_that_fit
 
 from .support import TEST_SERVER, server_entry, start_gateway
 
@@ -71,6 +72,26 @@ async def test_runs_beyond_the_cap_wait_their_turn(gateway: Gateway) -> None:
     elapsed = time.perf_counter() - started
     assert [out.result for out in outs] == [1] * 6, [out.to_json() for out in outs]
     assert elapsed >= 3 * 0.6, elapsed  # three turns of two, none timed out while waiting
+
+
+async def test_runs_waiting_beyond_their_cap_are_refused_at_once(gateway: Gateway) -> None:
+    """Outside attack 109: a client that hung up after each call left its run waiting with
+    its 3 MB input (300 calls: 1.9 GB). Past `MAX_WAITING_RUNS` waiting, a run is an
+    EXECUTOR_ERROR at once; the others run as before."""
+    executor: Any = gateway.executor
+    executor.run_slots = asyncio.Semaphore(1)
+    code = "import asyncio\nawait asyncio.sleep(0.2)\nlen(input)"
+    first = [
+        asyncio.ensure_future(gateway.execute(code, input="x" * 1000, timeout_s=5.0))
+        for _ in range(1 + MAX_WAITING_RUNS)
+    ]
+    while executor.waiting < MAX_WAITING_RUNS:
+        await asyncio.sleep(0.01)
+    busy = await asyncio.gather(*(gateway.execute(code, input="x") for _ in range(3)))
+    outs = await asyncio.gather(*first)
+    assert all(not out.ok and out.error and "busy" in out.error.message for out in busy), busy
+    assert [out.result for out in outs] == [1000] * len(first)
+    assert executor.waiting == 0 and (await gateway.execute("1 + 1")).result == 2
 
 
 def test_the_default_cap_leaves_half_the_memory() -> None:

@@ -49,6 +49,7 @@ MCP_HEADERS = {"content-type": "application/json", "accept": "application/json, 
         ("10.1.2.3", None, True),
         ("gateway.example.com", None, True),
         ("0.0.0.0", TOKEN, False),
+        ("127.0.0.1", "sek\u20ac", True),  # no header carries it: nobody could connect
     ],
 )
 def test_non_loopback_host_needs_a_token(host: str, token: str | None, refused: bool) -> None:
@@ -261,8 +262,23 @@ async def test_request_bodies_and_requests_in_flight_are_bounded(tmp_path: Path)
             assert (anonymous.status_code, too_big.status_code) == (401, 413)
             assert opened.status_code == 200, opened.text
             session = {**good, "mcp-session-id": opened.headers["mcp-session-id"]}
+            again = await http.post(instance.url, json=big, headers=session)  # attack 109
+            assert again.status_code == 413
             note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
             assert (await http.post(instance.url, json=note, headers=session)).status_code == 202
+            wide = _call("len(input)", 5)
+            wide["params"]["arguments"]["input"] = "x" * 100_000  # a call may carry 4 MB
+            assert '"result":100000' in (
+                await http.post(instance.url, json=wide, headers=session)
+            ).text.replace(" ", "")
+        async with Client(instance.url, auth=TOKEN, timeout=30) as client:  # no session id
+            sized = await client.call_tool(
+                "execute_code", {"code": "len(input)", "input": "x" * 100_000}
+            )
+        assert (
+            sized.structured_content is not None and sized.structured_content["result"] == 100_000
+        )
+        async with httpx.AsyncClient(timeout=30) as http:
             calls = [
                 asyncio.ensure_future(
                     http.post(instance.url, json=_call(SLEEP_3S, i), headers=session)
@@ -273,10 +289,14 @@ async def test_request_bodies_and_requests_in_flight_are_bounded(tmp_path: Path)
             third = await http.post(instance.url, json=_call("1+1", 3), headers=session)
             ping = {"jsonrpc": "2.0", "id": 9, "method": "ping"}  # answers a call may wait for
             pinged = await http.post(instance.url, json=ping, headers=session)
+            answer = _call("1+1", 10)  # 2026-07-28: an answer to the server's question
+            answer["params"]["requestState"] = "opaque"
+            answered_question = await http.post(instance.url, json=answer, headers=session)
             answered = await asyncio.gather(*calls)
             after = await http.post(instance.url, json=_call("1+1", 4), headers=session)
         assert third.status_code == 503 and third.headers.get("retry-after") == "1"
         assert pinged.status_code == 200, pinged.text
+        assert answered_question.status_code != 503
         assert [r.status_code for r in answered] == [200, 200]
         assert all("done" in r.text for r in answered)
         assert after.status_code == 200 and '"ok":true' in after.text.replace(" ", "")

@@ -480,12 +480,18 @@ def test_hostile_text_is_stored_bounded_and_read_back(
 
 
 def test_a_runs_call_texts_are_bounded_in_all(store: RunStore) -> None:
-    """Outside attack 107: 999 failing calls of 5 KB arguments stored 2.3 MB for one run
-    (10,000 runs kept: 23 GB). Past 200,000 characters of arguments and errors in all, a
-    call keeps 200 of each; every call is still there, in order."""
+    """Outside attacks 107 and 109: 999 failing calls of 5 KB arguments stored 2.3 MB for
+    one run (10,000 runs kept: 23 GB); with emoji arguments and long names, 2.1 MB after a
+    budget in characters. Past 200,000 bytes of names, arguments and errors in all, a call
+    keeps 40 characters of each; every call is still there, in order."""
     calls = [
         CallRecord(
-            order=i, server="s", tool="t", arguments="a" * 5_000, ok=False, error="e" * 5_000
+            order=i,
+            server="s" * 300,
+            tool="t" * 300,
+            arguments="\U0001f600" * 5_000,
+            ok=False,
+            error="e" * 5_000,
         )
         for i in range(999)
     ]
@@ -494,10 +500,10 @@ def test_a_runs_call_texts_are_bounded_in_all(store: RunStore) -> None:
     assert store.flush() and store.dropped == 0
     back = store.get(run.id)
     assert back is not None and [c.order for c in back.calls] == list(range(999))
-    total = sum(len(c.arguments) + len(c.error or "") for c in back.calls)
-    assert total <= 200_000 + 2 * MAX_CALL_CHARS + 999 * 400
-    assert back.calls[0].arguments == clip("a" * 5_000, MAX_CALL_CHARS)
-    assert len(back.calls[-1].arguments) == 200 and back.calls[-1].arguments.startswith("aaa")
+    texts = [t for c in back.calls for t in (c.server, c.tool, c.arguments, c.error or "")]
+    assert sum(len(t.encode()) for t in texts) <= 200_000 + 30_000 + 999 * 4 * 4 * 40
+    assert back.calls[0].arguments == clip("\U0001f600" * 5_000, MAX_CALL_CHARS)
+    assert len(back.calls[-1].arguments) == 40 and len(back.calls[-1].server) == 40
 
 
 # --- where the store lives --------------------------------------------------------------

@@ -11,14 +11,14 @@ refused with 503 before anything runs, so a balancer may resend them to another 
 the rest still passes, for running calls may need it. The gate counts the requests that
 carry work, so a drain knows when the running calls have finished (`Gate.wait_quiet`).
 
-Bounds, each found by an outside attack (107): a request that opens a stateful session
-(a POST without `mcp-session-id`) may carry 16 KB (a session kept its 3.5 MB
-`initialize` for 30 minutes: 140 sessions took 1 GB), else 413; the requests carrying
-work held at once are capped (`max_requests`: 200 calls of 3 MB took 2.1 GB), beyond
-which a request that starts work gets 503 with `retry-after` (answers, cancels and the
-like, up to 16 KB, still pass: a running call may wait for them); and a request without
-the configured token is handed to the MCP app, which answers 401, before the gate reads
-its body or counts it.
+Bounds, each found by outside attacks (107, 109): an authorized request's body is read
+once here (at most the MCP app's own 4 MB); an `initialize` may carry 16 KB, else 413 (a
+session kept its 3.5 MB `initialize` for 30 minutes: 140 sessions took 1 GB); the requests
+carrying work held at once are capped (`max_requests`: 200 calls of 3 MB took 2.1 GB),
+beyond which a request that starts work gets 503 with `retry-after`, while answers to the
+server's questions, cancels and other requests still pass (a running call may wait for
+them); and a request without the configured token is handed to the MCP app, which answers
+401, before the gate reads its body or counts it.
 """
 
 from __future__ import annotations
@@ -42,7 +42,6 @@ _HEALTH_PATH, _READY_PATH = "/healthz", "/readyz"
 _QUIET_S = 0.5  # a drain ends after this long without a request
 _MAX_PEEK_BYTES = 4 * 1024 * 1024  # the MCP SDK's own request-body limit
 _MAX_NEW_SESSION_BYTES = 16 * 1024  # an `initialize`: capabilities and client info
-_NEW_WORK = frozenset({"tools/call", "initialize"})  # refused while draining
 
 
 class GateState(enum.Enum):
@@ -62,13 +61,10 @@ class Gate:
     server messages) so a drain knows when the running calls have finished.
     """
 
-    def __init__(
-        self, *, token: str | None = None, stateless: bool = False, max_requests: int = 0
-    ) -> None:
+    def __init__(self, *, token: str | None = None, max_requests: int = 0) -> None:
         self.state = GateState.STARTING
         # as the MCP app reads it: a header's bytes as latin-1 text
         self._token = None if token is None else token.encode("latin-1", "replace")
-        self._stateless = stateless
         self._max_requests = max_requests  # 0: no cap
         self.running = 0
         self._admitted = 0
@@ -127,17 +123,28 @@ class Gate:
         if scope["method"] == "GET" or not self._authorized(scope):
             # a stream that waits for server messages is not work; without the token, the
             # MCP app answers 401 before anything is read
-            await self._pass(scope, receive, send, peek=False)
-            return
-        if self._max_requests and self.running >= self._max_requests:
-            # full: what answers running calls still passes (an approval's answer, a cancel)
-            small = await _read_body(receive, _MAX_NEW_SESSION_BYTES)
-            if small is None or _starts_work(small):
-                await _respond(send, 503, "too many requests in flight", close=True)
-                return
-            receive = _replay(small, receive)
-        async with self._working():
             await self._pass(scope, receive, send)
+            return
+        body = await _read_body(receive)  # at most the MCP app's own limit, read once
+        refusal = self._refusal(body)
+        if refusal is not None:
+            await _respond(send, *refusal, close=True)
+            return
+        async with self._working():
+            await self._pass(scope, _replay(body or b"", receive), send)
+
+    def _refusal(self, body: bytes | None) -> tuple[int, str] | None:
+        """Why a request with this body is refused before it reaches the MCP app, if it is."""
+        if body is None:
+            return 413, "the request body is over 4 MB"
+        if len(body) > _MAX_NEW_SESSION_BYTES and "initialize" in _methods(body):
+            return 413, "an initialize request is limited to 16 KB"
+        full = self._max_requests and self.running >= self._max_requests
+        if (full or self.state is GateState.DRAINING) and _starts_work(body):
+            return 503, "draining" if self.state is GateState.DRAINING else "too many requests"
+        if self.state is GateState.CLOSED:
+            return 503, "draining"
+        return None
 
     def _authorized(self, scope: Scope) -> bool:
         """Whether the MCP app's bearer check would pass (its first `authorization` header,
@@ -147,20 +154,13 @@ class Gate:
         sent = next((v for n, v in scope["headers"] if n.lower() == b"authorization"), b"")
         return sent[:7].lower() == b"bearer " and hmac.compare_digest(sent[7:], self._token)
 
-    async def _pass(self, scope: Scope, receive: Receive, send: Send, *, peek: bool = True) -> None:
-        admitted: Receive | None = receive
-        if peek and self._opens_session(scope):
-            admitted = await self._bounded(scope, receive, send)
-            if admitted is None:
-                return
-        if peek and admitted is not None and self.state is GateState.DRAINING:
-            admitted = await self._admit_while_draining(scope, admitted)
-        if admitted is None or self.state is GateState.CLOSED:
+    async def _pass(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self.state is GateState.CLOSED:
             await _respond(send, 503, "draining", close=True)
             return
         assert self._app is not None
         self._admitted += 1
-        await self._app(scope, admitted, send)
+        await self._app(scope, receive, send)
 
     @contextlib.asynccontextmanager
     async def _working(self) -> AsyncIterator[None]:
@@ -185,42 +185,38 @@ class Gate:
                 send, 503, "starting" if self.state is GateState.STARTING else "draining"
             )
 
-    def _opens_session(self, scope: Scope) -> bool:
-        """A POST that would open a stateful session: one without `mcp-session-id`."""
-        if self._stateless or scope["method"] != "POST":
-            return False
-        return not any(name.lower() == b"mcp-session-id" for name, _ in scope["headers"])
-
-    async def _bounded(self, scope: Scope, receive: Receive, send: Send) -> Receive | None:
-        """The request's body, read up to `_MAX_NEW_SESSION_BYTES` and replayed; None once
-        413 is sent."""
-        body = await _read_body(receive, _MAX_NEW_SESSION_BYTES)
-        if body is None:
-            await _respond(send, 413, "a new session's request is limited to 16 KB", close=True)
-            return None
-        return _replay(body, receive)
-
-    async def _admit_while_draining(self, scope: Scope, receive: Receive) -> Receive | None:
-        """While draining, refuse only what would start new work: a `tools/call` or a new
-        session (`initialize`). The rest still passes, for running calls may need it: a
-        client lists tools to check a result, answers the server's questions, cancels.
-        Returns the `receive` to hand on, or None to refuse."""
-        if scope["method"] != "POST":
-            return receive
-        body = await _read_body(receive)
-        if body is None or _starts_work(body):
-            return None
-        return _replay(body, receive)
-
 
 def _starts_work(body: bytes) -> bool:
-    """Whether a JSON-RPC body holds a request that starts work (a tool call, a session)."""
+    """Whether a JSON-RPC body holds a request that starts work: a session, or a tool call
+    that answers no question of the server's (2026-07-28 answers one with a `tools/call`
+    carrying `requestState` or `inputResponses`)."""
+    return any(
+        method == "initialize" or (method == "tools/call" and not _answers(params))
+        for method, params in _requests(body)
+    )
+
+
+def _methods(body: bytes) -> set[str]:
+    return {method for method, _ in _requests(body)}
+
+
+def _requests(body: bytes) -> list[tuple[str, object]]:
+    """A JSON-RPC body's (method, params) pairs; none when it does not parse (not ours to
+    judge: the MCP app answers it with a parse error)."""
     try:
         parsed = json.loads(body)
-    except ValueError:  # not ours to judge: the MCP app answers it with a parse error
-        return False
+    except ValueError:
+        return []
     messages = parsed if isinstance(parsed, list) else [parsed]
-    return any(isinstance(m, dict) and m.get("method") in _NEW_WORK for m in messages)
+    return [
+        (m["method"], m.get("params"))
+        for m in messages
+        if isinstance(m, dict) and isinstance(m.get("method"), str)
+    ]
+
+
+def _answers(params: object) -> bool:
+    return isinstance(params, dict) and ("requestState" in params or "inputResponses" in params)
 
 
 async def _read_body(receive: Receive, limit: int = _MAX_PEEK_BYTES) -> bytes | None:

@@ -66,12 +66,18 @@ _FLUSH_S = 5  # for uvicorn to close connections once the drain is over
 
 
 def check_exposure(settings: Settings, host: str) -> None:
-    """Refuse to serve on an address other machines can reach without a token.
+    """Refuse to serve on an address other machines can reach without a token, or with a
+    token no header can carry.
 
     Raises:
-        ConfigError: `host` is not a loopback name or address and MCP_CODE_HTTP_TOKEN is unset.
+        ConfigError: `host` is not a loopback name or address and MCP_CODE_HTTP_TOKEN is
+            unset, or the token is not ASCII.
     """
-    if settings.http_token is None and not _is_loopback(host):
+    token = settings.http_token
+    if token is not None and not token.get_secret_value().isascii():
+        # a header carries it as latin-1 bytes: another character never matches (attack 109)
+        raise ConfigError("MCP_CODE_HTTP_TOKEN must be ASCII text (it is sent in a header)")
+    if token is None and not _is_loopback(host):
         raise ConfigError(
             f"--host {host or '(all addresses)'} is reachable from other machines: set "
             "MCP_CODE_HTTP_TOKEN (a bearer token every client must send), or serve on 127.0.0.1"
@@ -179,7 +185,6 @@ def _gate(settings: Settings) -> Gate:
     token = settings.http_token
     return Gate(
         token=None if token is None else token.get_secret_value(),
-        stateless=settings.http_stateless,
         max_requests=settings.http_max_requests,
     )
 

@@ -35,9 +35,10 @@ MAX_TEXT_CHARS = 20_000  # a run's code, input, stdout, logs, result and error
 MAX_CALL_CHARS = 2_000  # a call's arguments and error
 _NAME_CHARS = 200  # every other text: ids, clients, servers, tools, error types, approvals
 _MAX_CALLS = 10_000  # calls kept of one run (MCP_CODE_MAX_TOOL_CALLS=0 is no limit)
-# A run's calls' arguments and errors in all; past it, each is clipped to `_NAME_CHARS`
-# (999 failing calls of 5 KB arguments stored 2.3 MB a run: outside attack 107).
-_RUN_CALL_CHARS = 200_000
+# A run's calls' texts in all, in UTF-8 bytes; past it, a call keeps a stub of each (999
+# failing calls of 5 KB arguments stored 2.3 MB a run: outside attacks 107 and 109).
+_RUN_CALL_BYTES = 200_000
+_STUB_CHARS = 40
 _INT64 = 2**63  # SQLite INTEGER, PostgreSQL bigint
 _UNSTORABLE = re.compile("[\ud800-\udfff\x00]")  # surrogates (sqlite3 refuses), NUL (PostgreSQL)
 
@@ -154,12 +155,22 @@ def _calls_stored(calls: list[CallRecord]) -> list[CallRecord]:
     stored, used = [], 0
     for call in calls:
         kept = as_stored(call)
-        if used >= _RUN_CALL_CHARS:
-            error = None if kept.error is None else clip(kept.error, _NAME_CHARS)
-            kept = replace(kept, arguments=clip(kept.arguments, _NAME_CHARS), error=error)
-        used += len(kept.arguments) + len(kept.error or "")
+        if used >= _RUN_CALL_BYTES:
+            kept = _stubs(kept)
+        texts = (kept.server, kept.tool, kept.arguments, kept.error or "")
+        used += sum(len(text.encode()) for text in texts)
         stored.append(kept)
     return stored
+
+
+def _stubs(call: CallRecord) -> CallRecord:
+    return replace(
+        call,
+        server=clip(call.server, _STUB_CHARS),
+        tool=clip(call.tool, _STUB_CHARS),
+        arguments=clip(call.arguments, _STUB_CHARS),
+        error=None if call.error is None else clip(call.error, _STUB_CHARS),
+    )
 
 
 def _int64(value: int) -> int:

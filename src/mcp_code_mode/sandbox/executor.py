@@ -12,11 +12,12 @@ the host at timeout + grace. Not stopped here: whatever the launcher's layers do
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import secrets
 import time
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from ..errors import ErrorType, WorkerCrashed
@@ -30,9 +31,12 @@ from .pool import WorkerPool
 from .protocol import DoneMessage, RunMessage
 from .results import KILL_GRACE_S, check_code, result_of
 
-__all__ = ["SandboxExecutor", "runs_that_fit"]
+__all__ = ["MAX_WAITING_RUNS", "SandboxExecutor", "runs_that_fit"]
 
 logger = logging.getLogger(__name__)
+
+MAX_WAITING_RUNS = 32
+"""Runs that may wait for a slot (`runs_that_fit`); the next is an EXECUTOR_ERROR at once."""
 
 
 class SandboxExecutor:
@@ -54,6 +58,7 @@ class SandboxExecutor:
         # Runs at once; the rest wait their turn (the wait is not their run time): each may
         # hold up to `memory_mb`, and 24 at once took the host to 4.3 GB (outside attack 56).
         self.run_slots = asyncio.Semaphore(runs_that_fit(limits.memory_mb))
+        self.waiting = 0  # runs waiting for a slot, each holding its input
 
     @classmethod
     def from_settings(cls, settings: Settings) -> SandboxExecutor:
@@ -115,11 +120,18 @@ class SandboxExecutor:
         if refused is not None:
             refused.duration_ms = _ms_since(started)
             return refused
+        if self.waiting >= MAX_WAITING_RUNS:  # each holds its input (outside attack 109)
+            return ExecutionResult.failure(
+                ErrorType.EXECUTOR_ERROR,
+                f"the gateway is busy: {self.waiting} runs are waiting for a worker; "
+                "try again shortly",
+                duration_ms=_ms_since(started),
+            )
         self.launcher.use_index(index)
         message = self.run_message(code, input, timeout_s, index)
         produced: list[tuple[str, list[str]]] = []  # stdout and logs of a killed worker
         try:
-            async with self.run_slots, asyncio.timeout(timeout_s + KILL_GRACE_S) as clock:
+            async with self._slot(), asyncio.timeout(timeout_s + KILL_GRACE_S) as clock:
                 done = await self._attempt(message, router, produced, Hold(clock))
             result = await result_of(done, self.limits.max_output_chars)
         except TimeoutError:
@@ -136,6 +148,18 @@ class SandboxExecutor:
         result.tool_calls = [*router.records()]
         result.duration_ms = _ms_since(started)
         return result
+
+    @contextlib.asynccontextmanager
+    async def _slot(self) -> AsyncIterator[None]:
+        self.waiting += 1
+        try:
+            await self.run_slots.acquire()
+        finally:
+            self.waiting -= 1
+        try:
+            yield
+        finally:
+            self.run_slots.release()
 
     async def _attempt(
         self,
