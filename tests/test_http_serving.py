@@ -328,6 +328,33 @@ async def test_sigterm_lets_a_running_call_finish(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+async def test_a_drain_waits_for_a_run_awaiting_an_answer(tmp_path: Path) -> None:
+    """Outside attack 109: a 2026-07-28 client answers an approval with a new call, so the
+    run waiting for it holds no request: the drain ended under it, and the answer was
+    refused as new work. The drain waits for the run; the answer is not new work."""
+    asked = asyncio.Event()
+
+    async def approve(message: str, response_type: Any, params: Any, context: Any) -> Any:
+        asked.set()
+        await asyncio.sleep(2.0)
+        return {"approve": True}
+
+    async with serving(_config(tmp_path), tmp_path / "serve.log") as instance:
+        await wait_ready(instance)
+        async with Client(instance.url, elicitation_handler=approve, timeout=60) as client:
+            code = "tools.notes.add_note(text='t')\ntools.notes.delete_note(note_id=1)"
+            run = asyncio.create_task(
+                client.call_tool("execute_code", {"code": code}, raise_on_error=False)
+            )
+            await asyncio.wait_for(asked.wait(), 30)
+            instance.proc.send_signal(signal.SIGTERM)
+            result = await run
+        assert await asyncio.to_thread(instance.proc.wait, 30) == 0
+    out = result.structured_content
+    assert out is not None and out["ok"] and out["result"] is True, out
+
+
+@pytest.mark.slow
 async def test_sigterm_while_starting_stops_at_once(tmp_path: Path) -> None:
     slow_upstream = tmp_path / "slow_notes.py"
     slow_upstream.write_text(

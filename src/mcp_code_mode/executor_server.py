@@ -113,7 +113,10 @@ async def _serve_http(
                 await gateway.settle(wait_s=None)
                 yield build_server(gateway, lm=lm)
 
-    await serve_http(gateway.settings, started, host=host, port=port)
+    def busy() -> bool:  # a drain waits for runs no request holds (one awaiting an answer)
+        return gateway.executor.active > 0
+
+    await serve_http(gateway.settings, started, host=host, port=port, busy=busy)
 
 
 def _quiet_close(gateway: Gateway) -> Callable[[], Awaitable[None]]:

@@ -28,7 +28,7 @@ import contextlib
 import enum
 import hmac
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING
 
 from .http_host import parse_host
@@ -61,11 +61,18 @@ class Gate:
     server messages) so a drain knows when the running calls have finished.
     """
 
-    def __init__(self, *, token: str | None = None, max_requests: int = 0) -> None:
+    def __init__(
+        self,
+        *,
+        token: str | None = None,
+        max_requests: int = 0,
+        busy: Callable[[], bool] = bool,
+    ) -> None:
         self.state = GateState.STARTING
         # as the MCP app reads it: a header's bytes as latin-1 text
         self._token = None if token is None else token.encode("latin-1", "replace")
         self._max_requests = max_requests  # 0: no cap
+        self._busy = busy  # work a drain waits for beside requests (`wait_quiet`)
         self.running = 0
         self._admitted = 0
         self._app: ASGIApp | None = None
@@ -95,7 +102,9 @@ class Gate:
 
     async def wait_quiet(self, timeout_s: float) -> bool:
         """True once no request has run for `_QUIET_S` (a client may follow a call's
-        answer with another request, e.g. a tools/list to check it); False after `timeout_s`.
+        answer with another request, e.g. a tools/list to check it) and nothing is `busy`
+        (a run waiting for a 2026-07-28 client's answer holds no request: attack 109);
+        False after `timeout_s`.
         """
         deadline = asyncio.get_running_loop().time() + timeout_s
         while True:
@@ -106,7 +115,7 @@ class Gate:
                 return False
             admitted = self._admitted
             await asyncio.sleep(_QUIET_S)
-            if self._admitted == admitted and not self.running:
+            if self._admitted == admitted and not self.running and not self._busy():
                 return True
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:

@@ -106,11 +106,13 @@ async def serve_http(
     *,
     host: str,
     port: int,
+    busy: Callable[[], bool] = bool,
 ) -> None:
     """Serve MCP over streamable HTTP on `host:port` until a signal drains it (see module).
 
     `open_server()` starts the gateway and yields the MCP server over it; it is entered
-    after the port is bound and left after the drain.
+    after the port is bound and left after the drain, which waits for requests and for
+    `busy()` (runs in progress) to end.
 
     Raises:
         ConfigError: see `check_exposure`.
@@ -120,7 +122,7 @@ async def serve_http(
     listener = _listen(host, port)
     address = listener.getsockname()
     print(f"mcp-code-mode: serving http://{_url_host(host)}:{address[1]}/mcp", file=sys.stderr)
-    gate = _gate(settings)
+    gate = _gate(settings, busy)
     config = uvicorn.Config(
         gate,
         lifespan="off",
@@ -181,11 +183,12 @@ async def _serve(
         await uvicorn_task
 
 
-def _gate(settings: Settings) -> Gate:
+def _gate(settings: Settings, busy: Callable[[], bool]) -> Gate:
     token = settings.http_token
     return Gate(
         token=None if token is None else token.get_secret_value(),
         max_requests=settings.http_max_requests,
+        busy=busy,
     )
 
 

@@ -1461,3 +1461,33 @@ async def test_dataclass_methods_serve_their_class_from_the_start(sec_gateway: G
         1,
         "mappingproxy",
     ], out
+
+
+async def test_dataclass_methods_check_every_operand(sec_gateway: Gateway) -> None:
+    """Outside attack 108: a field named like a checked read (`mapping`) was not guarded,
+    so a subclass forwarding reads (`GenericAlias`) handed `copy.dispatch_table`'s raw
+    proxy to `__eq__`; `other` passed by keyword skipped its check; guest code emptied
+    `__dataclass_fields__` inside `dataclass()` so nothing was guarded; a base made with
+    `type()` under a forged `__module__` answered `__class__` and was read as the guest's.
+    Every operand must be a plain instance of the guest's, by position."""
+    code = (
+        "import copy, dataclasses\nout = []\n"
+        "@dataclasses.dataclass(init=False, repr=False)\nclass D:\n    mapping: object\n"
+        "class Fwd(D, type(list[int])):\n    pass\n"
+        "class Holder:\n    mapping = 0\n"
+        "def attempt(f):\n    try:\n        f()\n        out.append('RAN')\n"
+        "    except TypeError:\n        out.append('refused')\n"
+        "attempt(lambda: D.__eq__(Fwd(Holder, ()), Fwd(copy.dispatch_table.keys(), ())))\n"
+        "d = D()\nd.mapping = 1\n"
+        "attempt(lambda: D.__eq__(d, other=copy.dispatch_table))\n"
+        "Lie = type('Lie', (), {'__module__': 'json', '__class__': property(lambda s: D)})\n"
+        "class S(D, Lie):\n    pass\n"
+        "s = S()\n"
+        "try:\n    s._p = 1\n    out.append('WROTE')\nexcept AttributeError:\n    out.append('refused')\n"
+        "def flag(x):\n    match x:\n        case 1:\n            return 'one'\n"
+        "        case Holder._missing:\n            return 'missing'\n    return 'other'\n"
+        "out + [d == d, flag(1)]"
+    )
+    out = await attempt(sec_gateway, code)
+    assert not reached(out), out
+    assert out["result"] == ["refused", "refused", "refused", True, "one"], out

@@ -214,6 +214,11 @@ class Executor(Protocol):
         """The isolation layers in force, by name."""
         ...
 
+    @property
+    def active(self) -> int:
+        """Runs in progress: waiting for a worker, running, or waiting for an answer."""
+        ...
+
     def open_session(self) -> Session | None:
         """A session of runs that keep their variables; None when workers keep no state."""
         ...

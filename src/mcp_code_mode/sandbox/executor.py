@@ -59,6 +59,7 @@ class SandboxExecutor:
         # hold up to `memory_mb`, and 24 at once took the host to 4.3 GB (outside attack 56).
         self.run_slots = asyncio.Semaphore(runs_that_fit(limits.memory_mb))
         self.waiting = 0  # runs waiting for a slot, each holding its input
+        self._active = 0
 
     @classmethod
     def from_settings(cls, settings: Settings) -> SandboxExecutor:
@@ -109,12 +110,25 @@ class SandboxExecutor:
 
         return CodeSession(self) if self.launcher.sessions else None
 
+    @property
+    def active(self) -> int:
+        return self._active
+
     async def run(
         self, code: str, *, input: Any, timeout_s: float, index: GuestIndex, router: ToolRouter
     ) -> ExecutionResult:
         """Check, then run `code` in a worker; failures of the guest come back as values.
         Workers started from now on get `index` from the launcher; one that has another
         version gets it in its `run` message (see `Conversation.run`)."""
+        self._active += 1  # a drain waits for these (`http_serving`)
+        try:
+            return await self._run(code, input, timeout_s, index, router)
+        finally:
+            self._active -= 1
+
+    async def _run(
+        self, code: str, input: Any, timeout_s: float, index: GuestIndex, router: ToolRouter
+    ) -> ExecutionResult:
         started = time.perf_counter()
         refused = check_code(code, self.allowed_imports, self.limits)
         if refused is not None:

@@ -28,11 +28,25 @@ from mcp_code_mode.sandbox.child.guards import (
     is_private,
     library_defines,
 )
+from mcp_code_mode.sandbox.child.rules import GUARDED_READS
 
-__all__ = ["bind_generated", "guard_generated_methods", "making", "safe_module_setattr"]
+__all__ = [
+    "bind_generated",
+    "guard_generated_methods",
+    "making",
+    "note_reads",
+    "safe_module_setattr",
+]
 
-Made = list[tuple[Callable[..., Any], list[Any]]]
-"""The methods made in a guarded call, each with its owner cell (empty until bound)."""
+
+class Made:
+    """A guarded call's methods, each with its owner cell (empty until bound), and every
+    attribute name the text dataclasses compiled in it reads (`note_reads`)."""
+
+    def __init__(self) -> None:
+        self.methods: list[tuple[Callable[..., Any], list[Any]]] = []
+        self.reads: set[str] = set()
+
 
 _MAKING: list[Made] = []
 """Per guarded `dataclass()` call in progress (nested calls stack)."""
@@ -51,25 +65,33 @@ class making:
     """A guarded `dataclass()` call: the methods made inside are collected to be bound."""
 
     def __enter__(self) -> Made:
-        _MAKING.append([])
+        _MAKING.append(Made())
         return _MAKING[-1]
 
     def __exit__(self, *exc: object) -> None:
         _MAKING.pop()
 
 
+def note_reads(names: set[str]) -> None:
+    """The attribute names a text dataclasses is about to compile reads (`generated`)."""
+    if _MAKING:
+        _MAKING[-1].reads |= names
+
+
 def bind_generated(made: Any, before: dict[str, Any], made_now: Made) -> Any:
-    """Bind the methods made for `made` (`made_now`: some are held inside others, 3.11's
-    `__repr__` inside its recursion guard) to it; wrap any other function dataclasses added
-    (those not in `before`) the same way."""
+    """Bind the methods made for `made` (some are held inside others, 3.11's `__repr__`
+    inside its recursion guard) to it; wrap any other function dataclasses added (those not
+    in `before`) the same way. What they guard is what their text reads, and the fields
+    (guest code can empty `__dataclass_fields__` while dataclasses works: attack 108)."""
     if not isinstance(made, type):
         return made
-    guarded = _guarded_fields(tuple(VARS(made).get("__dataclass_fields__", {})))
-    for _, owner in made_now:
+    fields = set(VARS(made).get("__dataclass_fields__", {})) | made_now.reads
+    guarded = tuple(sorted(f for f in fields if type(f) is str and _guarded(f)))
+    for _, owner in made_now.methods:
         owner[:] = [made, guarded]
     for name, value in dict(VARS(made)).items():
         added = type(value) is types.FunctionType and before.get(name) is not value
-        if added and not any(value is method for method, _ in made_now):
+        if added and not any(value is method for method, _ in made_now.methods):
             type.__setattr__(made, name, _own_instances_only(value, name, [made, guarded]))
     return made
 
@@ -80,13 +102,15 @@ def _pending(method: Callable[..., Any], name: str) -> Callable[..., Any]:
         return method  # a library's own dataclass, or one wrapped already
     owner: list[Any] = []
     wrapped = _own_instances_only(method, name, owner)
-    _MAKING[-1].append((wrapped, owner))
+    _MAKING[-1].methods.append((wrapped, owner))
     _WRAPPED.add(wrapped)
     return wrapped
 
 
-def _guarded_fields(fields: tuple[str, ...]) -> tuple[str, ...]:
-    return tuple(f for f in fields if is_private(f) or is_blocked(f))
+def _guarded(field: str) -> bool:
+    """A name guest code reads only through a run-time check (`format`, `mapping`, `obj`
+    are public: attack 108 read `copy.dispatch_table`'s through a field of that name)."""
+    return is_private(field) or is_blocked(field) or field in GUARDED_READS
 
 
 def _own_instances_only(
@@ -98,10 +122,10 @@ def _own_instances_only(
         if not owner:
             raise TypeError(f"{name}() of a dataclass still being made cannot be called")
         cls, guarded = owner
-        # Public fields read only what guest code may read anyway; private or blocked ones
-        # need a plain lookup (no `GenericAlias` forwarding them) and the object's own.
-        own = _SUBCLASS(cls, type(obj))  # by the real MRO: no metaclass hook of the guest's
-        if not own or (guarded and not is_guest_object(obj)):
+        # An instance of the class, by the real MRO (no metaclass hook of the guest's), read
+        # plainly (no `GenericAlias` forwarding its reads: attack 108), and the fields
+        # guest code reads through a check its own.
+        if not (_SUBCLASS(cls, type(obj)) and is_guest_object(obj)):
             raise TypeError(
                 f"{cls.__qualname__}.{name}() takes {cls.__qualname__} instances only "
                 "(of classes whose attributes are read plainly)"
@@ -115,7 +139,9 @@ def _own_instances_only(
 
     def method_of_cls(self: Any, /, *args: Any, **kwargs: Any) -> Any:
         check(self)
-        if name in _COMPARISONS and args:
+        if name in _COMPARISONS:  # `other` positionally only (by keyword: attack 108)
+            if kwargs or len(args) != 1:
+                raise TypeError(f"{name}() takes exactly one other object, positionally")
             if type(args[0]) is not type(self):  # what `other.__class__` should have said
                 return NotImplemented
             check(args[0])

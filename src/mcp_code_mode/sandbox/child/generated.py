@@ -26,6 +26,8 @@ import ast
 import re
 from typing import Any
 
+from mcp_code_mode.sandbox.child.dataclass_methods import note_reads
+
 __all__ = ["guard_generated_code"]
 
 _PARAMETER = re.compile(r"\*|[^\W\d]\w*(?::[^\W\d]\w*)?(?:=[^\W\d]\w*)?")
@@ -72,9 +74,12 @@ def guard_generated_code(dataclasses: Any) -> None:
 
 
 def check_generated(name: Any, args: Any, body: Any, names: Any) -> None:
-    """Raise TypeError unless the method text is one dataclasses' templates make."""
-    if not _plain(name, args, body, names) or not _template_shaped(args, body):
+    """Raise TypeError unless the method text is one dataclasses' templates make; the
+    attribute names it reads go to the call being made (`dataclass_methods.note_reads`)."""
+    tree = _parsed(args, body) if _plain(name, args, body, names) else None
+    if tree is None or not all(_node_allowed(node) for node in ast.walk(tree)):
         raise TypeError("dataclasses would compile text it did not make from plain names")
+    note_reads({node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute)})
 
 
 def _plain(name: Any, args: Any, body: Any, names: Any) -> bool:
@@ -86,14 +91,13 @@ def _plain(name: Any, args: Any, body: Any, names: Any) -> bool:
     )
 
 
-def _template_shaped(args: list[str], body: list[str]) -> bool:
+def _parsed(args: list[str], body: list[str]) -> ast.Module | None:
     # Each line indented the same way here as where it is compiled, so both parse alike.
     text = f"def f({','.join(args)}):\n" + "\n".join(f"  {line}" for line in body)
     try:
-        tree = ast.parse(text)
+        return ast.parse(text)
     except (SyntaxError, ValueError):
-        return False
-    return all(_node_allowed(node) for node in ast.walk(tree))
+        return None
 
 
 def _node_allowed(node: ast.AST) -> bool:

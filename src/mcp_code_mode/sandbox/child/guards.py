@@ -16,6 +16,7 @@ import types
 from collections.abc import Callable
 from typing import Any
 
+from mcp_code_mode.sandbox.child.frozen_classes import made_before_run
 from mcp_code_mode.sandbox.child.read_only import ReadOnly, shown
 from mcp_code_mode.sandbox.child.rules import (
     BLOCKED_ATTRIBUTES,
@@ -167,8 +168,8 @@ def _plain_lookup_of(cls: type) -> bool:
             return False
         namespace = VARS(klass)
         guest = _is_guest_namespace(namespace)
-        if guest and _answers_for_itself(namespace):
-            return False
+        if (guest or not made_before_run(klass)) and _answers_for_itself(namespace):
+            return False  # a forged `__module__` is no way out (attack 108)
         for hook in ("__getattr__", "__getattribute__"):
             value = namespace.get(hook)
             if value is None or any(value is benign for benign in _BENIGN_HOOKS):

@@ -16,7 +16,6 @@ import math
 import sys
 import time
 from collections.abc import Callable, Iterable
-from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 from mcp_code_mode.sandbox.child.guards import guest_getattr, safe_hasattr
@@ -31,7 +30,7 @@ from mcp_code_mode.sandbox.child.rules import (
     REMOVED_BUILTINS,
     refused_component,
 )
-from mcp_code_mode.sandbox.child.scopes import SelfMatchingTypes
+from mcp_code_mode.sandbox.child.scopes import MatchValues, SelfMatchingTypes
 from mcp_code_mode.sandbox.child.tools_view import MADE, GuestIndex, ToolError, Tools
 from mcp_code_mode.sandbox.child.writes import AttributeTarget, safe_delattr, safe_setattr
 from mcp_code_mode.sandbox.protocol import MAX_NAME_CHARS, PROGRESS_MESSAGE_CHARS
@@ -125,7 +124,7 @@ class GuestRuntime:
             _mcp_target_=AttributeTarget,
             _mcp_builtins_=SelfMatchingTypes,
             _mcp_shown_=shown,
-            _mcp_values_=SimpleNamespace,  # a match's checked values (`rewrite.visit_Match`)
+            _mcp_values_=MatchValues,  # a match's checked values (`rewrite.visit_Match`)
         )
         return safe
 

@@ -41,15 +41,18 @@ class _Rewrite(ast.NodeTransformer):
 
     def visit_Match(self, node: ast.Match) -> ast.AST | list[ast.stmt]:
         """`case Tok._EOF:` reads `_EOF` with the real getattr, and a call may not stand in
-        a pattern: each value the check would read is read, guarded, just before the
-        `match` statement, and the pattern names where it was kept (attack 106)."""
+        a pattern: a value the check would read is named `<kept>.v<i>`, whose read runs the
+        guarded read when the pattern is tried, as Python reads a value pattern (attacks
+        106, 108)."""
         kept = f"_mcp_values_{self.matches}"
         hoisted = _checked_values(node, kept)  # on the source's own chains
         self.generic_visit(node)
         if not hoisted:
             return node
         self.matches += 1
-        keywords = [ast.keyword(arg=f"v{i}", value=self.visit(v)) for i, v in enumerate(hoisted)]
+        keywords = [
+            ast.keyword(arg=f"v{i}", value=_thunk(self.visit(v))) for i, v in enumerate(hoisted)
+        ]
         values = ast.Call(
             func=ast.Name(id="_mcp_values_", ctx=ast.Load()), args=[], keywords=keywords
         )
@@ -136,8 +139,8 @@ def _is_checked(node: ast.Attribute) -> bool:
 
 
 def _checked_values(match: ast.Match, kept: str) -> list[ast.expr]:
-    """The dotted names of `match`'s value patterns (and mapping keys) that read a checked
-    attribute, each replaced in place by `<kept>.v<i>`."""
+    """The dotted names of `match`'s value patterns, mapping keys and class patterns' classes
+    that read a checked attribute, each replaced in place by `<kept>.v<i>`."""
     hoisted: list[ast.expr] = []
 
     def keep(value: ast.expr) -> ast.expr:
@@ -153,7 +156,16 @@ def _checked_values(match: ast.Match, kept: str) -> list[ast.expr]:
                 node.value = keep(node.value)
             elif isinstance(node, ast.MatchMapping):
                 node.keys = [keep(key) for key in node.keys]
+            elif isinstance(node, ast.MatchClass):
+                node.cls = keep(node.cls)
     return hoisted
+
+
+def _thunk(value: ast.expr) -> ast.Lambda:
+    no_args = ast.arguments(
+        posonlyargs=[], args=[], vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[]
+    )
+    return ast.copy_location(ast.Lambda(args=no_args, body=value), value)
 
 
 def _reads_checked(value: ast.expr) -> bool:

@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import ast
 import builtins
+from collections.abc import Callable
 
 __all__ = [
     "SELF_MATCHING",
     "TRUSTED_NAMES",
+    "MatchValues",
     "SelfMatchingTypes",
     "bound_names",
     "class_globals",
@@ -89,3 +91,18 @@ SelfMatchingTypes = type(
 """What `case int(x)` names after the rewrite (`_mcp_builtins_.int`): the real builtin
 whatever the guest's globals hold, so a name another snippet of a session rebound, or a
 function of an earlier snippet matching on it, still means the builtin (attacks 55, 57)."""
+
+
+class MatchValues:
+    """What a `match` statement's checked values are named through (`_mcp_values_N.v0`, see
+    `rewrite.visit_Match`): each attribute read calls its thunk, the guarded read, when the
+    pattern is tried, as Python reads a value pattern."""
+
+    __slots__ = ("_thunks",)
+    _thunks: dict[str, Callable[[], object]]
+
+    def __init__(self, **thunks: Callable[[], object]) -> None:
+        object.__setattr__(self, "_thunks", thunks)
+
+    def __getattr__(self, name: str) -> object:
+        return self._thunks[name]()
