@@ -31,6 +31,7 @@ from mcp_types import LOG_LEVEL_META_KEY
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from .approval import ApprovalRequest, Approver
+from .errors import ErrorType
 from .gateway import Gateway
 from .runs.log_stream import LogSink, RunLogStream
 from .runs.progress import ProgressSink, RunProgress
@@ -78,6 +79,12 @@ class Elicitation:
                     await progress.close()
         state = ctx.request_state
         run = self._waiting.pop(state, None) if state else None
+        if state and run is None:  # never a new run: its code may have made calls already
+            return ExecutionResult.failure(
+                ErrorType.EXECUTOR_ERROR,
+                "the run this answer was for has ended (its question timed out, or the "
+                "gateway restarted); nothing was run again",
+            )
         if run is None:
             watch = RunProgress(sink), RunLogStream(logs)
             run = _WaitingRun(self._gateway, code, input, timeout_s, client, *watch)

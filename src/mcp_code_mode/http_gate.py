@@ -31,6 +31,8 @@ import json
 from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING
 
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
 from .http_host import parse_host
 
 if TYPE_CHECKING:
@@ -135,21 +137,22 @@ class Gate:
             await self._pass(scope, receive, send)
             return
         body = await _read_body(receive)  # at most the MCP app's own limit, read once
-        refusal = self._refusal(body)
+        refusal = self._refusal(body, modern=_modern(scope))
         if refusal is not None:
             await _respond(send, *refusal, close=True)
             return
         async with self._working():
             await self._pass(scope, _replay(body or b"", receive), send)
 
-    def _refusal(self, body: bytes | None) -> tuple[int, str] | None:
-        """Why a request with this body is refused before it reaches the MCP app, if it is."""
+    def _refusal(self, body: bytes | None, *, modern: bool) -> tuple[int, str] | None:
+        """Why a request with this body is refused before it reaches the MCP app, if it is
+        (`modern`: a 2026-07-28 request, whose `tools/call` may answer a question)."""
         if body is None:
             return 413, "the request body is over 4 MB"
         if len(body) > _MAX_NEW_SESSION_BYTES and "initialize" in _methods(body):
             return 413, "an initialize request is limited to 16 KB"
         full = self._max_requests and self.running >= self._max_requests
-        if (full or self.state is GateState.DRAINING) and _starts_work(body):
+        if (full or self.state is GateState.DRAINING) and _starts_work(body, modern=modern):
             return 503, "draining" if self.state is GateState.DRAINING else "too many requests"
         if self.state is GateState.CLOSED:
             return 503, "draining"
@@ -195,14 +198,20 @@ class Gate:
             )
 
 
-def _starts_work(body: bytes) -> bool:
+def _starts_work(body: bytes, *, modern: bool) -> bool:
     """Whether a JSON-RPC body holds a request that starts work: a session, or a tool call
     that answers no question of the server's (2026-07-28 answers one with a `tools/call`
-    carrying `requestState` or `inputResponses`)."""
+    carrying `requestState` or `inputResponses`; an older session's never does: attack 110)."""
     return any(
-        method == "initialize" or (method == "tools/call" and not _answers(params))
+        method == "initialize" or (method == "tools/call" and not (modern and _answers(params)))
         for method, params in _requests(body)
     )
+
+
+def _modern(scope: Scope) -> bool:
+    """Whether the request says it speaks a protocol whose calls may answer a question."""
+    sent = [v for n, v in scope["headers"] if n.lower() == b"mcp-protocol-version"]
+    return len(sent) == 1 and sent[0].decode("latin-1") in MODERN_PROTOCOL_VERSIONS
 
 
 def _methods(body: bytes) -> set[str]:
