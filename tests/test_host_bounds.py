@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from mcp_code_mode.gateway import Gateway
-from mcp_code_mode.sandbox.executor import MAX_WAITING_RUNS, runs_that_fit
+from mcp_code_mode.sandbox.executor import runs_that_fit
 
 from .support import TEST_SERVER, server_entry, start_gateway
 
@@ -75,23 +75,28 @@ async def test_runs_beyond_the_cap_wait_their_turn(gateway: Gateway) -> None:
 
 
 async def test_runs_waiting_beyond_their_cap_are_refused_at_once(gateway: Gateway) -> None:
-    """Outside attack 109: a client that hung up after each call left its run waiting with
-    its 3 MB input (300 calls: 1.9 GB). Past `MAX_WAITING_RUNS` waiting, a run is an
-    EXECUTOR_ERROR at once; the others run as before."""
+    """Outside attacks 109 and 111: a client that hung up after each call left its run
+    waiting with its 3 MB input (300 calls: 1.9 GB), and a cap by count alone failed an
+    agent's burst of small calls. Past what waiting runs may hold (their code and input in
+    JSON characters; here 100,000 of them, set on the executor), a run is an
+    EXECUTOR_ERROR at once; small runs still wait their turn."""
     executor: Any = gateway.executor
     executor.run_slots = asyncio.Semaphore(1)
-    code = "import asyncio\nawait asyncio.sleep(0.2)\nlen(input)"
-    first = [
-        asyncio.ensure_future(gateway.execute(code, input="x" * 1000, timeout_s=5.0))
-        for _ in range(1 + MAX_WAITING_RUNS)
-    ]
-    while executor.waiting < MAX_WAITING_RUNS:
+    executor.max_waiting = (1000, 100_000)
+    code = "import asyncio\nawait asyncio.sleep(0.3)\nlen(input)"
+    first = [asyncio.ensure_future(gateway.execute(code, input="x", timeout_s=5.0))]
+    while executor.waiting_chars == 0 and not executor.run_slots.locked():
         await asyncio.sleep(0.01)
-    busy = await asyncio.gather(*(gateway.execute(code, input="x") for _ in range(3)))
-    outs = await asyncio.gather(*first)
-    assert all(not out.ok and out.error and "busy" in out.error.message for out in busy), busy
-    assert [out.result for out in outs] == [1000] * len(first)
-    assert executor.waiting == 0 and (await gateway.execute("1 + 1")).result == 2
+    big = [asyncio.ensure_future(gateway.execute(code, input="x" * 30_000)) for _ in range(3)]
+    while executor.waiting < 3:
+        await asyncio.sleep(0.01)
+    refused = await gateway.execute(code, input="x" * 30_000)
+    small = await asyncio.gather(*(gateway.execute(code, input="x") for _ in range(20)))
+    outs = await asyncio.gather(*first, *big)
+    assert not refused.ok and refused.error and "busy" in refused.error.message, refused
+    assert [o.result for o in outs] == [1, 30_000, 30_000, 30_000]
+    assert [o.result for o in small] == [1] * 20
+    assert executor.waiting == executor.waiting_chars == 0
 
 
 def test_the_default_cap_leaves_half_the_memory() -> None:

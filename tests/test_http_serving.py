@@ -50,6 +50,7 @@ MCP_HEADERS = {"content-type": "application/json", "accept": "application/json, 
         ("gateway.example.com", None, True),
         ("0.0.0.0", TOKEN, False),
         ("127.0.0.1", "sek\u20ac", True),  # no header carries it: nobody could connect
+        ("127.0.0.1", "sek ret", True),
     ],
 )
 def test_non_loopback_host_needs_a_token(host: str, token: str | None, refused: bool) -> None:

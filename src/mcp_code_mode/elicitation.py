@@ -49,6 +49,13 @@ _SCHEMA: dict[str, Any] = {
 }
 
 
+_ENDED = ExecutionResult.failure(
+    ErrorType.EXECUTOR_ERROR,
+    "the run this answer was for has ended (its question timed out, or the gateway "
+    "restarted); nothing was run again",
+)
+
+
 class Elicitation:
     """Runs `execute_code` with an approver that asks the calling client's person."""
 
@@ -79,12 +86,8 @@ class Elicitation:
                     await progress.close()
         state = ctx.request_state
         run = self._waiting.pop(state, None) if state else None
-        if state and run is None:  # never a new run: its code may have made calls already
-            return ExecutionResult.failure(
-                ErrorType.EXECUTOR_ERROR,
-                "the run this answer was for has ended (its question timed out, or the "
-                "gateway restarted); nothing was run again",
-            )
+        if run is None and (state is not None or ctx.input_responses is not None):
+            return _ENDED.model_copy(deep=True)  # never a new run: its code made calls
         if run is None:
             watch = RunProgress(sink), RunLogStream(logs)
             run = _WaitingRun(self._gateway, code, input, timeout_s, client, *watch)

@@ -201,7 +201,7 @@ class Gate:
 def _starts_work(body: bytes, *, modern: bool) -> bool:
     """Whether a JSON-RPC body holds a request that starts work: a session, or a tool call
     that answers no question of the server's (2026-07-28 answers one with a `tools/call`
-    carrying `requestState` or `inputResponses`; an older session's never does: attack 110)."""
+    carrying a `requestState`; an older session's never does: attack 111)."""
     return any(
         method == "initialize" or (method == "tools/call" and not (modern and _answers(params)))
         for method, params in _requests(body)
@@ -223,7 +223,7 @@ def _requests(body: bytes) -> list[tuple[str, object]]:
     judge: the MCP app answers it with a parse error)."""
     try:
         parsed = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):  # nested past the parser's depth: the app says 400
         return []
     messages = parsed if isinstance(parsed, list) else [parsed]
     return [
@@ -234,7 +234,12 @@ def _requests(body: bytes) -> list[tuple[str, object]]:
 
 
 def _answers(params: object) -> bool:
-    return isinstance(params, dict) and ("requestState" in params or "inputResponses" in params)
+    """A call carrying the state of a question the server asked (an empty or absent one, or
+    `inputResponses` alone, answer nothing: attack 111)."""
+    if not isinstance(params, dict):
+        return False
+    state = params.get("requestState")
+    return isinstance(state, str) and bool(state)
 
 
 async def _read_body(receive: Receive, limit: int = _MAX_PEEK_BYTES) -> bytes | None:

@@ -34,6 +34,7 @@ import asyncio
 import contextlib
 import ipaddress
 import logging
+import re
 import signal
 import socket
 import sys
@@ -60,6 +61,7 @@ __all__ = ["check_exposure", "serve_http"]
 
 logger = logging.getLogger(__name__)
 
+_HEADER_TOKEN = re.compile(r"[\x21-\x7e]+")
 _RUNS_PATHS = ("/runs", "/runs/{run_id:path}")  # the runs page, behind the token
 _DRAIN_SLACK_S = 10.0  # beyond the longest run a client may ask for
 _FLUSH_S = 5  # for uvicorn to close connections once the drain is over
@@ -71,12 +73,15 @@ def check_exposure(settings: Settings, host: str) -> None:
 
     Raises:
         ConfigError: `host` is not a loopback name or address and MCP_CODE_HTTP_TOKEN is
-            unset, or the token is not ASCII.
+            unset, or the token is not visible ASCII.
     """
     token = settings.http_token
-    if token is not None and not token.get_secret_value().isascii():
-        # a header carries it as latin-1 bytes: another character never matches (attack 109)
-        raise ConfigError("MCP_CODE_HTTP_TOKEN must be ASCII text (it is sent in a header)")
+    if token is not None and not _HEADER_TOKEN.fullmatch(token.get_secret_value()):
+        # a header carries it: another character never matches (attacks 109, 111)
+        raise ConfigError(
+            "MCP_CODE_HTTP_TOKEN must be visible ASCII characters, no spaces (it is sent in a "
+            "header)"
+        )
     if token is None and not _is_loopback(host):
         raise ConfigError(
             f"--host {host or '(all addresses)'} is reachable from other machines: set "

@@ -1491,3 +1491,27 @@ async def test_dataclass_methods_check_every_operand(sec_gateway: Gateway) -> No
     out = await attempt(sec_gateway, code)
     assert not reached(out), out
     assert out["result"] == ["refused", "refused", "refused", True, "one"], out
+
+
+async def test_generated_text_reads_no_name_of_the_sandboxs(sec_gateway: Gateway) -> None:
+    """Outside attack 110: an `InitVar` with `init=False` is read by name in the `__init__`
+    dataclasses compiles, so a field named `_mcp_shown_m` read the raw proxy a class
+    pattern's capture had left in the guest's globals (copy's real dispatch table again).
+    Such names are refused, and the capture is cleared once the guard has shown it. A
+    class body's match reads its own names in value patterns (they are read at once)."""
+    code = (
+        "import copy, dataclasses\nout = []\n"
+        "KV = type(copy.dispatch_table.keys())\n"
+        "match copy.dispatch_table.keys():\n    case KV(mapping=m):\n"
+        "        out.append(type(m).__name__)\n"
+        "try:\n    dataclasses.make_dataclass('R', [('_mcp_shown_m', dataclasses.InitVar[object],"
+        " dataclasses.field(init=False))])\n    out.append('MADE')\n"
+        "except TypeError:\n    out.append('refused')\n"
+        "class Kind:\n    _eof = 'eof'\n"
+        "class P:\n    K = Kind\n    match 'eof':\n        case K._eof:\n            got = 'eof'\n"
+        "        case _:\n            got = 'other'\n"
+        "out + [P.got]"
+    )
+    out = await attempt(sec_gateway, code)
+    assert not reached(out), out
+    assert out["result"] == ["mappingproxy", "refused", "eof"], out

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import os
 import secrets
@@ -31,12 +32,16 @@ from .pool import WorkerPool
 from .protocol import DoneMessage, RunMessage
 from .results import KILL_GRACE_S, check_code, result_of
 
-__all__ = ["MAX_WAITING_RUNS", "SandboxExecutor", "runs_that_fit"]
+__all__ = ["MAX_WAITING_CHARS", "MAX_WAITING_RUNS", "SandboxExecutor", "runs_that_fit"]
 
 logger = logging.getLogger(__name__)
 
-MAX_WAITING_RUNS = 32
-"""Runs that may wait for a slot (`runs_that_fit`); the next is an EXECUTOR_ERROR at once."""
+MAX_WAITING_RUNS = 1000
+MAX_WAITING_CHARS = 64_000_000
+"""Runs that may wait for a slot (`runs_that_fit`), and their code and input in JSON
+characters in all; the next is an EXECUTOR_ERROR at once (clients that hung up left 300
+runs of 3 MB waiting: 1.9 GB, outside attack 109; a count alone failed an agent's burst
+of small calls, attack 111)."""
 
 
 class SandboxExecutor:
@@ -59,6 +64,8 @@ class SandboxExecutor:
         # hold up to `memory_mb`, and 24 at once took the host to 4.3 GB (outside attack 56).
         self.run_slots = asyncio.Semaphore(runs_that_fit(limits.memory_mb))
         self.waiting = 0  # runs waiting for a slot, each holding its input
+        self.waiting_chars = 0
+        self.max_waiting = (MAX_WAITING_RUNS, MAX_WAITING_CHARS)
         self._active = 0
 
     @classmethod
@@ -134,7 +141,9 @@ class SandboxExecutor:
         if refused is not None:
             refused.duration_ms = _ms_since(started)
             return refused
-        if self.waiting >= MAX_WAITING_RUNS:  # each holds its input (outside attack 109)
+        cost = _size(code, input) if self.run_slots.locked() else 0  # only if it waits
+        runs, chars = self.max_waiting
+        if self.waiting >= runs or self.waiting_chars + cost > chars:
             return ExecutionResult.failure(
                 ErrorType.EXECUTOR_ERROR,
                 f"the gateway is busy: {self.waiting} runs are waiting for a worker; "
@@ -145,7 +154,7 @@ class SandboxExecutor:
         message = self.run_message(code, input, timeout_s, index)
         produced: list[tuple[str, list[str]]] = []  # stdout and logs of a killed worker
         try:
-            async with self._slot(), asyncio.timeout(timeout_s + KILL_GRACE_S) as clock:
+            async with self._slot(cost), asyncio.timeout(timeout_s + KILL_GRACE_S) as clock:
                 done = await self._attempt(message, router, produced, Hold(clock))
             result = await result_of(done, self.limits.max_output_chars)
         except TimeoutError:
@@ -164,12 +173,14 @@ class SandboxExecutor:
         return result
 
     @contextlib.asynccontextmanager
-    async def _slot(self) -> AsyncIterator[None]:
+    async def _slot(self, cost: int) -> AsyncIterator[None]:
         self.waiting += 1
+        self.waiting_chars += cost
         try:
             await self.run_slots.acquire()
         finally:
             self.waiting -= 1
+            self.waiting_chars -= cost
         try:
             yield
         finally:
@@ -241,6 +252,14 @@ def _unchecked(module: str) -> str | None:
         f"{module} has not been checked against the sandbox's Python layer: what guest code "
         "reaches through it is for the OS layers to hold"
     )
+
+
+def _size(code: str, input: Any) -> int:
+    """What a waiting run holds, in JSON characters (measured only when it must wait)."""
+    try:
+        return len(code) + len(json.dumps(input, default=repr))
+    except (TypeError, ValueError, RecursionError):
+        return MAX_WAITING_CHARS  # not measurable: it waits alone
 
 
 def runs_that_fit(memory_mb: int) -> int:

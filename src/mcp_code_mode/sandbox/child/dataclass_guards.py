@@ -112,7 +112,8 @@ def _inherited_fields_check(cls: Any, *, inherited: bool = True) -> None:
 
 
 def _is_field_name(name: str) -> bool:
-    return name.isidentifier() and not keyword.iskeyword(name)
+    # not one of the sandbox's own names (what guest source may not spell either)
+    return name.isidentifier() and not keyword.iskeyword(name) and not name.startswith("_mcp")
 
 
 def _odd_metaclass(cls: type) -> bool:
@@ -147,7 +148,7 @@ def guarded_make_dataclass(make_dataclass: Callable[..., Any]) -> Callable[..., 
         specs = [spec if isinstance(spec, str) else tuple(spec) for spec in fields]
         for spec in specs:
             name = spec if isinstance(spec, str) else spec[0]
-            if not (type(name) is str and name.isidentifier()):
+            if not (type(name) is str and _is_field_name(name)):
                 raise TypeError(f"make_dataclass field names must be identifiers, not {name!r}")
             _exact_fields(() if isinstance(spec, str) else spec[2:])
         namespace = dict(options.get("namespace") or {})

@@ -103,6 +103,8 @@ def _parsed(args: list[str], body: list[str]) -> ast.Module | None:
 def _node_allowed(node: ast.AST) -> bool:
     if type(node).__name__ not in _NODES:
         return False
+    if isinstance(node, ast.Name):  # the sandbox's own names, never (an `InitVar` with
+        return not node.id.startswith("_mcp")  # `init=False` is read by name: attack 110)
     if isinstance(node, ast.Attribute):
         return _owner(node.value)
     if isinstance(node, ast.Call):

@@ -38,6 +38,26 @@ class _Rewrite(ast.NodeTransformer):
 
     def __init__(self) -> None:
         self.matches = 0
+        self.in_class = [False]  # per scope: whether it is a class body
+
+    def _scoped(self, node: ast.AST, in_class: bool) -> ast.AST:
+        self.in_class.append(in_class)
+        try:
+            return self.generic_visit(node)
+        finally:
+            self.in_class.pop()
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> ast.AST:
+        return self._scoped(node, True)
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
+        return self._scoped(node, False)
+
+    def visit_AsyncFunctionDef(self, node: ast.AsyncFunctionDef) -> ast.AST:
+        return self._scoped(node, False)
+
+    def visit_Lambda(self, node: ast.Lambda) -> ast.AST:
+        return self._scoped(node, False)
 
     def visit_Match(self, node: ast.Match) -> ast.AST | list[ast.stmt]:
         """`case Tok._EOF:` reads `_EOF` with the real getattr, and a call may not stand in
@@ -50,8 +70,10 @@ class _Rewrite(ast.NodeTransformer):
         if not hoisted:
             return node
         self.matches += 1
+        # a class body's names are not seen from a lambda: there, each is read at once
+        thunk = _eager if self.in_class[-1] else _thunk
         keywords = [
-            ast.keyword(arg=f"v{i}", value=_thunk(self.visit(v))) for i, v in enumerate(hoisted)
+            ast.keyword(arg=f"v{i}", value=thunk(self.visit(v))) for i, v in enumerate(hoisted)
         ]
         values = ast.Call(
             func=ast.Name(id="_mcp_values_", ctx=ast.Load()), args=[], keywords=keywords
@@ -78,7 +100,8 @@ class _Rewrite(ast.NodeTransformer):
     def visit_match_case(self, node: ast.match_case) -> ast.AST:
         """`case C(mapping=m)`: the pattern reads `mapping` with the real getattr, a mapping
         proxy of a dict view or `re` pattern's dict (attack 102). It captures into a name of
-        the sandbox's, and the guard binds `m` to what the guarded read would give."""
+        the sandbox's, and the guard binds `m` to what the guarded read would give, then
+        clears the capture."""
         self.generic_visit(node)
         binds = _shown_captures(node.pattern)
         if not binds:
@@ -94,8 +117,12 @@ class _Rewrite(ast.NodeTransformer):
             )
             for name, kept in binds.items()
         ]
+        cleared = [  # the raw capture is not left behind (attack 110)
+            ast.NamedExpr(target=ast.Name(id=kept, ctx=ast.Store()), value=ast.Constant(None))
+            for kept in binds.values()
+        ]
         bound = ast.Subscript(
-            value=ast.Tuple(elts=[*shown, ast.Constant(value=True)], ctx=ast.Load()),
+            value=ast.Tuple(elts=[*shown, *cleared, ast.Constant(value=True)], ctx=ast.Load()),
             slice=ast.Constant(value=-1),
             ctx=ast.Load(),
         )
@@ -162,10 +189,28 @@ def _checked_values(match: ast.Match, kept: str) -> list[ast.expr]:
 
 
 def _thunk(value: ast.expr) -> ast.Lambda:
-    no_args = ast.arguments(
-        posonlyargs=[], args=[], vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[]
+    return _lambda([], [], value, value)
+
+
+def _eager(value: ast.expr) -> ast.Lambda:
+    """`lambda _mcp_v=<value>: _mcp_v`: the default is read where the lambda is made."""
+    name = ast.Name(id="_mcp_v", ctx=ast.Load())
+    return _lambda([ast.arg(arg="_mcp_v")], [value], name, value)
+
+
+def _lambda(
+    args: list[ast.arg], defaults: list[ast.expr], body: ast.expr, at: ast.AST
+) -> ast.Lambda:
+    signature = ast.arguments(
+        posonlyargs=[],
+        args=args,
+        vararg=None,
+        kwonlyargs=[],
+        kw_defaults=[],
+        kwarg=None,
+        defaults=defaults,
     )
-    return ast.copy_location(ast.Lambda(args=no_args, body=value), value)
+    return ast.copy_location(ast.Lambda(args=signature, body=body), at)
 
 
 def _reads_checked(value: ast.expr) -> bool:
