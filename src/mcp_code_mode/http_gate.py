@@ -43,7 +43,7 @@ __all__ = ["Gate", "GateState"]
 _HEALTH_PATH, _READY_PATH = "/healthz", "/readyz"
 _QUIET_S = 0.5  # a drain ends after this long without a request
 _MAX_PEEK_BYTES = 4 * 1024 * 1024  # the MCP SDK's own request-body limit
-_MAX_NEW_SESSION_BYTES = 16 * 1024  # an `initialize`: capabilities and client info
+_MAX_INITIALIZE_BYTES = 16 * 1024  # capabilities and client info, in any session
 
 
 class GateState(enum.Enum):
@@ -149,7 +149,7 @@ class Gate:
         (`modern`: a 2026-07-28 request, whose `tools/call` may answer a question)."""
         if body is None:
             return 413, "the request body is over 4 MB"
-        if len(body) > _MAX_NEW_SESSION_BYTES and "initialize" in _methods(body):
+        if len(body) > _MAX_INITIALIZE_BYTES and "initialize" in _methods(body):
             return 413, "an initialize request is limited to 16 KB"
         full = self._max_requests and self.running >= self._max_requests
         if (full or self.state is GateState.DRAINING) and _starts_work(body, modern=modern):
@@ -242,7 +242,7 @@ def _answers(params: object) -> bool:
     return isinstance(state, str) and bool(state)
 
 
-async def _read_body(receive: Receive, limit: int = _MAX_PEEK_BYTES) -> bytes | None:
+async def _read_body(receive: Receive) -> bytes | None:
     chunks, size = [], 0
     while True:
         message = await receive()
@@ -250,7 +250,7 @@ async def _read_body(receive: Receive, limit: int = _MAX_PEEK_BYTES) -> bytes | 
             return None
         chunk = message.get("body", b"")
         size += len(chunk)
-        if size > limit:
+        if size > _MAX_PEEK_BYTES:
             return None
         chunks.append(chunk)
         if not message.get("more_body", False):
