@@ -77,16 +77,18 @@ async def test_runs_beyond_the_cap_wait_their_turn(gateway: Gateway) -> None:
 async def test_runs_waiting_beyond_their_cap_are_refused_at_once(gateway: Gateway) -> None:
     """Outside attacks 109 and 111: a client that hung up after each call left its run
     waiting with its 3 MB input (300 calls: 1.9 GB), and a cap by count alone failed an
-    agent's burst of small calls. Past what waiting runs may hold (their code and input in
-    JSON characters; here 100,000 of them, set on the executor), a run is an
-    EXECUTOR_ERROR at once; small runs still wait their turn."""
+    agent's burst of small calls. Past what waiting runs may hold (their code and input as
+    objects, estimated from their JSON; here 100,000 bytes, set on the executor), a run is
+    an EXECUTOR_ERROR at once; small runs still wait their turn. Attack 113: 4 MB of
+    `[],` held 25 times their characters, so they count as what they hold."""
     executor: Any = gateway.executor
     executor.run_slots = asyncio.Semaphore(1)
     executor.max_waiting = (1000, 100_000)
     code = "import asyncio\nawait asyncio.sleep(0.3)\nlen(input)"
     first = [asyncio.ensure_future(gateway.execute(code, input="x", timeout_s=5.0))]
-    while executor.waiting_chars == 0 and not executor.run_slots.locked():
+    while not executor.run_slots.locked():
         await asyncio.sleep(0.01)
+    lists = await gateway.execute(code, input=[[] for _ in range(5_000)])  # 20,000 characters
     big = [asyncio.ensure_future(gateway.execute(code, input="x" * 30_000)) for _ in range(3)]
     while executor.waiting < 3:
         await asyncio.sleep(0.01)
@@ -94,9 +96,10 @@ async def test_runs_waiting_beyond_their_cap_are_refused_at_once(gateway: Gatewa
     small = await asyncio.gather(*(gateway.execute(code, input="x") for _ in range(20)))
     outs = await asyncio.gather(*first, *big)
     assert not refused.ok and refused.error and "busy" in refused.error.message, refused
+    assert not lists.ok and lists.error and "busy" in lists.error.message, lists
     assert [o.result for o in outs] == [1, 30_000, 30_000, 30_000]
     assert [o.result for o in small] == [1] * 20
-    assert executor.waiting == executor.waiting_chars == 0
+    assert executor.waiting == executor.waiting_bytes == 0
 
 
 def test_the_default_cap_leaves_half_the_memory() -> None:

@@ -272,6 +272,22 @@ async def test_request_bodies_and_requests_in_flight_are_bounded(tmp_path: Path)
             assert '"result":100000' in (
                 await http.post(instance.url, json=wide, headers=session)
             ).text.replace(" ", "")
+            lists = _call("len(input)", 8)  # 3.2 MB of `[], ` parse to some 70 MB (attack 113)
+            lists["params"]["arguments"]["input"] = [[]] * 800_000
+            swollen = await http.post(instance.url, json=lists, headers=session)
+            assert swollen.status_code == 413, swollen.text
+            ping = {"jsonrpc": "2.0", "id": 7, "method": "ping"}  # one id: the SDK answers one
+            held = [
+                asyncio.ensure_future(http.post(instance.url, json=ping, headers=session))
+                for _ in range(8)
+            ]
+            await asyncio.sleep(1.0)
+            beside = await http.post(instance.url, json=_call("1+1", 6), headers=session)
+            unanswered = sum(not h.done() for h in held)
+            for h in held:
+                h.cancel()
+        # attack 113: requests held open that start no work take no place at the cap
+        assert unanswered >= 2 and beside.status_code == 200, (unanswered, beside.text)
         async with Client(instance.url, auth=TOKEN, timeout=30) as client:  # no session id
             sized = await client.call_tool(
                 "execute_code", {"code": "len(input)", "input": "x" * 100_000}
@@ -353,6 +369,49 @@ async def test_a_drain_waits_for_a_run_awaiting_an_answer(tmp_path: Path) -> Non
         assert await asyncio.to_thread(instance.proc.wait, 30) == 0
     out = result.structured_content
     assert out is not None and out["ok"] and out["result"] is True, out
+
+
+def _modern_call(code: str, request_id: int, capabilities: Any, **extra: Any) -> dict[str, Any]:
+    """A 2026-07-28 `tools/call` of `execute_code` declaring `capabilities`."""
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": capabilities,
+        "io.modelcontextprotocol/clientInfo": {"name": "replay", "version": "1"},
+    }
+    params = {"name": "execute_code", "arguments": {"code": code}, "_meta": meta, **extra}
+    return {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
+
+
+@pytest.mark.slow
+async def test_a_replayed_question_state_never_runs_the_code_again(tmp_path: Path) -> None:
+    """Outside attack 113: a question's sealed state stays valid for minutes and may be sent
+    again; sent by a request that declares no elicitation, the run was started anew (past
+    the gate's cap and the drain, and unasked under `auto`, after a person had declined)."""
+    code = "print('RAN')\ntools.notes.delete_note(note_id=1)\n'done'"
+    headers = {**MCP_HEADERS, "mcp-protocol-version": "2026-07-28"}
+    headers |= {"mcp-method": "tools/call", "mcp-name": "execute_code"}
+    async with serving(_config(tmp_path), tmp_path / "serve.log") as instance:
+        await wait_ready(instance)
+        async with httpx.AsyncClient(timeout=60) as http:
+            asked = await http.post(
+                instance.url, json=_modern_call(code, 1, {"elicitation": {}}), headers=headers
+            )
+            state = asked.json()["result"]["requestState"]
+            declined = {"approval": {"action": "decline"}}
+            answer = _modern_call(code, 2, {"elicitation": {}}, requestState=state)
+            answer["params"]["inputResponses"] = declined
+            answered = await http.post(instance.url, json=answer, headers=headers)
+            replays = [
+                await http.post(
+                    instance.url, json=_modern_call(code, 3 + i, caps, **extra), headers=headers
+                )
+                for i, caps in enumerate([{}, {"elicitation": None}, {"sampling": {}}])
+                for extra in ({"requestState": state}, {"inputResponses": declined})
+            ]
+    assert "RAN" in answered.text and "declined" in answered.text, answered.text
+    for replay in replays:
+        assert replay.status_code == 200, replay.text
+        assert "RAN" not in replay.text and "has ended" in replay.text, replay.text
 
 
 @pytest.mark.slow

@@ -82,6 +82,8 @@ def store(tmp_path: Path) -> Iterator[RunStore]:
         ("x" * 100, 40, "x" * 13 + "… [87 more characters cut]"),
         ("x" * 100, 5, "… [10"),  # a limit under the marker's length still bounds the text
         ("", 0, ""),
+        # a stub of a text clipped before counts both cuts (173 + 287 = 300, attack 111)
+        ("x" * 173 + "… [127 more characters cut]", 40, "x" * 13 + "… [287 more characters cut]"),
     ],
 )
 def test_clip_bounds_text_says_how_much_was_cut_and_makes_it_storable(

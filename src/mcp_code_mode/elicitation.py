@@ -68,15 +68,16 @@ class Elicitation:
     ) -> ExecutionResult | mcp_types.InputRequiredResult:
         """The run's result, or (2026-07-28 clients) a question to answer first."""
         era, client, sink, logs = _era(ctx), client_name(ctx), progress_sink(ctx), log_sink(ctx)
+        if era != "modern" and _carries_answer(ctx):
+            return _ENDED.model_copy(deep=True)  # no question was asked of such a client
         if era != "modern" or ctx is None:
-            approver = handshake_approver(ctx)
             progress = None if sink is None else RunProgress(sink)
             try:
                 return await self._gateway.execute(
                     code,
                     input,
                     timeout_s,
-                    approver=approver,
+                    approver=handshake_approver(ctx),
                     client=client,
                     progress=progress,
                     logs=None if logs is None else RunLogStream(logs),
@@ -283,6 +284,16 @@ def _era(ctx: Context | None) -> str | None:
     if params is None or params.capabilities.elicitation is None or context is None:
         return None
     return "modern" if context.protocol_version in MODERN_PROTOCOL_VERSIONS else "handshake"
+
+
+def _carries_answer(ctx: Context | None) -> bool:
+    """Whether a call carries a question's state or answers: from a client that says it
+    cannot be asked (no elicitation capability), a replayed state would otherwise run the
+    code again, unasked, past the gate's cap and drain (outside attack 113)."""
+    try:
+        return ctx is not None and bool(ctx.request_state or ctx.input_responses is not None)
+    except (RuntimeError, AttributeError, ValueError):  # no MCP request, or params not a call's
+        return False
 
 
 def handshake_approver(ctx: Context | None) -> Approver | None:

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from .http_host import parse_host
+from .sandbox.protocol import decode_cost
 
 if TYPE_CHECKING:
     from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -44,6 +45,10 @@ _HEALTH_PATH, _READY_PATH = "/healthz", "/readyz"
 _QUIET_S = 0.5  # a drain ends after this long without a request
 _MAX_PEEK_BYTES = 4 * 1024 * 1024  # the MCP SDK's own request-body limit
 _MAX_INITIALIZE_BYTES = 16 * 1024  # capabilities and client info, in any session
+_MAX_BODY_OBJECTS = 64 << 20
+"""What a body may take as Python objects (`decode_cost`, an upper estimate): 4 MB of `[],`
+parse to 80-100 MB, 25 times their size, and 40 such calls took 4 GB (outside attack
+113); 4 MB of records, numbers or text estimate 3-42 MB. Bodies under 64 KB are not costed."""
 
 
 class GateState(enum.Enum):
@@ -74,8 +79,9 @@ class Gate:
         # as the MCP app reads it: a header's bytes as latin-1 text
         self._token = None if token is None else token.encode("latin-1", "replace")
         self._max_requests = max_requests  # 0: no cap
-        self._busy = busy  # work a drain waits for beside requests (`wait_quiet`)
+        self.busy = busy  # work a drain waits for beside requests (`wait_quiet`)
         self.running = 0
+        self.working = 0  # of those, the ones that may start work (what the cap counts)
         self._admitted = 0
         self._app: ASGIApp | None = None
         self._changed = asyncio.Event()
@@ -117,7 +123,7 @@ class Gate:
                 return False
             admitted = self._admitted
             await asyncio.sleep(_QUIET_S)
-            if self._admitted == admitted and not self.running and not self._busy():
+            if self._admitted == admitted and not self.running and not self.busy():
                 return True
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -141,7 +147,7 @@ class Gate:
         if refusal is not None:
             await _respond(send, *refusal, close=True)
             return
-        async with self._working():
+        async with self._working(_may_start_work(body or b"")):
             await self._pass(scope, _replay(body or b"", receive), send)
 
     def _refusal(self, body: bytes | None, *, modern: bool) -> tuple[int, str] | None:
@@ -151,7 +157,9 @@ class Gate:
             return 413, "the request body is over 4 MB"
         if len(body) > _MAX_INITIALIZE_BYTES and "initialize" in _methods(body):
             return 413, "an initialize request is limited to 16 KB"
-        full = self._max_requests and self.running >= self._max_requests
+        if len(body) > 64 * 1024 and decode_cost(body) > _MAX_BODY_OBJECTS:
+            return 413, "the request's JSON would take over 64 MB as objects (many small values)"
+        full = self._max_requests and self.working >= self._max_requests
         if (full or self.state is GateState.DRAINING) and _starts_work(body, modern=modern):
             return 503, "draining" if self.state is GateState.DRAINING else "too many requests"
         if self.state is GateState.CLOSED:
@@ -175,13 +183,15 @@ class Gate:
         await self._app(scope, receive, send)
 
     @contextlib.asynccontextmanager
-    async def _working(self) -> AsyncIterator[None]:
+    async def _working(self, work: bool) -> AsyncIterator[None]:
         self.running += 1
+        self.working += work
         self._idle.clear()
         try:
             yield
         finally:
             self.running -= 1
+            self.working -= work
             if not self.running:
                 self._idle.set()
 
@@ -206,6 +216,14 @@ def _starts_work(body: bytes, *, modern: bool) -> bool:
         method == "initialize" or (method == "tools/call" and not (modern and _answers(params)))
         for method, params in _requests(body)
     )
+
+
+def _may_start_work(body: bytes) -> bool:
+    """Whether a body may hold a request that starts work, without parsing it: a method
+    named as is, any escape, or a NUL (JSON in UTF-16 or UTF-32). Pings and listings held
+    open (a reused JSON-RPC id is never answered) filled the cap and locked every client
+    out (outside attack 113)."""
+    return any(sign in body for sign in (b"tools/call", b"initialize", b"\\", b"\x00"))
 
 
 def _modern(scope: Scope) -> bool:

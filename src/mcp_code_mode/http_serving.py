@@ -178,7 +178,11 @@ async def _serve(
                     left_ready.cancel()
                 gate.drain()
                 if not await gate.wait_quiet(_drain_limit_s(settings)):
-                    logger.warning("mcp-code-mode: %d calls still running; stopping", gate.running)
+                    logger.warning(
+                        "mcp-code-mode: %d calls%s still running; stopping",
+                        gate.running,
+                        " and runs no call holds" if gate.busy() else "",
+                    )
                 gate.close()  # from here on every MCP request is refused
             # Leaving the app's lifespan ends its MCP sessions; leaving `open_server`
             # closes the gateway's upstreams and workers.

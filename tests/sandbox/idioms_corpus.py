@@ -2373,6 +2373,35 @@ def describe(k):
         ["map/eof", "seq", "map/eof", "dict 3", "list [1]", "red", "?"],
     ),
     (
+        "match_value_patterns_in_a_class_body_read_when_tried",
+        r"""class Cfg:
+    def __init__(self):
+        self._last = "a"
+
+    def advance(self):
+        self._last = "b"
+        return "b"
+
+cfg = Cfg()
+
+class Table:
+    kind = 1
+    match kind:
+        case 1:
+            first = "one"
+        case cfg._missing:
+            first = "never read"
+    match cfg.advance():
+        case cfg._last:
+            second = "read after the subject"
+        case _:
+            second = "read before it"
+
+[Table.first, Table.second]
+""",
+        ["one", "read after the subject"],
+    ),
+    (
         "star_unpacking",
         r"""first, *middle, last = [1, 2, 3, 4, 5]
 head, *tail = "abc"

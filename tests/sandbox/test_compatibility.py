@@ -71,3 +71,38 @@ async def test_agent_idioms_run(any_gateway: Gateway) -> None:
             failed[name] = why
     assert len(IDIOMS) >= 80
     assert len(failed) <= len(IDIOMS) * 0.05, failed
+
+
+async def test_every_match_idiom_runs(any_gateway: Gateway) -> None:
+    """The rewrite names a match's checked values (attacks 106-112): every shape of `match`
+    runs as Python runs it, none within the corpus's margin."""
+    refused = "match_class_patterns"  # positional sub-patterns: the policy says why
+    rows = [row for row in IDIOMS if row[0].startswith("match_") and row[0] != refused]
+    assert len(rows) >= 3
+    for name, code, expected in rows:
+        ok, why = await _passes(any_gateway, code, expected)
+        assert ok, (name, why)
+
+
+@pytest.mark.parametrize(
+    ("code", "expected"),
+    [
+        ("x = " + "+".join(["'a'"] * 990) + "\nlen(x)", 990),
+        ("class B:\n    pass\nb = B()\nb.b = b\n(b" + ".b" * 990 + ") is b", True),
+        ("x = " + "-" * 990 + "1\nx", 1),
+        (
+            "l, r = [], None\nfor _ in range(12_000):\n    l = [l]\ntry:\n    repr(l)\n"
+            "except RecursionError:\n    r = 'RecursionError'\nr",
+            "RecursionError",
+        ),
+    ],
+    ids=["binop", "attributes", "unary", "data"],
+)
+async def test_code_and_data_as_deep_as_python_takes_them(
+    any_gateway: Gateway, code: str, expected: object
+) -> None:
+    """Outside attack 112: 450 levels of code ended a run in a bare RecursionError, and on
+    Pyodide 1,900 levels of code, or `repr` of data 6,000 deep, killed the runner (its
+    stacks ran out before Python's recursion limit could raise)."""
+    out = (await any_gateway.execute(code, timeout_s=30)).to_json()
+    assert out["ok"] and out["result"] == expected, out

@@ -167,3 +167,22 @@ def test_private_and_refused_names_in_a_tools_chain_are_checked_at_run_time() ->
 def test_the_exemption_needs_the_real_tools(code: str, needle: str) -> None:
     violation = check(code)
     assert violation is not None and needle in violation.message
+
+
+@pytest.mark.parametrize(
+    ("code", "line"),
+    [
+        ("x = " + "-" * 1_100 + "1", 1),
+        ("b = 0\n" + "x = b" + ".b" * 1_100, 2),  # the deepest node is a `Load`: no line
+        ("x = " + "+".join(["'a'"] * 1_100), 1),
+    ],
+    ids=["unary", "attributes", "binop"],
+)
+def test_code_nested_past_the_limit_is_refused_with_its_line(code: str, line: int) -> None:
+    """Outside attack 112: the worker's rewrite stopped at 400-450 levels with a bare
+    RecursionError, and Pyodide's parser overflowed its stack at 1,900."""
+    violation = check_policy(
+        code, allowed_imports=DEFAULT_ALLOWED_IMPORTS, max_chars=100_000, max_lines=100
+    )
+    assert violation is not None and violation.kind == "POLICY_VIOLATION"
+    assert "nested more than 1000 levels" in violation.message and violation.line == line

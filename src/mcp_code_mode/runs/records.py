@@ -40,6 +40,7 @@ _MAX_CALLS = 10_000  # calls kept of one run (MCP_CODE_MAX_TOOL_CALLS=0 is no li
 _RUN_CALL_BYTES = 200_000
 _STUB_CHARS = 40
 _INT64 = 2**63  # SQLite INTEGER, PostgreSQL bigint
+_EARLIER_CUT = re.compile(r"… \[([0-9]{1,18}) more characters cut\]\Z")
 _UNSTORABLE = re.compile("[\ud800-\udfff\x00]")  # surrogates (sqlite3 refuses), NUL (PostgreSQL)
 
 
@@ -49,9 +50,14 @@ def clip(text: str, limit: int) -> str:
     limit = max(limit, 0)
     if len(text) <= limit:
         return _storable(text)
+    earlier = 0  # a text clipped before (a stub of a clipped name) counts its first cut too
+    mark = _EARLIER_CUT.search(text, max(len(text) - 48, 0))
+    if mark is not None:
+        earlier, text = int(mark.group(1)), text[: mark.start()]
     marker = "… [{} more characters cut]"
-    kept = max(limit - len(marker.format(len(text))), 0)  # the final marker is no longer
-    return (_storable(text[:kept]) + marker.format(len(text) - kept))[:limit]
+    whole = len(text) + earlier
+    kept = max(limit - len(marker.format(whole)), 0)  # the final marker is no longer
+    return (_storable(text[:kept]) + marker.format(whole - kept))[:limit]
 
 
 def _storable(text: str) -> str:

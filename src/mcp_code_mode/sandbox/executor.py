@@ -29,19 +29,20 @@ from .child.rules import ALWAYS_IMPORTABLE, CHECKED_EXTRAS, UNGUARDED_MODULES
 from .conversation import Conversation, Hold
 from .launchers import launcher_for
 from .pool import WorkerPool
-from .protocol import DoneMessage, RunMessage
+from .protocol import DoneMessage, RunMessage, decode_cost
 from .results import KILL_GRACE_S, check_code, result_of
 
-__all__ = ["MAX_WAITING_CHARS", "MAX_WAITING_RUNS", "SandboxExecutor", "runs_that_fit"]
+__all__ = ["MAX_WAITING_BYTES", "MAX_WAITING_RUNS", "SandboxExecutor", "runs_that_fit"]
 
 logger = logging.getLogger(__name__)
 
 MAX_WAITING_RUNS = 1000
-MAX_WAITING_CHARS = 64_000_000
-"""Runs that may wait for a slot (`runs_that_fit`), and their code and input in JSON
-characters in all; the next is an EXECUTOR_ERROR at once (clients that hung up left 300
-runs of 3 MB waiting: 1.9 GB, outside attack 109; a count alone failed an agent's burst
-of small calls, attack 111)."""
+MAX_WAITING_BYTES = 256 << 20
+"""Runs that may wait for a slot (`runs_that_fit`), and what their code and input hold as
+objects in all (`decode_cost` of their JSON); the next is an EXECUTOR_ERROR at once
+(clients that hung up left 300 runs of 3 MB waiting: 1.9 GB, outside attack 109; a count
+alone failed an agent's burst of small calls, attack 111; 4 MB of `[],` held 25 times
+their characters, attack 113)."""
 
 
 class SandboxExecutor:
@@ -64,8 +65,8 @@ class SandboxExecutor:
         # hold up to `memory_mb`, and 24 at once took the host to 4.3 GB (outside attack 56).
         self.run_slots = asyncio.Semaphore(runs_that_fit(limits.memory_mb))
         self.waiting = 0  # runs waiting for a slot, each holding its input
-        self.waiting_chars = 0
-        self.max_waiting = (MAX_WAITING_RUNS, MAX_WAITING_CHARS)
+        self.waiting_bytes = 0
+        self.max_waiting = (MAX_WAITING_RUNS, MAX_WAITING_BYTES)
         self._active = 0
 
     @classmethod
@@ -142,8 +143,8 @@ class SandboxExecutor:
             refused.duration_ms = _ms_since(started)
             return refused
         cost = _size(code, input) if self.run_slots.locked() else 0  # only if it waits
-        runs, chars = self.max_waiting
-        if self.waiting >= runs or self.waiting_chars + cost > chars:
+        runs, held = self.max_waiting
+        if self.waiting >= runs or self.waiting_bytes + cost > held:
             return ExecutionResult.failure(
                 ErrorType.EXECUTOR_ERROR,
                 f"the gateway is busy: {self.waiting} runs are waiting for a worker; "
@@ -175,12 +176,12 @@ class SandboxExecutor:
     @contextlib.asynccontextmanager
     async def _slot(self, cost: int) -> AsyncIterator[None]:
         self.waiting += 1
-        self.waiting_chars += cost
+        self.waiting_bytes += cost
         try:
             await self.run_slots.acquire()
         finally:
             self.waiting -= 1
-            self.waiting_chars -= cost
+            self.waiting_bytes -= cost
         try:
             yield
         finally:
@@ -255,11 +256,12 @@ def _unchecked(module: str) -> str | None:
 
 
 def _size(code: str, input: Any) -> int:
-    """What a waiting run holds, in JSON characters (measured only when it must wait)."""
+    """What a waiting run holds as objects, estimated from its input's JSON (measured only
+    when it must wait)."""
     try:
-        return len(code) + len(json.dumps(input, default=repr))
+        return len(code) + decode_cost(json.dumps(input, default=repr).encode())
     except (TypeError, ValueError, RecursionError):
-        return MAX_WAITING_CHARS  # not measurable: it waits alone
+        return MAX_WAITING_BYTES  # not measurable: it waits alone
 
 
 def runs_that_fit(memory_mb: int) -> int:

@@ -26,8 +26,10 @@ from .child.rules import (
     BLOCKED_ATTRIBUTES,
     GUARDED_READS,
     LAZY_HELPERS,
+    MAX_NESTING,
     REFUSED_DUNDERS,
     SHOWN_READS,
+    TOO_DEEP,
     refused_component,
 )
 from .child.scopes import SELF_MATCHING, bound_names
@@ -104,6 +106,8 @@ def check_policy(
         tree = ast.parse(code, "<guest>")
     except SyntaxError as exc:
         return PolicyViolation("SYNTAX_ERROR", f"SyntaxError: {exc.msg}", exc.lineno)
+    if (line := _too_deep(tree)) is not None:
+        return PolicyViolation("POLICY_VIOLATION", TOO_DEEP, line or None)
     allowed = _allowed(tuple(allowed_imports))
     nodes = list(ast.walk(tree))  # walked once: every check below reads this list
     tool_names = _tool_attributes(nodes)
@@ -118,6 +122,19 @@ def check_policy(
         return None
     line, _, message = min(found)  # the first problem in reading order
     return PolicyViolation("POLICY_VIOLATION", message, line or None)
+
+
+def _too_deep(tree: ast.AST) -> int | None:
+    """The line (0 if none) of a node nested past `MAX_NESTING`, or None; walked without
+    recursion."""
+    stack = [(tree, 0, 0)]
+    while stack:
+        node, depth, line = stack.pop()
+        line = getattr(node, "lineno", line)
+        if depth > MAX_NESTING:
+            return line
+        stack.extend((child, depth + 1, line) for child in ast.iter_child_nodes(node))
+    return None
 
 
 @functools.lru_cache(maxsize=8)

@@ -68,14 +68,25 @@ def _guest_sources() -> dict[str, str]:
     return files
 
 
+_STACK_KB = 4000
+"""Half the 8 MB a main thread's stack usually has (`ulimit -s`): V8 must stop short of it."""
+
+
 def v8_flags(memory_mb: int, *, js_allowed: bool = False) -> str:
     """V8's flags for a runner: Wasm memory capped at `memory_mb`, and no JavaScript made
     from strings (`eval`, `Function(text)`): JS that guest code might reach through a
     proxy (outside attack 46 had JS's `Function` from a JavaScript error) cannot run text
     it chose. Pyodide itself needs neither once loaded. Not when the operator allowed the
-    `js` module: guest code then has JavaScript (`js.eval` included) by their choice."""
+    `js` module: guest code then has JavaScript (`js.eval` included) by their choice.
+
+    Stacks of `_STACK_KB`, the JS one and those Wasm runs on under JSPI: with V8's ~1 MB,
+    data nested 6,000 deep (`repr`, `json.dumps`) overflowed them before Python's C
+    recursion limit (10,000) could raise, and the runner died (outside attack 112)."""
     pages = max(memory_mb * 16, 256)  # 64 KiB Wasm pages
-    flags = f"--wasm-max-mem-pages={pages}"
+    flags = (
+        f"--wasm-max-mem-pages={pages},--stack-size={_STACK_KB},"
+        f"--wasm-stack-switching-stack-size={_STACK_KB}"
+    )
     return flags if js_allowed else f"{flags},--disallow-code-generation-from-strings"
 
 

@@ -13,6 +13,7 @@ from typing import Any
 from ..errors import ErrorType, WorkerCrashed
 from ..offload import offloaded
 from .base import ErrorDetail, ExecutionResult, Limits
+from .child.rules import TOO_DEEP
 from .policy import check_policy
 from .protocol import DoneMessage
 from .reply import off_the_loop
@@ -36,11 +37,7 @@ def check_code(code: str, allowed_imports: Sequence[str], limits: Limits) -> Exe
             max_lines=limits.max_lines,
         )
     except (RecursionError, MemoryError):
-        return ExecutionResult.failure(
-            ErrorType.POLICY_VIOLATION,
-            "the code is nested too deeply to be checked (split long expressions "
-            "and deep nesting into statements)",
-        )
+        return ExecutionResult.failure(ErrorType.POLICY_VIOLATION, TOO_DEEP)
     except UnicodeEncodeError as exc:  # a lone surrogate in the source text
         return ExecutionResult.failure(
             ErrorType.POLICY_VIOLATION,

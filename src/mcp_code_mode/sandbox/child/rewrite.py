@@ -11,12 +11,15 @@ class namespace (`scopes`), and the last expression is bound to the result. Only
 from __future__ import annotations
 
 import ast
+import copy
+import sys
 from types import CodeType
 
 from mcp_code_mode.sandbox.child.guest_api import HOST_CALLS
 from mcp_code_mode.sandbox.child.rules import (
     CHECKED_READS,
     GUEST_ONLY_DUNDERS,
+    MAX_NESTING,
     PRIVATE_OK,
     SHOWN_READS,
     VIEWED_DUNDERS,
@@ -28,6 +31,7 @@ __all__ = ["GUEST_FILENAME", "RESULT_NAME", "compile_guest"]
 
 GUEST_FILENAME = "<guest>"
 RESULT_NAME = "_mcp_result_"
+_COMPILE_FRAMES = 8 * MAX_NESTING
 
 
 class _Rewrite(ast.NodeTransformer):
@@ -70,16 +74,29 @@ class _Rewrite(ast.NodeTransformer):
         if not hoisted:
             return node
         self.matches += 1
-        # a class body's names are not seen from a lambda: there, each is read at once
-        thunk = _eager if self.in_class[-1] else _thunk
         keywords = [
-            ast.keyword(arg=f"v{i}", value=thunk(self.visit(v))) for i, v in enumerate(hoisted)
+            ast.keyword(arg=f"v{i}", value=self._deferred(v)) for i, v in enumerate(hoisted)
         ]
         values = ast.Call(
             func=ast.Name(id="_mcp_values_", ctx=ast.Load()), args=[], keywords=keywords
         )
         assign = ast.Assign(targets=[ast.Name(id=kept, ctx=ast.Store())], value=values)
         return [ast.copy_location(assign, node), node]
+
+    def _deferred(self, value: ast.expr) -> ast.Lambda:
+        """`lambda: <value>`, guarded; in a class body, whose names a lambda does not see,
+        the dotted name's root is read at once (a default) and the rest when the pattern
+        is tried (all of it at once raised for cases never reached: attack 112)."""
+        if not self.in_class[-1]:
+            return _thunk(self.visit(value))
+        chain = copy.deepcopy(value)
+        parent = chain
+        while isinstance(parent, ast.Attribute) and isinstance(parent.value, ast.Attribute):
+            parent = parent.value
+        if not isinstance(parent, ast.Attribute):  # not a dotted name: all of it at once
+            return _eager(self.visit(value))
+        root, parent.value = parent.value, ast.Name(id="_mcp_v", ctx=ast.Load())
+        return _lambda([ast.arg(arg="_mcp_v")], [self.visit(root)], self.visit(chain), value)
 
     def visit_Await(self, node: ast.Await) -> ast.AST:
         api = _is_api_call(node.value)  # on the source's own call, before it is rewritten
@@ -256,17 +273,31 @@ def _is_api_call(node: ast.AST) -> bool:
 
 
 def compile_guest(source: str) -> CodeType:
-    """Compile guest code with top-level await, binding the last expression to the result."""
-    tree: ast.Module = _Rewrite().visit(ast.parse(source, GUEST_FILENAME))
+    """Compile guest code with top-level await, binding the last expression to the result.
+
+    The one function that may compile (`ast.parse` too: the audit hook's rule), with room
+    for the frames `MAX_NESTING` levels take (the rewrite recurses a few frames a level);
+    deeper code raises RecursionError (the policy refuses it before it comes)."""
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, _COMPILE_FRAMES))
+    try:
+        tree = _rewritten(ast.parse(source, GUEST_FILENAME))
+        # dont_inherit: this module's own `from __future__ import annotations` must not
+        # turn the guest's annotations into strings.
+        code: CodeType = compile(
+            tree, GUEST_FILENAME, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True
+        )
+    finally:
+        sys.setrecursionlimit(limit)
+    return code
+
+
+def _rewritten(tree: ast.Module) -> ast.Module:
+    tree = _Rewrite().visit(tree)
     class_globals(tree)  # `tools` and `int` mean the real ones in class bodies too
     if tree.body and isinstance(tree.body[-1], ast.Expr):
         last = tree.body[-1]
         target = ast.Name(id=RESULT_NAME, ctx=ast.Store())
         tree.body[-1] = ast.copy_location(ast.Assign(targets=[target], value=last.value), last)
     ast.fix_missing_locations(tree)
-    # dont_inherit: this module's own `from __future__ import annotations` must not turn the
-    # guest's annotations into strings.
-    code: CodeType = compile(
-        tree, GUEST_FILENAME, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True
-    )
-    return code
+    return tree

@@ -15,10 +15,12 @@ __all__ = [
     "GUEST_MODULE",
     "GUEST_ONLY_DUNDERS",
     "LAZY_HELPERS",
+    "MAX_NESTING",
     "PRIVATE_OK",
     "REFUSED_DUNDERS",
     "REMOVED_BUILTINS",
     "SHOWN_READS",
+    "TOO_DEEP",
     "VIEWED_DUNDERS",
     "WRITER_DUNDERS",
     "refused_component",
@@ -29,6 +31,17 @@ __all__ = [
 # `isinstance` (a guest's `__class__` answers that).
 C_BOUND_METHODS = (types.BuiltinMethodType, types.MethodWrapperType)
 C_UNBOUND_METHODS = (types.MethodDescriptorType, types.WrapperDescriptorType)
+
+MAX_NESTING = 1000
+"""How deep guest code's syntax tree may nest: the policy refuses deeper code (python3
+compiles some 2,000 levels; the worker's rewrite, run with room for this many, stopped at
+400-450 with a bare RecursionError, and Pyodide's parser overflowed its stack at 1,900:
+outside attack 112)."""
+
+TOO_DEEP = (
+    f"the code is nested more than {MAX_NESTING} levels deep (split long expressions "
+    "and deep nesting into statements)"
+)
 
 GUEST_MODULE = "__main__"
 """The guest's module name: `if __name__ == "__main__":` runs, classes say `__main__`."""

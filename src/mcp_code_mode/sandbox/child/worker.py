@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from mcp_code_mode.sandbox.child.guest import Fatal, GuestRuntime, Submitted
 from mcp_code_mode.sandbox.child.outcome import error_for, make_error, result_value
 from mcp_code_mode.sandbox.child.rewrite import RESULT_NAME, compile_guest
-from mcp_code_mode.sandbox.child.rules import GUEST_MODULE
+from mcp_code_mode.sandbox.child.rules import GUEST_MODULE, TOO_DEEP
 from mcp_code_mode.sandbox.child.tools_view import GuestIndex, freeze_index
 from mcp_code_mode.sandbox.protocol import (
     DECODE_BUDGET,
@@ -289,7 +289,10 @@ def _run_with_limits(
         SET_HANDLER(timer[0], _on_alarm(run, timeout_s))
     sys.stdout = sys.stderr = capture
     try:
-        code = compile_guest(source)
+        try:
+            code = compile_guest(source)
+        except RecursionError:  # deeper than the policy lets code come
+            return None, make_error("POLICY_VIOLATION", TOO_DEEP, None)
         if timer is not None:
             run.deadline = time.monotonic() + timeout_s
             timer[1](timeout_s)
