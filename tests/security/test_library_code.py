@@ -1515,3 +1515,27 @@ async def test_generated_text_reads_no_name_of_the_sandboxs(sec_gateway: Gateway
     out = await attempt(sec_gateway, code)
     assert not reached(out), out
     assert out["result"] == ["mappingproxy", "refused", "eof"], out
+
+
+async def test_a_class_bodys_match_checks_a_tools_chain_whole(sec_gateway: Gateway) -> None:
+    """Outside attack 114: in a class body a value's root is read at once and the rest
+    when its pattern is tried; the root was renamed before the chain was rewritten, so
+    `tools.<a>.<b>`, whose names are checked at run time, was read with the real getattr
+    (`case tools.t.mro:` reached the server view's own lookup; with `tools` rebound by an
+    earlier step's function, `tools.a.format` handed the real `str.format` to `__eq__`)."""
+    code = (
+        "out = []\n"
+        "class Eq:\n    def __eq__(self, other):\n        out.append(type(other).__name__)\n"
+        "        return False\n    __hash__ = None\n"
+        "for name in ('mro', 'format'):\n"
+        "    try:\n        class C:\n            match Eq():\n"
+        "                case tools.t.mro if name == 'mro':\n                    pass\n"
+        "                case tools.t.format:\n                    pass\n"
+        "    except Exception as e:\n        out.append(str(e))\n"
+        "out"
+    )
+    out = await attempt(sec_gateway, code)
+    assert not reached(out), out
+    # the guard's refusal, not the server view's own `__getattr__` (the raw read's)
+    assert len(out["result"]) == 2, out
+    assert all("is not allowed" in said for said in out["result"]), out

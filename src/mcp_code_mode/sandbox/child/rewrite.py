@@ -11,7 +11,6 @@ class namespace (`scopes`), and the last expression is bound to the result. Only
 from __future__ import annotations
 
 import ast
-import copy
 import sys
 from types import CodeType
 
@@ -86,17 +85,16 @@ class _Rewrite(ast.NodeTransformer):
     def _deferred(self, value: ast.expr) -> ast.Lambda:
         """`lambda: <value>`, guarded; in a class body, whose names a lambda does not see,
         the dotted name's root is read at once (a default) and the rest when the pattern
-        is tried (all of it at once raised for cases never reached: attack 112)."""
+        is tried (all of it at once raised for cases never reached: attack 112). The chain
+        is rewritten before its root is replaced: what is checked is decided on the source
+        (`tools.<a>.<b>` is checked whole; renamed first, it was read raw: attack 114)."""
+        guarded = self.visit(value)
         if not self.in_class[-1]:
-            return _thunk(self.visit(value))
-        chain = copy.deepcopy(value)
-        parent = chain
-        while isinstance(parent, ast.Attribute) and isinstance(parent.value, ast.Attribute):
-            parent = parent.value
-        if not isinstance(parent, ast.Attribute):  # not a dotted name: all of it at once
-            return _eager(self.visit(value))
-        root, parent.value = parent.value, ast.Name(id="_mcp_v", ctx=ast.Load())
-        return _lambda([ast.arg(arg="_mcp_v")], [self.visit(root)], self.visit(chain), value)
+            return _thunk(guarded)
+        root = _swap_root(guarded, ast.Name(id="_mcp_v", ctx=ast.Load()))
+        if root is None:  # not a dotted name: all of it at once
+            return _eager(guarded)
+        return _lambda([ast.arg(arg="_mcp_v")], [root], guarded, value)
 
     def visit_Await(self, node: ast.Await) -> ast.AST:
         api = _is_api_call(node.value)  # on the source's own call, before it is rewritten
@@ -203,6 +201,30 @@ def _checked_values(match: ast.Match, kept: str) -> list[ast.expr]:
             elif isinstance(node, ast.MatchClass):
                 node.cls = keep(node.cls)
     return hoisted
+
+
+def _swap_root(chain: ast.expr, new: ast.expr) -> ast.expr | None:
+    """Put `new` where a rewritten dotted name reads its root `Name` (the innermost
+    attribute's `value`, or the innermost `_mcp_getattr_` call's first argument) and return
+    that root; None, and `chain` unchanged, when it is no such name."""
+    node: ast.expr = chain
+    while True:
+        if isinstance(node, ast.Attribute):
+            if isinstance(node.value, ast.Name):
+                root, node.value = node.value, new
+                return root
+            node = node.value
+        elif isinstance(node, ast.Call) and node.args and _calls(node, "_mcp_getattr_"):
+            if isinstance(node.args[0], ast.Name):
+                root, node.args[0] = node.args[0], new
+                return root
+            node = node.args[0]
+        else:
+            return None
+
+
+def _calls(node: ast.Call, name: str) -> bool:
+    return isinstance(node.func, ast.Name) and node.func.id == name
 
 
 def _thunk(value: ast.expr) -> ast.Lambda:
