@@ -320,6 +320,51 @@ async def test_request_bodies_and_requests_in_flight_are_bounded(tmp_path: Path)
 
 
 @pytest.mark.slow
+async def test_what_requests_in_flight_hold_is_bounded_and_held_pings_hold_no_drain(
+    tmp_path: Path,
+) -> None:
+    """Outside attack 115: a request reusing the JSON-RPC id of another in its session is
+    never answered by the MCP SDK and keeps its parsed body (100 held pings of 64 MB as
+    objects took 7 GB), and held pings kept a drain to its limit. What all bodies in flight
+    take as objects is bounded (`MCP_CODE_HTTP_MAX_HELD_MB`, 503 beyond), and a drain
+    waits for requests that may start work only."""
+    async with serving(
+        _config(tmp_path), tmp_path / "serve.log", MCP_CODE_HTTP_MAX_HELD_MB="8"
+    ) as instance:
+        await wait_ready(instance)
+        async with httpx.AsyncClient(timeout=30) as http:
+            opened = await http.post(instance.url, json=_initialize(), headers=MCP_HEADERS)
+            session = {**MCP_HEADERS, "mcp-session-id": opened.headers["mcp-session-id"]}
+            note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+            await http.post(instance.url, json=note, headers=session)
+            padded = _call(SLEEP_3S, 1)  # 250 KB of `[1], `: some 6.4 MB as objects
+            padded["params"]["arguments"]["input"] = [[1]] * 50_000
+            first = asyncio.ensure_future(http.post(instance.url, json=padded, headers=session))
+            await asyncio.sleep(1.0)
+            over = await http.post(instance.url, json={**padded, "id": 2}, headers=session)
+            small = await http.post(instance.url, json=_call("1+1", 3), headers=session)
+            done = await first
+            after = await http.post(instance.url, json={**padded, "id": 4}, headers=session)
+            ping = {"jsonrpc": "2.0", "id": 7, "method": "ping"}  # one id: the SDK answers one
+            held = [
+                asyncio.ensure_future(http.post(instance.url, json=ping, headers=session))
+                for _ in range(8)
+            ]
+            await asyncio.sleep(1.0)
+            unanswered = sum(not h.done() for h in held)
+            instance.proc.send_signal(signal.SIGTERM)
+            started = time.monotonic()
+            code = await asyncio.to_thread(instance.proc.wait, 60)
+            drained_s = time.monotonic() - started
+            for h in held:
+                h.cancel()
+    assert (over.status_code, over.text) == (503, "too much request data in flight")
+    assert small.status_code == 200 and done.status_code == 200 and after.status_code == 200
+    assert unanswered >= 2 and code == 0
+    assert drained_s < 20, drained_s  # the drain's limit is 430 s
+
+
+@pytest.mark.slow
 async def test_sigterm_lets_a_running_call_finish(tmp_path: Path) -> None:
     async with serving(_config(tmp_path), tmp_path / "serve.log") as instance:
         await wait_ready(instance)

@@ -11,8 +11,9 @@ refused with 503 before anything runs, so a balancer may resend them to another 
 the rest still passes, for running calls may need it. The gate counts the requests that
 carry work, so a drain knows when the running calls have finished (`Gate.wait_quiet`).
 
-Bounds, each found by outside attacks (107, 109): an authorized request's body is read
-once here (at most the MCP app's own 4 MB); an `initialize` may carry 16 KB, else 413 (a
+Bounds, each found by outside attacks (107-115): an authorized request's body is read
+once here (at most the MCP app's own 4 MB) and costed as the objects it parses to (64 MB
+each, `max_held` for all requests in flight); an `initialize` may carry 16 KB, else 413 (a
 session kept its 3.5 MB `initialize` for 30 minutes: 140 sessions took 1 GB); the requests
 carrying work held at once are capped (`max_requests`: 200 calls of 3 MB took 2.1 GB),
 beyond which a request that starts work gets 503 with `retry-after`, while answers to the
@@ -48,7 +49,7 @@ _MAX_INITIALIZE_BYTES = 16 * 1024  # capabilities and client info, in any sessio
 _MAX_BODY_OBJECTS = 64 << 20
 """What a body may take as Python objects (`decode_cost`, an upper estimate): 4 MB of `[],`
 parse to 80-100 MB, 25 times their size, and 40 such calls took 4 GB (outside attack
-113); 4 MB of records, numbers or text estimate 3-42 MB. Bodies under 64 KB are not costed."""
+113); 4 MB of records, numbers or text estimate 3-42 MB."""
 
 
 class GateState(enum.Enum):
@@ -64,8 +65,9 @@ class GateState(enum.Enum):
 class Gate:
     """The ASGI app uvicorn serves: the probes, then the MCP app while it takes work.
 
-    It counts the requests that carry work (all but GET, whose streams only wait for
-    server messages) so a drain knows when the running calls have finished.
+    It counts the requests that may carry work (tool calls, sessions opened; not GET, whose
+    streams only wait for server messages, nor pings and listings) so a drain knows when
+    the running calls have finished, and what all requests in flight hold.
     """
 
     def __init__(
@@ -73,15 +75,20 @@ class Gate:
         *,
         token: str | None = None,
         max_requests: int = 0,
+        max_held: int = 1 << 30,
         busy: Callable[[], bool] = bool,
     ) -> None:
         self.state = GateState.STARTING
         # as the MCP app reads it: a header's bytes as latin-1 text
         self._token = None if token is None else token.encode("latin-1", "replace")
         self._max_requests = max_requests  # 0: no cap
+        # what the bodies of all requests in flight may take as objects: a request the MCP
+        # SDK never answers (one reusing the JSON-RPC id of another in its session) keeps
+        # its parsed body, and 100 held pings of 64 MB took 7 GB (outside attack 115)
+        self._max_held = max_held
         self.busy = busy  # work a drain waits for beside requests (`wait_quiet`)
-        self.running = 0
-        self.working = 0  # of those, the ones that may start work (what the cap counts)
+        self.running = 0  # requests in flight that may start work: the cap and the drain's
+        self.held = 0  # what the bodies of all requests in flight take as objects (estimated)
         self._admitted = 0
         self._app: ASGIApp | None = None
         self._changed = asyncio.Event()
@@ -143,23 +150,28 @@ class Gate:
             await self._pass(scope, receive, send)
             return
         body = await _read_body(receive)  # at most the MCP app's own limit, read once
-        refusal = self._refusal(body, modern=_modern(scope))
+        cost = 0 if body is None else decode_cost(body)  # 1-2 ms a MB, counting bytes
+        refusal = self._refusal(body, cost, modern=_modern(scope))
         if refusal is not None:
             await _respond(send, *refusal, close=True)
             return
-        async with self._working(_may_start_work(body or b"")):
-            await self._pass(scope, _replay(body or b"", receive), send)
+        assert body is not None
+        async with self._holding(_may_start_work(body), cost):
+            await self._pass(scope, _replay(body, receive), send)
 
-    def _refusal(self, body: bytes | None, *, modern: bool) -> tuple[int, str] | None:
-        """Why a request with this body is refused before it reaches the MCP app, if it is
-        (`modern`: a 2026-07-28 request, whose `tools/call` may answer a question)."""
+    def _refusal(self, body: bytes | None, cost: int, *, modern: bool) -> tuple[int, str] | None:
+        """Why a request with this body (`cost`: as objects) is refused before it reaches
+        the MCP app, if it is (`modern`: a 2026-07-28 request, whose `tools/call` may answer
+        a question)."""
         if body is None:
             return 413, "the request body is over 4 MB"
         if len(body) > _MAX_INITIALIZE_BYTES and "initialize" in _methods(body):
             return 413, "an initialize request is limited to 16 KB"
-        if len(body) > 64 * 1024 and decode_cost(body) > _MAX_BODY_OBJECTS:
+        if cost > _MAX_BODY_OBJECTS:
             return 413, "the request's JSON would take over 64 MB as objects (many small values)"
-        full = self._max_requests and self.working >= self._max_requests
+        if self.held + cost > self._max_held:
+            return 503, "too much request data in flight"
+        full = self._max_requests and self.running >= self._max_requests
         if (full or self.state is GateState.DRAINING) and _starts_work(body, modern=modern):
             return 503, "draining" if self.state is GateState.DRAINING else "too many requests"
         if self.state is GateState.CLOSED:
@@ -183,15 +195,18 @@ class Gate:
         await self._app(scope, receive, send)
 
     @contextlib.asynccontextmanager
-    async def _working(self, work: bool) -> AsyncIterator[None]:
-        self.running += 1
-        self.working += work
-        self._idle.clear()
+    async def _holding(self, work: bool, cost: int) -> AsyncIterator[None]:
+        """Count a request in flight: its body's cost, and whether the cap and the drain
+        count it (pings and listings held open kept a drain to its limit: attack 115)."""
+        self.running += work
+        self.held += cost
+        if work:
+            self._idle.clear()
         try:
             yield
         finally:
-            self.running -= 1
-            self.working -= work
+            self.running -= work
+            self.held -= cost
             if not self.running:
                 self._idle.set()
 

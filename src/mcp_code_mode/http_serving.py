@@ -197,6 +197,7 @@ def _gate(settings: Settings, busy: Callable[[], bool]) -> Gate:
     return Gate(
         token=None if token is None else token.get_secret_value(),
         max_requests=settings.http_max_requests,
+        max_held=settings.http_max_held_mb << 20,
         busy=busy,
     )
 

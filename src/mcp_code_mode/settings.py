@@ -145,6 +145,8 @@ class Settings(BaseSettings):
     http_stateless: bool = Field(False, validation_alias=_env("MCP_CODE_HTTP_STATELESS"))
     # Requests carrying work one instance holds at once (each up to 4 MB); beyond: 503.
     http_max_requests: int = Field(32, ge=1, validation_alias=_env("MCP_CODE_HTTP_MAX_REQUESTS"))
+    # What the bodies of all requests in flight may take as parsed objects; beyond: 503.
+    http_max_held_mb: int = Field(1024, ge=1, validation_alias=_env("MCP_CODE_HTTP_MAX_HELD_MB"))
     dspy_lm: str | None = Field(None, validation_alias=_env("DSPY_LM"))
     dspy_api_base: str | None = Field(None, validation_alias=_env("DSPY_API_BASE"))
     dspy_max_steps: int = Field(8, gt=0, validation_alias=_env("DSPY_MAX_STEPS"))
