@@ -29,6 +29,7 @@ from fastmcp import Client
 
 from mcp_code_mode.errors import ConfigError
 from mcp_code_mode.http_serving import check_exposure
+from mcp_code_mode.sandbox.protocol import decode_cost
 
 from .support import NOTES_SERVER, QUIET, ROOT, live_processes, make_settings, server_entry
 
@@ -328,6 +329,11 @@ async def test_what_requests_in_flight_hold_is_bounded_and_held_pings_hold_no_dr
     objects took 7 GB), and held pings kept a drain to its limit. What all bodies in flight
     take as objects is bounded (`MCP_CODE_HTTP_MAX_HELD_MB`, 503 beyond), and a drain
     waits for requests that may start work only."""
+    padded, items = _call(SLEEP_3S, 1), 1_000  # `[1],` to 72-200 KB short of 8 MB as objects
+    while decode_cost(_sent(padded, [[1]] * items)) < (8 << 20) - 200_000:
+        items += 1_000
+    small = {"jsonrpc": "2.0", "id": 3, "method": "ping"}  # 10 KB costed 330 KB: passes
+    medium = {"jsonrpc": "2.0", "id": 5, "method": "ping"}  # 20 KB: does not
     async with serving(
         _config(tmp_path), tmp_path / "serve.log", MCP_CODE_HTTP_MAX_HELD_MB="8"
     ) as instance:
@@ -337,14 +343,19 @@ async def test_what_requests_in_flight_hold_is_bounded_and_held_pings_hold_no_dr
             session = {**MCP_HEADERS, "mcp-session-id": opened.headers["mcp-session-id"]}
             note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
             await http.post(instance.url, json=note, headers=session)
-            padded = _call(SLEEP_3S, 1)  # 250 KB of `[1], `: some 6.4 MB as objects
-            padded["params"]["arguments"]["input"] = [[1]] * 50_000
-            first = asyncio.ensure_future(http.post(instance.url, json=padded, headers=session))
+
+            async def post(request: dict[str, Any], padding: list[Any]) -> httpx.Response:
+                return await http.post(
+                    instance.url, content=_sent(request, padding), headers=session
+                )
+
+            first = asyncio.ensure_future(post(padded, [[1]] * items))
             await asyncio.sleep(1.0)
-            over = await http.post(instance.url, json={**padded, "id": 2}, headers=session)
-            small = await http.post(instance.url, json=_call("1+1", 3), headers=session)
+            over = await post({**padded, "id": 2}, [[1]] * items)
+            small_while = await post(small, [[]] * 3_500)
+            medium_while = await post(medium, [[]] * 7_000)
             done = await first
-            after = await http.post(instance.url, json={**padded, "id": 4}, headers=session)
+            after = await post({**padded, "id": 4}, [[1]] * items)
             ping = {"jsonrpc": "2.0", "id": 7, "method": "ping"}  # one id: the SDK answers one
             held = [
                 asyncio.ensure_future(http.post(instance.url, json=ping, headers=session))
@@ -359,7 +370,8 @@ async def test_what_requests_in_flight_hold_is_bounded_and_held_pings_hold_no_dr
             for h in held:
                 h.cancel()
     assert (over.status_code, over.text) == (503, "too much request data in flight")
-    assert small.status_code == 200 and done.status_code == 200 and after.status_code == 200
+    assert (medium_while.status_code, small_while.status_code) == (503, 200)  # attack 116
+    assert done.status_code == 200 and after.status_code == 200
     assert unanswered >= 2 and code == 0
     assert drained_s < 20, drained_s  # the drain's limit is 430 s
 
@@ -414,6 +426,16 @@ async def test_a_drain_waits_for_a_run_awaiting_an_answer(tmp_path: Path) -> Non
         assert await asyncio.to_thread(instance.proc.wait, 30) == 0
     out = result.structured_content
     assert out is not None and out["ok"] and out["result"] is True, out
+
+
+def _sent(request: dict[str, Any], padding: list[Any]) -> bytes:
+    """`request`'s body as sent, with `padding` in its params (a call's input, else `pad`)."""
+    params = request.setdefault("params", {})
+    if "arguments" in params:
+        params = {**params, "arguments": {**params["arguments"], "input": padding}}
+    else:
+        params = {**params, "pad": padding}
+    return json.dumps({**request, "params": params}, separators=(",", ":")).encode()
 
 
 def _modern_call(code: str, request_id: int, capabilities: Any, **extra: Any) -> dict[str, Any]:

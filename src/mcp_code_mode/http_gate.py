@@ -45,7 +45,9 @@ __all__ = ["Gate", "GateState"]
 _HEALTH_PATH, _READY_PATH = "/healthz", "/readyz"
 _QUIET_S = 0.5  # a drain ends after this long without a request
 _MAX_PEEK_BYTES = 4 * 1024 * 1024  # the MCP SDK's own request-body limit
-_MAX_INITIALIZE_BYTES = 16 * 1024  # capabilities and client info, in any session
+_SMALL_BYTES = 16 * 1024
+"""A small request: what an `initialize` may carry (capabilities and client info, in any
+session), and what always passes the bound on bodies in flight (answers, pings, lists)."""
 _MAX_BODY_OBJECTS = 64 << 20
 """What a body may take as Python objects (`decode_cost`, an upper estimate): 4 MB of `[],`
 parse to 80-100 MB, 25 times their size, and 40 such calls took 4 GB (outside attack
@@ -165,11 +167,13 @@ class Gate:
         a question)."""
         if body is None:
             return 413, "the request body is over 4 MB"
-        if len(body) > _MAX_INITIALIZE_BYTES and "initialize" in _methods(body):
+        if len(body) > _SMALL_BYTES and "initialize" in _methods(body):
             return 413, "an initialize request is limited to 16 KB"
         if cost > _MAX_BODY_OBJECTS:
             return 413, "the request's JSON would take over 64 MB as objects (many small values)"
-        if self.held + cost > self._max_held:
+        if self.held + cost > self._max_held and len(body) > _SMALL_BYTES:
+            # small requests pass: answers, pings and listings (one token holder's 16 calls
+            # of strings costed 11 times their size kept them out: attack 116)
             return 503, "too much request data in flight"
         full = self._max_requests and self.running >= self._max_requests
         if (full or self.state is GateState.DRAINING) and _starts_work(body, modern=modern):
