@@ -56,6 +56,29 @@ def test_guest_errors_are_recoverable(interp: MCPCodeInterpreter) -> None:
     assert interp.execute("counter") == "42"  # the session survived all of them
 
 
+def test_a_limit_raised_again_by_later_code_is_its_own_error() -> None:
+    """A session that caught a limit's exception keeps its class; raised again in a later
+    step with a forged type (a `str` subclass equal to every code, a dict, "TIMEOUT") it
+    broke the worker's report: a malformed result, or the worker dead and the session lost
+    (outside attack 117). It is the code's own RUNTIME_ERROR now, and the session lives."""
+    with MCPCodeInterpreter(timeout_s=2.0) as session:
+        with pytest.raises(CodeExecutionError, match="OUTPUT_LIMIT"):
+            session.execute(
+                "try:\n    print('x' * 2_000_000)\nexcept BaseException as e:\n    F = type(e)"
+            )
+        forged = (
+            "class K(str):\n    def __hash__(self):\n        return hash('TIMEOUT')\n"
+            "    def __eq__(self, other):\n        return True\n    def __ne__(self, other):\n"
+            "        return False\nraise F(K('NOT_A_CODE'), 'm')",
+            "raise F({'a': 1}, ['not', 'text'])",
+            "class G(F):\n    pass\nraise G('TIMEOUT', 'forged')",
+        )
+        for code in forged:
+            with pytest.raises(CodeExecutionError, match=r"RUNTIME_ERROR.*limit exception itself"):
+                session.execute(code)
+        assert session.execute("F.__name__") == "'Fatal'"  # the same worker, still serving
+
+
 def test_a_killed_worker_ends_the_session() -> None:
     with MCPCodeInterpreter(timeout_s=0.5) as session:
         session.execute("x = 1")

@@ -200,3 +200,24 @@ async def test_text_wider_than_its_bound_is_refused_unsent_and_recorded(gw: Gate
     assert out["error"]["type"] == "TOOL_ERROR", out
     assert "3,011 bytes of JSON, over the 3,000 allowed" in out["error"]["message"], out
     assert out["tool_calls"] == [{"server": "raw", "tool": "wire_size", "ms": 0.0, "ok": False}]
+
+
+async def test_no_nan_or_infinity_is_sent_to_a_tool(sec_gateway: Gateway) -> None:
+    """JSON has no NaN or infinity: the worker wrote them, the host read them back as
+    floats and the MCP client sent them as `null`, so a tool got another value than the
+    code passed and the call was recorded ok (outside attack 117). They are refused
+    unsent, wherever they sit in the arguments."""
+    code = (
+        "out = []\n"
+        "for v in (float('nan'), float('inf'), -float('inf'), [1.5, {'a': float('nan')}]):\n"
+        "    try:\n        call_tool('t', 'echo', {'text': v})\n        out.append('sent')\n"
+        "    except ToolError as e:\n        out.append(str(e))\n"
+        "r = call_tools([('t', 'echo', {'text': float('nan')}), ('t', 'echo', {'text': 'b'})])\n"
+        "out + [type(r[0]).__name__, r[1]]"
+    )
+    out = (await sec_gateway.execute(code, timeout_s=60)).to_json()
+    assert out["ok"], out
+    *refusals, batch_type, echoed = out["result"]
+    assert len(refusals) == 4 and batch_type == "ToolError" and "b" in str(echoed), out
+    assert all("cannot be sent to a tool (JSON has no NaN" in r for r in refusals), refusals
+    assert [c["ok"] for c in out["tool_calls"]] == [False] * 5 + [True], out["tool_calls"]

@@ -1532,6 +1532,23 @@ CRASHES = table(
     # a result whose JSON encoding raised a BaseException took the worker past its
     # `os._exit` into the interpreter's shutdown, running guest `__del__`s with the
     # modules torn down (outside attack 34)
+    # a caught limit raised again with a forged type: a `str` subclass equal to every code
+    # went to the host as the type (a malformed result), a dict killed the worker (outside
+    # attack 117); the run ends with the limit it met
+    (
+        "a_caught_limit_raised_again_with_a_forged_type",
+        "try:\n    print('x' * 2_000_000)\nexcept BaseException as e:\n    F = type(e)\n"
+        "class K(str):\n    def __hash__(self):\n        return hash('TIMEOUT')\n"
+        "    def __eq__(self, other):\n        return True\n    def __ne__(self, other):\n"
+        "        return False\nraise F(K('NOT_A_CODE'), 'm')",
+        "OUTPUT_LIMIT",
+    ),
+    (
+        "a_caught_limit_raised_again_with_a_dict_for_a_type",
+        "try:\n    print('x' * 2_000_000)\nexcept BaseException as e:\n    F = type(e)\n"
+        "raise F({'a': 1}, [1])",
+        "OUTPUT_LIMIT",
+    ),
     (
         "result_whose_encoding_raises_system_exit",
         "class D(dict):\n    def items(self):\n        raise SystemExit(3)\nD(a=1)",

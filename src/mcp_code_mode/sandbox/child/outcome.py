@@ -23,14 +23,15 @@ from mcp_code_mode.sandbox.protocol import ErrorCode, ErrorInfo
 __all__ = ["error_for", "format_traceback", "guest_line", "make_error", "result_value"]
 
 
-def error_for(exc: BaseException, source: str) -> ErrorInfo:
+def error_for(exc: BaseException, source: str, tripped: Fatal | None = None) -> ErrorInfo:
     """The error of a run that raised `exc` (by its real type: a guest class's `__class__`
-    may say anything)."""
+    may say anything); `tripped`: the limit the run met, the only `Fatal` whose type and
+    message are the sandbox's own."""
     kind = type(exc)
     if issubclass(kind, SyntaxError):
         return _syntax_error(exc)  # type: ignore[arg-type]
     if issubclass(kind, Fatal):
-        return make_error(exc.error_type, exc.message, line_of(exc))  # type: ignore[attr-defined]
+        return _fatal_error(exc, tripped)
     if issubclass(kind, MemoryError):
         message = "MemoryError: the run exceeded its memory limit (raise MCP_CODE_MEMORY_MB)"
         return make_error("MEMORY_LIMIT", message, line_of(exc))
@@ -39,6 +40,18 @@ def error_for(exc: BaseException, source: str) -> ErrorInfo:
     if issubclass(kind, ImportRefused | Refused):
         return make_error("POLICY_VIOLATION", _safe_str(exc), line_of(exc))
     return make_error("RUNTIME_ERROR", _guest_traceback(exc, source), line_of(exc))
+
+
+_FORGED = "the code raised the sandbox's own limit exception itself"
+
+
+def _fatal_error(exc: BaseException, tripped: Fatal | None) -> ErrorInfo:
+    """A limit's error, or RUNTIME_ERROR for a `Fatal` the code made: a guest who caught
+    one has the class, and a forged type or message (a `str` subclass, a dict) broke the
+    worker's error report (outside attack 117). Once a limit was met, a run ends with it."""
+    if tripped is None or type(exc) is not Fatal:
+        return make_error("RUNTIME_ERROR", _FORGED, line_of(exc))
+    return make_error(tripped.error_type, tripped.message, line_of(exc))
 
 
 def guest_line(tb: Any) -> int | None:
@@ -133,7 +146,7 @@ def _safe_str(exc: BaseException) -> str:
 def make_error(kind: ErrorCode, message: str, line: int | None) -> ErrorInfo:
     """The `error` of a done message, whatever the guest put in the exception: the type
     one of the codes, the message text (cut), the line an int or None."""
-    if kind not in _ERROR_CODES:
+    if type(kind) is not str or kind not in _ERROR_CODES:  # a str subclass hashes as it likes
         kind = "RUNTIME_ERROR"
     if type(message) is not str:
         message = "(the error's message is not text)"
@@ -161,8 +174,8 @@ def result_value(
             "the result is too large to serialise within MCP_CODE_MEMORY_MB (return less)",
             None,
         )
-    except Fatal as exc:
-        return None, make_error(exc.error_type, exc.message, None)
+    except Fatal:  # a limit met while serialising: the worker reports `run.tripped`
+        return None, make_error("RUNTIME_ERROR", _FORGED, None)
     except (TypeError, ValueError, RecursionError):
         name = type.__dict__["__name__"].__get__(type(value))[:_NAME_CHARS]
         try:
@@ -181,6 +194,6 @@ def result_value(
         )
     try:
         charge(text_charged if text_charged else len(text))
-    except Fatal as exc:
-        return None, make_error(exc.error_type, exc.message, None)
+    except Fatal:  # the output limit: the worker reports `run.tripped`
+        return None, make_error("RUNTIME_ERROR", _FORGED, None)
     return json.loads(text), None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 from typing import Any
 
 from mcp_code_mode.sandbox.protocol import (
@@ -25,10 +26,10 @@ from mcp_code_mode.sandbox.protocol import (
 __all__ = [
     "MAX_INT_DIGITS",
     "exact_json",
-    "long_integer",
     "pieces",
     "refusal",
     "refused_spec",
+    "unsendable_number",
 ]
 
 MAX_INT_DIGITS = 640
@@ -88,15 +89,18 @@ def _exact(value: Any, depth: int, left: list[int | None]) -> Any:
 _EXACT_DEPTH = 200  # as deep as the host sends a value on (`encodable.MAX_DEPTH`)
 
 
-def long_integer(value: Any) -> str | None:
+def unsendable_number(value: Any) -> str | None:
     """Why `value` cannot be sent to the host: it holds an integer of more than
-    `MAX_INT_DIGITS` digits (the host would parse it in quadratic time). Call it on the
-    `exact_json` copy `over_limit` passed: its nodes are bounded by the limit."""
+    `MAX_INT_DIGITS` digits (the host would parse it in quadratic time), or a NaN or an
+    infinity (JSON has none: the MCP client sent them as `null`, outside attack 117). Call
+    it on the `exact_json` copy `over_limit` passed: its nodes are bounded by the limit."""
     stack = [value]
     while stack:
         item = stack.pop()
         if isinstance(item, int) and item.bit_length() > _MAX_INT_BITS:
             return f"integers of more than {MAX_INT_DIGITS} digits cannot be sent to a tool"
+        if isinstance(item, float) and not math.isfinite(item):
+            return f"{item!r} cannot be sent to a tool (JSON has no NaN or infinity)"
         if isinstance(item, dict):
             stack.extend(item.values())
         elif isinstance(item, list | tuple):
@@ -118,7 +122,7 @@ def refusal(args: Any, limit: int) -> str | None:
     measures it (compact JSON in UTF-8): by the bound alone, a million Chinese characters
     went as 6 MB of escaped JSON that the host parsed only to refuse as 3 MB. A courtesy:
     the host's own check is the one that holds."""
-    refused = over_limit(args, limit) or long_integer(args)
+    refused = over_limit(args, limit) or unsendable_number(args)
     if refused is not None or json_bytes_at_least(args, limit // _WIDEST) <= limit // _WIDEST:
         return refused if refused is not None else _costly(args)
     size = _wire_size(json.dumps(args, ensure_ascii=False, separators=(",", ":")), limit)

@@ -300,7 +300,7 @@ def _run_with_limits(
     except Submitted as exc:
         return exc.fields, None
     except BaseException as exc:  # guest code may raise anything, SystemExit included
-        return None, error_for(exc, source)
+        return None, error_for(exc, source, run.tripped)
     finally:
         if timer is not None:
             timer[1](0)
