@@ -124,6 +124,15 @@ async def test_unknown_tool_names_the_closest(any_gateway: Gateway) -> None:
     assert out["error"]["type"] == "TOOL_ERROR" and "notes" in out["error"]["message"]
 
 
+async def test_a_positional_argument_points_to_the_tools_docs(any_gateway: Gateway) -> None:
+    """The refusal named the tool by its MCP name and made up a parameter (`get-note(name=...)`
+    for a tool that takes `note_id`: outside attack 117); it names where the parameters are."""
+    out = (await any_gateway.execute("tools.notes.get_note(1)")).to_json()
+    assert out["error"]["type"] == "RUNTIME_ERROR", out
+    assert "keyword arguments only: get_tool_docs('notes', 'get-note')" in out["error"]["message"]
+    assert out["tool_calls"] == [], out
+
+
 async def test_call_tools_is_concurrent_and_ordered(any_gateway: Gateway) -> None:
     code = "call_tools([('testsrv', 'sleep', {'seconds': 0.2}) for _ in range(10)])"
     started = time.perf_counter()

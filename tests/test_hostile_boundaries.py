@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import re
 import sys
 import time
@@ -55,6 +56,7 @@ ERROR_TYPES = {
 }
 RESULT_KEYS = {"ok", "result", "stdout", "logs", "tool_calls", "duration_ms", "error"}
 SURROGATE = re.compile("[\ud800-\udfff]")
+UNCLEAN = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 # No shrinking: a failing example is already compact (descriptors, not values), and
 # shrinking against a slow server would run into the per-test timeout.
@@ -631,6 +633,31 @@ async def test_a_hostile_run_does_not_disturb_another(
     note = await execute(server, f"tools.notes.get_note(note_id={stored['result']})['text']")
     assert note["result"] == marker, note
     await assert_still_serving(server, gw, boot)
+
+
+async def test_what_an_upstream_logs_is_cleaned_clipped_and_rate_limited(
+    server: FastMCP, gw: Gateway, caplog: pytest.LogCaptureFixture
+) -> None:
+    """fastmcp's default handler wrote an upstream's log messages whole through Rich on the
+    event loop: one 60 KB word at "error" held every client for 27 s (5 MB: minutes), and
+    escape sequences reached stderr (outside attack 118). A message is written cleaned, at
+    most a thousand characters, at warning at most, and a flood mostly dropped and counted."""
+    word = "\x1b[2J\x1b]52;c;aGVsbG8=\x07" + "y" * 100_000
+    caplog.set_level(logging.DEBUG, logger="mcp_code_mode.upstreams")
+    started = time.perf_counter()
+    code = "tools.hostile.log(text=input['s'], level='emergency', count=300)"
+    out = await execute(server, code, input={"s": word}, wait_s=60)
+    bystander = await execute(server, "tools.notes.list_notes() and 2", wait_s=20)
+    elapsed = time.perf_counter() - started
+    assert out["result"] == 300 and bystander["result"] == 2, (out["error"], bystander)
+    lines = [r for r in caplog.records if r.name.endswith("server_log")]
+    assert 20 <= len(lines) <= 40, len(lines)  # a burst, then two a second
+    assert {r.levelno for r in lines} == {logging.WARNING}, {r.levelno for r in lines}
+    for record in lines:
+        text = record.getMessage()
+        assert len(text) < 1200 and not UNCLEAN.search(text), text[:300]
+    assert any("earlier messages dropped" in r.getMessage() for r in lines[1:]) or len(lines) == 20
+    assert elapsed < 30, f"300 log messages of 100 KB took the gateway {elapsed:.1f} s"
 
 
 # --- concrete regressions ---------------------------------------------------------------

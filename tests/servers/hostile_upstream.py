@@ -170,6 +170,15 @@ async def raw_wire(json_object: str, ctx: Context) -> str:
 
 
 @mcp.tool
+async def log(text: str, level: str, count: int, ctx: Context) -> int:
+    """Send `count` log messages of `text` (numbered) at `level`, unasked; returns `count`."""
+    for i in range(count):  # the session's own send: `ctx.log` also logs it here, slowly
+        name = f"\x1b]0;title\x07{i}"
+        await ctx.session.send_log_message(level, f"{i}:{text}", logger=name)  # type: ignore[arg-type]
+    return count
+
+
+@mcp.tool
 async def slow(seconds: float = 0.2) -> int:
     """Sleep while counting calls in flight; returns how many were in flight on entry."""
     _STATS["inflight"] += 1

@@ -26,6 +26,7 @@ from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
 from .. import __version__
 from .http_limit import IDENTITY, bound_response
+from .server_log import UpstreamLog
 from .stdio import BoundedStdioTransport
 
 __all__ = [
@@ -76,6 +77,7 @@ def new_client(
         init_timeout=None,
         client_info=_CLIENT_INFO,
         message_handler=_Notifications(on_tools_changed, name),
+        log_handler=UpstreamLog(name),
     )
     return link.client
 

@@ -131,7 +131,10 @@ class GuestRuntime:
     def tool_function(self, server: str, tool: str) -> Callable[..., Any]:
         def call(*args: Any, **kwargs: Any) -> Any:
             if args:
-                raise TypeError(f"{tool}() takes keyword arguments only, e.g. {tool}(name=...)")
+                raise TypeError(  # the names its parameters have are in its docs
+                    f"a tool takes keyword arguments only: get_tool_docs({server!r}, {tool!r}) "
+                    "shows its parameters"
+                )
             return self.call_tool(server, tool, kwargs)
 
         call.__name__ = call.__qualname__ = tool
