@@ -6,7 +6,9 @@ protocol era) with JSON bodies, `--sse` makes each reply a one-event stream inst
 
 Tools: `echo(text)`, `boot()` (this process's pid), `big(size, id_last=False)` (a text
 result of `size` bytes; `id_last` puts the reply's id after the result, as the TypeScript
-SDK does), `broken()` (a line that carries the request's id but is not JSON-RPC).
+SDK does), `broken()` (a line that carries the request's id but is not JSON-RPC),
+`endless()` (with `--sse`: a stream of keep-alive comments that ends only when the client
+hangs up) and `open_streams()` (how many `endless` streams are open).
 """
 
 from __future__ import annotations
@@ -14,11 +16,15 @@ from __future__ import annotations
 import json
 import os
 import sys
+import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 CHUNK = 1 << 20
+_OPEN = [0]  # endless streams open now
+_OPEN_LOCK = threading.Lock()
 _NUMBER = {"type": "number"}
 TOOLS = [
     {
@@ -38,6 +44,12 @@ TOOLS = [
     {
         "name": "broken",
         "description": "A reply line that is not JSON-RPC.",
+        "inputSchema": {"type": "object"},
+    },
+    {"name": "endless", "description": "A reply never sent.", "inputSchema": {"type": "object"}},
+    {
+        "name": "open_streams",
+        "description": "Endless streams open.",
         "inputSchema": {"type": "object"},
     },
 ]
@@ -67,6 +79,8 @@ def answer(request: dict[str, Any]) -> dict[str, Any]:
             return {"result": _text(str(arguments.get("text", "")))}
         if name == "boot":
             return {"result": _text(json.dumps({"pid": os.getpid()}))}
+        if name == "open_streams":
+            return {"result": _text(str(_OPEN[0]))}
     return {"error": {"code": -32601, "message": f"Method not found: {method}"}}
 
 
@@ -126,6 +140,9 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header("content-length", "0")
             self.end_headers()
             return
+        if self.sse and (request.get("params") or {}).get("name") == "endless":
+            self._endless()
+            return
         size, chunks = reply(request)
         self.send_response(200)
         if self.sse:
@@ -142,6 +159,23 @@ class _Handler(BaseHTTPRequestHandler):
                 self.wfile.write(chunk)
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client stopped reading: what it refused
+
+    def _endless(self) -> None:
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.end_headers()
+        with _OPEN_LOCK:
+            _OPEN[0] += 1
+        try:
+            while True:
+                self.wfile.write(b": still working\n\n")
+                self.wfile.flush()
+                time.sleep(0.1)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client hung up
+        finally:
+            with _OPEN_LOCK:
+                _OPEN[0] -= 1
 
     def do_GET(self) -> None:  # no server-to-client stream
         self.send_response(405)

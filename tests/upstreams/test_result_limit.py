@@ -142,6 +142,38 @@ async def test_an_sse_event_over_the_sdks_own_limit_says_which_limit(
         proc.wait(timeout=10)
 
 
+async def test_a_timed_out_calls_stream_is_not_read_on(write_config: ConfigWriter) -> None:
+    """The MCP SDK kept reading the event stream of a call that had timed out (and been
+    cancelled upstream) for as long as the upstream kept it open: 32 timed-out calls kept 33
+    connections and most of a core busy for minutes (outside attack 118). The stream ends
+    with its call; the connection answers the next call."""
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, SERVER, "--http", str(port), "--sse"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        await _listening(port, proc)
+        path = write_config({"b": {"url": f"http://127.0.0.1:{port}/mcp", "timeout_s": 1}})
+        gw = await _gateway(path)
+        try:
+            code = "r = call_tools([('b', 'endless', {})] * 4)\n[str(e) for e in r]"
+            timed_out = await value(gw, code)
+            assert all("timed out after 1s" in e for e in timed_out), timed_out
+            deadline, still_open = time.monotonic() + 15, -1
+            while time.monotonic() < deadline and still_open != 0:
+                await asyncio.sleep(0.2)
+                still_open = await value(gw, "tools.b.open_streams()")
+            assert still_open == 0, f"{still_open} streams of timed-out calls still read"
+            assert await value(gw, "tools.b.echo(text='after')") == "after"
+        finally:
+            await gw.aclose()
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+
+
 async def test_an_sse_upstream_keeps_its_connection_after_a_refused_reply(
     write_config: ConfigWriter,
 ) -> None:

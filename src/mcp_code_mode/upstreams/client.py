@@ -25,7 +25,7 @@ from fastmcp.client.transports import ClientTransport, SSETransport, StdioTransp
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
 from .. import __version__
-from .http_limit import IDENTITY, bound_response
+from .http_limit import IDENTITY, BoundedEvents, bound_response
 from .server_log import UpstreamLog
 from .stdio import BoundedStdioTransport
 
@@ -55,6 +55,8 @@ class Link:
 
     client: Client[Any] = field(init=False)  # set right after the client is built
     session_gone: bool = False  # an HTTP 404 answered a request that carried our session id
+    # the event streams of requests in flight (HTTP), by JSON-RPC id: a cancelled call's ends
+    streams: dict[int | str, BoundedEvents] = field(default_factory=dict)
 
 
 def new_client(
@@ -150,7 +152,7 @@ class _Notifications(MessageHandler):
 def http_client_factory(
     link: Link, on_session_gone: Callable[[], None], max_result_bytes: int
 ) -> Callable[..., httpx2.AsyncClient]:  # an mcp `McpHttpClientFactory`
-    """httpx clients for an HTTP upstream: the SDK's default, with four changes.
+    """httpx clients for an HTTP upstream: the SDK's default, with five changes.
 
     `on_session_gone` is called when the upstream no longer knows our session
     (`link.session_gone` is set first).
@@ -171,13 +173,11 @@ def http_client_factory(
       terminated", or "Server returned an error response" for a body it cannot read),
       and fastmcp 4.1.2 does not start a new session, although the spec says a client
       must.
+    - A request hook that ends the event stream of a call we cancel (it timed out): the
+      SDK reads it for as long as the upstream keeps it open (outside attack 118).
     """
 
-    async def on_response(response: httpx2.Response) -> None:
-        bound_response(response, max_result_bytes=max_result_bytes)
-        if await refuses_session(response):
-            link.session_gone = True
-            on_session_gone()
+    hooks = _event_hooks(link, on_session_gone, max_result_bytes)
 
     def factory(
         headers: dict[str, str] | None = None,
@@ -191,10 +191,62 @@ def http_client_factory(
             timeout=httpx2.Timeout(30.0, read=None),
             auth=auth,
             verify=_ssl_context(),
-            event_hooks={"response": [on_response]},
+            event_hooks=hooks,
         )
 
     return factory
+
+
+def _event_hooks(
+    link: Link, on_session_gone: Callable[[], None], max_result_bytes: int
+) -> dict[str, list[Callable[..., Any]]]:
+    """httpx event hooks: each response bounded (its event stream kept under its request's
+    id while it lasts), the session's end noticed, a cancelled call's stream ended."""
+
+    async def on_response(response: httpx2.Response) -> None:
+        events = bound_response(response, max_result_bytes=max_result_bytes)
+        if events is not None and events.request_id is not None:
+            _track(link.streams, events)
+        if await refuses_session(response):
+            link.session_gone = True
+            on_session_gone()
+
+    async def on_request(request: httpx2.Request) -> None:
+        # the SDK keeps reading a cancelled request's stream while the upstream keeps it open
+        cancelled = _cancelled_id(request)
+        if cancelled is not None and (events := link.streams.pop(cancelled, None)) is not None:
+            await events.abandon()
+
+    return {"request": [on_request], "response": [on_response]}
+
+
+def _track(streams: dict[int | str, BoundedEvents], events: BoundedEvents) -> None:
+    """Keep `events` under its request's id while it lasts."""
+    key = events.request_id
+    assert key is not None
+    streams[key] = events
+
+    def ended() -> None:
+        if streams.get(key) is events:
+            del streams[key]
+
+    events.on_end = ended
+
+
+def _cancelled_id(request: httpx2.Request) -> int | str | None:
+    """The id a `notifications/cancelled` POST names, if the request is one (read only
+    when its body says so: calls' bodies may be megabytes)."""
+    try:
+        body = request.content if request.method == "POST" else b""
+    except httpx2.RequestNotRead:  # a streamed body: not one the SDK sends
+        return None
+    if b"notifications/cancelled" not in body[:4096]:
+        return None
+    try:
+        found = json.loads(body)["params"]["requestId"]
+    except (ValueError, KeyError, TypeError):
+        return None
+    return found if isinstance(found, int | str) and not isinstance(found, bool) else None
 
 
 async def refuses_session(response: httpx2.Response) -> bool:
