@@ -17,13 +17,13 @@ from typing import Protocol
 import mcp_types
 
 from .tool_formatter import (
-    MAX_NAME_CHARS,
     ToolSchemaFormatter,
     ToolStubSource,
     clip,
     clip_tokens,
     count_tokens,
     one_line,
+    shown_name,
 )
 
 __all__ = ["DOCS_BUDGET_TOKENS", "PAGE_TOOLS", "DocumentedTool", "Listing", "listing", "tool_docs"]
@@ -134,7 +134,7 @@ def listing(
 
 
 def _header(about: Listing) -> list[str]:
-    header = [f"# tools.{clip(about.server_id, MAX_NAME_CHARS)}  (server {about.server!r})"]
+    header = [f"# tools.{shown_name(about.server_id)}  (server {about.server!r})"]
     if about.description:
         header.append(f"# {one_line(about.description, _HEADER_CHARS)}")
     if about.pattern is not None:
@@ -174,7 +174,7 @@ def _line(formatter: ToolSchemaFormatter, entry: DocumentedTool) -> str:
     """`name(params) -> type  # [note] first line of the description`, clipped."""
     # what the clip cuts off is not rendered: parameters past it, the return type after them
     items = formatter.parameters(entry.schema, limit=_LINE_PARAMS, max_chars=_LINE_CALL_CHARS)
-    head = f"{clip(entry.tool_id, MAX_NAME_CHARS)}({', '.join(items)}"
+    head = f"{shown_name(entry.tool_id)}({', '.join(items)}"
     returns = formatter.return_hint(entry.schema) if len(head) < _LINE_CALL_CHARS else "Any"
     call = clip(f"{head}) -> {returns}", _LINE_CALL_CHARS)
     note = entry.note.split(":")[0]

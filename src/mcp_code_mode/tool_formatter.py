@@ -36,6 +36,7 @@ __all__ = [
     "count_tokens",
     "load_tokenizer",
     "one_line",
+    "shown_name",
 ]
 
 MAX_PARAMS = 24  # parameters in a signature and a stub's Args; the rest are counted
@@ -81,8 +82,8 @@ class ToolSchemaFormatter:
         """The guest call, e.g. `tools.notes.add_note(text: str, tags: list[str] = []) -> dict`."""
         params = ", ".join(self.parameters(source.tool, limit=limit))
         server_id, tool_id = (
-            clip(source.server_id, MAX_NAME_CHARS),
-            clip(source.tool_id, MAX_NAME_CHARS),
+            shown_name(source.server_id),
+            shown_name(source.tool_id),
         )
         return f"tools.{server_id}.{tool_id}({params}) -> {self.return_hint(source.tool)}"
 
@@ -98,12 +99,12 @@ class ToolSchemaFormatter:
         tool = source.tool
         shown = _Params.of(tool, limit)  # each hint made once, for the signature and Args
         params = ", ".join(_signature_items(shown))
-        tool_id = clip(source.tool_id, MAX_NAME_CHARS)
+        tool_id = shown_name(source.tool_id)
         lines = [f"def {tool_id}({params}) -> {self.return_hint(tool)}:", '    """']
         lines += _description_lines(tool.description, description_chars)
-        call = f"tools.{clip(source.server_id, MAX_NAME_CHARS)}.{tool_id}(...)"
+        call = f"tools.{shown_name(source.server_id)}.{tool_id}(...)"
         if source.tool_id != tool.name or source.server_id != source.server:
-            names = f"{clip(source.server, MAX_NAME_CHARS)}/{clip(tool.name, MAX_NAME_CHARS)}"
+            names = f"{shown_name(source.server)}/{shown_name(tool.name)}"
             call += f"  (MCP name: {names})"
         lines += ["", f"    Call: {call}"]
         arg_lines = _arg_lines(shown)
@@ -112,8 +113,9 @@ class ToolSchemaFormatter:
         shape = self.shape(_unwrapped_output_schema(tool))
         if shape is not None:
             lines += ["", "    Returns:", f"        {clip(shape, _SHAPE_CHARS)}"]
-        lines.append('    """')
-        return "\n".join(lines)
+        # upstream text cannot end the docstring (a description's `"""` forged a `def`)
+        docstring = "\n".join(lines[2:]).replace('"""', '\\"\\"\\"')
+        return "\n".join([*lines[:2], docstring, '    """'])
 
     def shape(self, schema: Any, depth: int = 0) -> str | None:
         """A compact picture of a result schema, e.g. `{"id": int, "tags": list[str]}`;
@@ -213,7 +215,7 @@ class ToolSchemaFormatter:
     ) -> str:
         description = one_line(descriptions.get(server), 100)
         count = f"{len(group)} tool{'s' if len(group) != 1 else ''}"
-        ident = clip(group[0].server_id if group else server, MAX_NAME_CHARS)
+        ident = shown_name(group[0].server_id if group else server)
         return f"# tools.{ident} ({count})" + (f": {description}" if description else "")
 
     def _stub_line(self, source: ToolStubSource) -> str:
@@ -254,7 +256,7 @@ class _Params:
 def _signature_items(params: _Params) -> list[str]:
     items = []
     for param in params.shown:
-        name, prop, hint = clip(param.name, MAX_NAME_CHARS), param.schema, param.hint
+        name, prop, hint = shown_name(param.name), param.schema, param.hint
         if param.required:
             items.append(f"{name}: {hint}")
         elif isinstance(prop, dict) and prop.get("default") is not None:
@@ -274,12 +276,12 @@ def _arg_lines(params: _Params) -> list[str]:
         need = "required" if param.required else "optional"
         desc = one_line(prop.get("description"), _ARG_DOC_CHARS) if isinstance(prop, dict) else ""
         lines.append(
-            f"        {clip(param.name, MAX_NAME_CHARS)} ({param.hint}, {need})"
+            f"        {shown_name(param.name)} ({param.hint}, {need})"
             + (f": {desc}" if desc else "")
         )
     rest = params.rest
     if rest:
-        listed = clip(", ".join(clip(n, MAX_NAME_CHARS) for n in rest[:100]), _MORE_NAMES_CHARS)
+        listed = clip(", ".join(shown_name(n) for n in rest[:100]), _MORE_NAMES_CHARS)
         lines.append(f"        ... and {len(rest):,} more (as **more): {listed}")
     return lines
 
@@ -337,6 +339,12 @@ def one_line(text: str | None, limit: int = 160) -> str:
     window = clean_text(text.lstrip()[: limit * 4 + 64])
     first = " ".join(window.split("\n\n")[0].split())
     return first if len(first) <= limit else first[: limit - 1].rstrip() + "…"
+
+
+def shown_name(text: str) -> str:
+    """A name (tool, server or parameter) as one line: `clip`ped to `MAX_NAME_CHARS`, newlines
+    and tabs written as escapes (names with newlines forged `Args:` sections: attack 118)."""
+    return clip(text, MAX_NAME_CHARS).replace("\n", "\\n").replace("\t", "\\t")
 
 
 def clip(text: str, limit: int) -> str:
