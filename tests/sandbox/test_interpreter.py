@@ -79,6 +79,20 @@ def test_a_limit_raised_again_by_later_code_is_its_own_error() -> None:
         assert session.execute("F.__name__") == "'Fatal'"  # the same worker, still serving
 
 
+def test_a_submit_subclass_is_the_codes_own_error() -> None:
+    """A subclass of SUBMIT's exception whose `fields` raised killed the session's worker
+    (outside attack 119): it is the code's own error, and the session lives."""
+    with MCPCodeInterpreter(timeout_s=2.0) as session:
+        session.execute("try:\n    SUBMIT(a=1)\nexcept BaseException as e:\n    S = type(e)")
+        code = (
+            "class T(S):\n    def __init__(self):\n        pass\n    @property\n"
+            "    def fields(self):\n        raise ValueError('boom')\nraise T()"
+        )
+        with pytest.raises(CodeExecutionError, match="RUNTIME_ERROR"):
+            session.execute(code)
+        assert session.execute("S.__name__") == "'Submitted'"
+
+
 def test_a_killed_worker_ends_the_session() -> None:
     with MCPCodeInterpreter(timeout_s=0.5) as session:
         session.execute("x = 1")

@@ -219,5 +219,5 @@ async def test_no_nan_or_infinity_is_sent_to_a_tool(sec_gateway: Gateway) -> Non
     assert out["ok"], out
     *refusals, batch_type, echoed = out["result"]
     assert len(refusals) == 4 and batch_type == "ToolError" and "b" in str(echoed), out
-    assert all("cannot be sent to a tool (JSON has no NaN" in r for r in refusals), refusals
+    assert all("cannot be sent: JSON has no NaN" in r for r in refusals), refusals
     assert [c["ok"] for c in out["tool_calls"]] == [False] * 5 + [True], out["tool_calls"]

@@ -1549,6 +1549,23 @@ CRASHES = table(
         "raise F({'a': 1}, [1])",
         "OUTPUT_LIMIT",
     ),
+    # a class named by a `str` subclass: its `__getitem__` / `__format__` ran in the worker's
+    # error path after the timer was off, killing the worker (outside attack 119)
+    (
+        "an_exception_class_named_by_a_raising_str",
+        "class S(str):\n    def __getitem__(self, k):\n        raise KeyboardInterrupt('i')\n"
+        "    def __format__(self, spec):\n        raise MemoryError('f')\n"
+        "class E(Exception):\n    pass\nE.__name__ = S('E')\nraise E('boom')",
+        "RUNTIME_ERROR",
+    ),
+    (
+        "a_result_encoding_error_named_by_a_raising_str",
+        "class S(str):\n    def __getitem__(self, k):\n        raise KeyboardInterrupt('i')\n"
+        "    def __format__(self, spec):\n        raise KeyboardInterrupt('f')\n"
+        "class E(BaseException):\n    pass\nE.__name__ = S('E')\n"
+        "class D(dict):\n    def items(self):\n        raise E()\nD(a=1)",
+        "RUNTIME_ERROR",
+    ),
     (
         "result_whose_encoding_raises_system_exit",
         "class D(dict):\n    def items(self):\n        raise SystemExit(3)\nD(a=1)",
@@ -1570,6 +1587,20 @@ async def test_odd_exceptions_are_still_reported(
     """Exceptions the guest shaped to make formatting fail end as a result, not a crash."""
     out = await attempt(sec_gateway, code)
     assert error_type(out) == expected, out
+
+
+async def test_a_results_class_name_is_cut_whatever_its_type(sec_gateway: Gateway) -> None:
+    """The note about a result that is not JSON names its class, cut at 100 characters; a
+    `__name__` that is a `str` subclass cut itself to 62 MB, which went to the host in one
+    `done` line (host RSS +160 MB a run: outside attack 119)."""
+    code = (
+        "class S(str):\n    def __getitem__(self, k):\n        return 'N' * 30_000_000\n"
+        "class D(dict):\n    def items(self):\n        raise ValueError('no')\n"
+        "D.__name__ = S('Dname')\nD(a=1)"
+    )
+    out = await attempt(sec_gateway, code)
+    assert out["ok"] and out["result"] == "{'a': 1}", str(out)[:500]
+    assert out["logs"] == ["note: the result (Dname) is not JSON-serialisable; returned its repr"]
 
 
 async def test_asyncio_debug_mode_runs(sec_gateway: Gateway) -> None:

@@ -97,7 +97,7 @@ def _guest_traceback(exc: BaseException, source: str) -> str:
     try:
         return format_traceback(exc, source)
     except MemoryError:
-        return f"{type(exc).__name__}: (the message was too large to format)"
+        return f"{_name_of(type(exc))}: (the message was too large to format)"
     except BaseException:  # guest classes can make formatting fail in many ways
         return "the run raised an exception that could not be formatted"
 
@@ -110,16 +110,19 @@ def format_traceback(exc: BaseException, source: str) -> str:
         out.append(f"  line {lineno}, in {name}: {text}")
     # Not in `guest_frames`, which the hook trusts to read frames: a guest `__str__` that
     # is a library callable runs with no frame of its own (outside attack 25).
-    try:
-        text = str(exc)
-    except BaseException:  # a guest exception's __str__ may raise anything
-        text = "(the exception's message could not be shown)"
-    if len(text) > _ERROR_CHARS:
-        text = text[:_ERROR_CHARS]
-    if type(exc) is TypeError and type(text) is str and text.endswith(_SEALED):
+    text = _safe_str(exc)[:_ERROR_CHARS]
+    if type(exc) is TypeError and text.endswith(_SEALED):
         text += _SEALED_HINT
-    out.append(f"{type(exc).__name__}: {text}")
+    out.append(f"{_name_of(type(exc))}: {text}")
     return "\n".join(out)
+
+
+def _name_of(kind: type) -> str:
+    """A class's name as an exact `str`, cut: a guest may make `__name__` a `str` subclass
+    whose `__getitem__` or `__format__` runs in the worker's error path (a 62 MB note in
+    `logs`, or the worker killed: outside attack 119)."""
+    name = type.__dict__["__name__"].__get__(kind)
+    return str.__str__(name)[:_NAME_CHARS]
 
 
 _ERROR_CHARS = 4000  # error messages are cut here: a guest can raise a 100 MB message
@@ -135,12 +138,13 @@ _ERROR_CODES = frozenset(get_args(ErrorCode))
 
 
 def _safe_str(exc: BaseException) -> str:
-    """`str(exc)` of an exception the guest may have made: its `__str__` can raise."""
+    """`str(exc)` of an exception the guest may have made, as an exact `str` (its `__str__`
+    can raise, or return a `str` subclass whose methods run guest code)."""
     try:
         text = str(exc)
     except BaseException:
         return "(the exception's message could not be shown)"
-    return text if type(text) is str else "(the exception's message is not text)"
+    return str.__str__(text)  # `str()` returns a str or a subclass of it: copied in C
 
 
 def make_error(kind: ErrorCode, message: str, line: int | None) -> ErrorInfo:
@@ -177,7 +181,7 @@ def result_value(
     except Fatal:  # a limit met while serialising: the worker reports `run.tripped`
         return None, make_error("RUNTIME_ERROR", _FORGED, None)
     except (TypeError, ValueError, RecursionError):
-        name = type.__dict__["__name__"].__get__(type(value))[:_NAME_CHARS]
+        name = _name_of(type(value))
         try:
             text = json.dumps(repr(value))
         except BaseException:  # guest classes can make even repr() fail
@@ -188,7 +192,7 @@ def result_value(
         logs.append(note)
         text_charged = len(text) + len(note) + 3
     except BaseException as exc:  # a guest `items()` or `__iter__` raised SystemExit & co.
-        name = type.__dict__["__name__"].__get__(type(exc))
+        name = _name_of(type(exc))
         return None, make_error(
             "RUNTIME_ERROR", f"the result could not be made JSON: its code raised {name}", None
         )

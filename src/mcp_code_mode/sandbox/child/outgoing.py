@@ -100,7 +100,7 @@ def unsendable_number(value: Any) -> str | None:
         if isinstance(item, int) and item.bit_length() > _MAX_INT_BITS:
             return f"integers of more than {MAX_INT_DIGITS} digits cannot be sent to a tool"
         if isinstance(item, float) and not math.isfinite(item):
-            return f"{item!r} cannot be sent to a tool (JSON has no NaN or infinity)"
+            return f"{item!r} cannot be sent: JSON has no NaN or infinity"
         if isinstance(item, dict):
             stack.extend(item.values())
         elif isinstance(item, list | tuple):
