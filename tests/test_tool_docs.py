@@ -108,6 +108,14 @@ def test_a_small_server_gets_every_full_stub(big: Catalog) -> None:
     assert "Args:" in docs and "Page" not in docs
 
 
+def test_any_other_page_of_a_one_page_server_is_page_one(big: Catalog) -> None:
+    """Asked for page 2 (or 0, or 99) of a server whose stubs fit one reply, the listing said
+    their stubs did not fit, and not that the page was past the end (outside attack 119)."""
+    whole = big.docs("small")
+    for page in (2, 0, -1, 99):
+        assert big.docs("small", page=page) == f"# All of it is on page 1.\n{whole}"
+
+
 def test_a_name_pattern_lists_the_matching_tools(big: Catalog) -> None:
     docs = big.docs("tracker", "delete_release_*")
     assert "# Of its 10,000 tools, those whose names match 'delete_release_*'." in docs

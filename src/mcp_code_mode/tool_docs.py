@@ -109,8 +109,9 @@ def listing(
     """The entries' full stubs when they all fit `DOCS_BUDGET_TOKENS`, else page `page`
     of a compact listing (one line a tool), with how to get the rest."""
     header = _header(about)
-    if page == 1:
-        whole = _whole(formatter, header, entries)
+    if page == 1 or len(entries) <= PAGE_TOOLS:  # another page of one is page 1 (attack 119)
+        note = [] if page == 1 else ["# All of it is on page 1."]
+        whole = _whole(formatter, [*note, *header], entries)
         if whole is not None:
             return whole
     pages = max(1, -(-len(entries) // PAGE_TOOLS))
@@ -125,8 +126,8 @@ def listing(
             f"# {what}, too many for full stubs: one line each, {PAGE_TOOLS} a page. "
             f"Page {shown} of {pages} (tools {first:,}-{first + len(chunk) - 1:,})."
         )
-        if shown != page:  # the number asked for is not echoed: it may have 10,000 digits
-            state += f" (Asked for a page outside 1-{pages:,}.)"
+    if shown != page:  # the number asked for is not echoed: it may have 10,000 digits
+        state += f" (Asked for a page outside 1-{pages:,}.)"
     head = [*header, state]
     foot = _hints(about, shown, pages)
     lines = [_line(formatter, e) for e in chunk]
