@@ -169,6 +169,20 @@ async def raw_wire(json_object: str, ctx: Context) -> str:
     return "late"
 
 
+@mcp.tool(
+    output_schema={
+        "type": "object",
+        "properties": {"s": {"type": "string", "pattern": "^(a+)+$"}, "u": {"uniqueItems": True}},
+    }
+)
+def backtracking(n: int, items: int = 0) -> ToolResult:
+    """A result its own output schema is slow to check: `n` a's and a `!` against `^(a+)+$`
+    (exponential in `n` with a backtracking engine), `items` dicts under `uniqueItems`."""
+    value = {"s": "a" * n + "!", "u": [{"i": k} for k in range(items)]}
+    text = TextContent(type="text", text=json.dumps(value))
+    return ToolResult(content=[text], structured_content=value)
+
+
 @mcp.tool
 async def log(text: str, level: str, count: int, ctx: Context) -> int:
     """Send `count` log messages of `text` (numbered) at `level`, unasked; returns `count`."""

@@ -59,6 +59,7 @@ async def open_link(
     )
     try:
         await fresh.__aenter__()  # type: ignore[no-untyped-call]
+        client.skip_result_validation(fresh)
         listed = await fresh.list_tools() if list_tools else None
     except BaseException:
         await asyncio.shield(client.close(fresh))
