@@ -26,7 +26,7 @@ from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
 from .. import __version__
 from .http_limit import IDENTITY, BoundedEvents, bound_response
-from .server_log import UpstreamLog
+from .server_log import UpstreamLog, quiet_sdk_logs
 from .stdio import BoundedStdioTransport
 
 __all__ = [
@@ -74,6 +74,7 @@ def new_client(
     # No client-wide timeouts: a call passes its own, and start-up is bounded by the
     # connection's deadline, which extends while the upstream is still working on it
     # (a server with 10,000 tools may take minutes to answer `initialize`).
+    quiet_sdk_logs()
     link.client = Client(
         transport,
         timeout=None,

@@ -15,13 +15,14 @@ from __future__ import annotations
 import json
 import logging
 import time
-from typing import Any
-
-from fastmcp.client.logging import LogMessage
+from typing import TYPE_CHECKING, Any
 
 from ..encodable import clean_text
 
-__all__ = ["UpstreamLog"]
+if TYPE_CHECKING:  # fastmcp's client stack is imported on the first connection (`client`)
+    from fastmcp.client.logging import LogMessage
+
+__all__ = ["UpstreamLog", "quiet_sdk_logs", "shown"]
 
 logger = logging.getLogger(__name__)
 
@@ -32,44 +33,83 @@ _PER_S = 2.0  # messages a second, over time
 _LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "notice": logging.INFO}
 
 
+class _Rate:
+    """`_BURST` at once, then `_PER_S` a second; what it turned away is counted."""
+
+    def __init__(self) -> None:
+        self._tokens = float(_BURST)
+        self._stamp = time.monotonic()
+        self.dropped = 0
+
+    def admit(self) -> bool:
+        now = time.monotonic()
+        self._tokens = min(_BURST, self._tokens + (now - self._stamp) * _PER_S)
+        self._stamp = now
+        if self._tokens < 1:
+            self.dropped += 1
+            return False
+        self._tokens -= 1
+        return True
+
+    def note(self) -> str:
+        """What was dropped since the last note, said once."""
+        dropped, self.dropped = self.dropped, 0
+        return f" ({dropped} earlier messages dropped: over {_PER_S:g} a second)" if dropped else ""
+
+
 class UpstreamLog:
     """The `log_handler` of one upstream's client: its messages on our logger."""
 
     def __init__(self, server: str) -> None:
         self._server = clean_text(server)
-        self._tokens = float(_BURST)
-        self._stamp = time.monotonic()
-        self._dropped = 0
+        self._rate = _Rate()
 
     async def __call__(self, message: LogMessage) -> None:
-        if not self._admit():
-            self._dropped += 1
+        if not self._rate.admit():
             return
         level = _LEVELS.get(str(message.level), logging.WARNING)
         if not logger.isEnabledFor(level):
             return
-        name = _clip(message.logger, _NAME_CHARS) if message.logger else ""
-        dropped, self._dropped = self._dropped, 0
-        logger.log(
-            level,
-            "upstream %s%s: %s%s",
-            self._server,
-            f" ({name})" if name else "",
-            _clip(message.data, _CHARS),
-            f" ({dropped} earlier messages dropped: over {_PER_S:g} a second)" if dropped else "",
-        )
+        name = shown(message.logger, _NAME_CHARS) if message.logger else ""
+        where = f" ({name})" if name else ""
+        text = shown(message.data)
+        logger.log(level, "upstream %s%s: %s%s", self._server, where, text, self._rate.note())
 
-    def _admit(self) -> bool:
-        now = time.monotonic()
-        self._tokens = min(_BURST, self._tokens + (now - self._stamp) * _PER_S)
-        self._stamp = now
-        if self._tokens < 1:
-            return False
-        self._tokens -= 1
+
+class _SdkRecords(logging.Filter):
+    """The MCP SDK's own records, which quote what upstreams send (an SSE `event:` field,
+    a notification it could not read, with its traceback): cleaned, one line, cut, without
+    the traceback, at the same rate (attack 120: 20,000 bad notifications wrote 15.6 MB)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._rate = _Rate()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno >= logging.WARNING and not self._rate.admit():
+            return False  # debug lines are asked for (--log-level debug): cleaned, not dropped
+        text = shown(record.getMessage())
+        if record.exc_info and record.exc_info[0] is not None:
+            text += f" ({record.exc_info[0].__name__})"
+        record.msg, record.args = text + self._rate.note(), ()
+        record.exc_info = record.exc_text = record.stack_info = None
         return True
 
 
-def _clip(data: Any, chars: int) -> str:
+_SDK_LOGGERS = ("client", "mcp.client.streamable_http", "mcp.client.sse")  # "client": the session's
+
+
+def quiet_sdk_logs() -> None:
+    """Put `_SdkRecords` on each of the MCP SDK's loggers (once; a logger's filters do not
+    reach its children, so each is named: those loaded now and the client's)."""
+    loaded = [n for n in logging.root.manager.loggerDict if n.startswith("mcp.")]
+    for name in {*_SDK_LOGGERS, *loaded}:
+        sdk = logging.getLogger(name)
+        if not any(isinstance(f, _SdkRecords) for f in sdk.filters):
+            sdk.addFilter(_SdkRecords())
+
+
+def shown(data: Any, chars: int = _CHARS) -> str:
     """`data` as one line of at most `chars` characters a terminal shows as text."""
     if not isinstance(data, str):
         try:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import mcp_types
 
 from ..server_config import ServerConfig
+from .server_log import shown
 
 if TYPE_CHECKING:
     from .client import Link
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
 __all__ = ["ToolList"]
 
 _REST_FACTOR = 4.0  # a refresh waits this many times the last one's cost
+_REASON_CHARS = 500  # of an upstream's error, as logged
 
 logger = logging.getLogger(__name__)
 
@@ -155,7 +157,9 @@ class ToolList:
             try:
                 tools = await link.client.list_tools()
             except Exception as exc:  # the next call or health check will tell more
-                logger.warning("upstream %s: refreshing its tools failed: %s", self.name, exc)
+                # the upstream's words, cleaned and cut (2 MB with escapes each: attack 120)
+                reason = shown(str(exc), _REASON_CHARS)
+                logger.warning("upstream %s: refreshing its tools failed: %s", self.name, reason)
                 break
             if self._link is link:
                 self.replace(tools, link)
