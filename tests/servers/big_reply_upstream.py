@@ -8,7 +8,9 @@ Tools: `echo(text)`, `boot()` (this process's pid), `big(size, id_last=False)` (
 result of `size` bytes; `id_last` puts the reply's id after the result, as the TypeScript
 SDK does), `broken()` (a line that carries the request's id but is not JSON-RPC),
 `endless()` (with `--sse`: a stream of keep-alive comments that ends only when the client
-hangs up) and `open_streams()` (how many `endless` streams are open).
+hangs up), `resumed()` (with `--sse`: an event id and the stream closed, no reply; its
+resumption, a GET with `Last-Event-ID`, is endless) and `open_streams()` (how many endless
+streams are open).
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ TOOLS = [
         "inputSchema": {"type": "object"},
     },
     {"name": "endless", "description": "A reply never sent.", "inputSchema": {"type": "object"}},
+    {"name": "resumed", "description": "Resumed, never sent.", "inputSchema": {"type": "object"}},
     {
         "name": "open_streams",
         "description": "Endless streams open.",
@@ -140,8 +143,8 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header("content-length", "0")
             self.end_headers()
             return
-        if self.sse and (request.get("params") or {}).get("name") == "endless":
-            self._endless()
+        if self.sse and (request.get("params") or {}).get("name") in ("endless", "resumed"):
+            self._endless(resumable=request["params"]["name"] == "resumed")
             return
         size, chunks = reply(request)
         self.send_response(200)
@@ -160,10 +163,13 @@ class _Handler(BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client stopped reading: what it refused
 
-    def _endless(self) -> None:
+    def _endless(self, *, resumable: bool = False) -> None:
         self.send_response(200)
         self.send_header("content-type", "text/event-stream")
         self.end_headers()
+        if resumable:  # the same event id for every call, as a careless server may send
+            self.wfile.write(b"id: resume-me\nretry: 100\ndata: \n\n")
+            return
         with _OPEN_LOCK:
             _OPEN[0] += 1
         try:
@@ -177,12 +183,18 @@ class _Handler(BaseHTTPRequestHandler):
             with _OPEN_LOCK:
                 _OPEN[0] -= 1
 
-    def do_GET(self) -> None:  # no server-to-client stream
+    def do_GET(self) -> None:  # no server-to-client stream, but resumptions
+        if self.sse and self.headers.get("last-event-id"):
+            self._endless()
+            return
         self.send_response(405)
         self.send_header("content-length", "0")
         self.end_headers()
 
-    do_DELETE = do_GET
+    def do_DELETE(self) -> None:
+        self.send_response(405)
+        self.send_header("content-length", "0")
+        self.end_headers()
 
     def log_message(self, format: str, *args: Any) -> None:
         del format, args

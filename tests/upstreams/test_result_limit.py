@@ -145,8 +145,9 @@ async def test_an_sse_event_over_the_sdks_own_limit_says_which_limit(
 async def test_a_timed_out_calls_stream_is_not_read_on(write_config: ConfigWriter) -> None:
     """The MCP SDK kept reading the event stream of a call that had timed out (and been
     cancelled upstream) for as long as the upstream kept it open: 32 timed-out calls kept 33
-    connections and most of a core busy for minutes (outside attack 118). The stream ends
-    with its call; the connection answers the next call."""
+    connections and most of a core busy for minutes (outside attack 118), and resumed a
+    stream (GET with `Last-Event-ID`) the same (attack 120). The stream and its resumptions
+    end with the call; the connection answers the next call."""
     port = free_port()
     proc = subprocess.Popen(
         [sys.executable, SERVER, "--http", str(port), "--sse"],
@@ -158,7 +159,7 @@ async def test_a_timed_out_calls_stream_is_not_read_on(write_config: ConfigWrite
         path = write_config({"b": {"url": f"http://127.0.0.1:{port}/mcp", "timeout_s": 1}})
         gw = await _gateway(path)
         try:
-            code = "r = call_tools([('b', 'endless', {})] * 4)\n[str(e) for e in r]"
+            code = "r = call_tools([('b', t, {}) for t in ['endless', 'resumed'] * 4])\n[str(e) for e in r]"
             timed_out = await value(gw, code)
             assert all("timed out after 1s" in e for e in timed_out), timed_out
             deadline, still_open = time.monotonic() + 15, -1

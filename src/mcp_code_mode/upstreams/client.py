@@ -25,7 +25,8 @@ from fastmcp.client.transports import ClientTransport, SSETransport, StdioTransp
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
 from .. import __version__
-from .http_limit import IDENTITY, BoundedEvents, bound_response
+from .call_streams import CallStreams
+from .http_limit import IDENTITY, bound_response
 from .server_log import UpstreamLog, quiet_sdk_logs
 from .stdio import BoundedStdioTransport
 
@@ -56,8 +57,8 @@ class Link:
 
     client: Client[Any] = field(init=False)  # set right after the client is built
     session_gone: bool = False  # an HTTP 404 answered a request that carried our session id
-    # the event streams of requests in flight (HTTP), by JSON-RPC id: a cancelled call's ends
-    streams: dict[int | str, BoundedEvents] = field(default_factory=dict)
+    # the event streams of requests in flight (HTTP): a cancelled call's end
+    streams: CallStreams = field(default_factory=CallStreams)
 
 
 def new_client(
@@ -221,8 +222,8 @@ def _event_hooks(
 
     async def on_response(response: httpx2.Response) -> None:
         events = bound_response(response, max_result_bytes=max_result_bytes)
-        if events is not None and events.request_id is not None:
-            _track(link.streams, events)
+        if events is not None:
+            link.streams.adopt(events, response.request)
         if await refuses_session(response):
             link.session_gone = True
             on_session_gone()
@@ -230,23 +231,10 @@ def _event_hooks(
     async def on_request(request: httpx2.Request) -> None:
         # the SDK keeps reading a cancelled request's stream while the upstream keeps it open
         cancelled = _cancelled_id(request)
-        if cancelled is not None and (events := link.streams.pop(cancelled, None)) is not None:
-            await events.abandon()
+        if cancelled is not None:
+            await link.streams.cancel(cancelled)
 
     return {"request": [on_request], "response": [on_response]}
-
-
-def _track(streams: dict[int | str, BoundedEvents], events: BoundedEvents) -> None:
-    """Keep `events` under its request's id while it lasts."""
-    key = events.request_id
-    assert key is not None
-    streams[key] = events
-
-    def ended() -> None:
-        if streams.get(key) is events:
-            del streams[key]
-
-    events.on_end = ended
 
 
 def _cancelled_id(request: httpx2.Request) -> int | str | None:

@@ -153,12 +153,15 @@ class BoundedEvents(httpx2.AsyncByteStream):
         self._limit = limit
         self._line_limit = min(limit, SDK_EVENT_BYTES - _EVENT_ROOM)
         self._abandoned = False
-        self.request_id = self._request_id()
+        self.request_id: int | str | None = self._request_id()
         self.on_end: Callable[[], None] | None = None  # told once, when the stream ends
+        self.on_event_id: Callable[[str], None] | None = None  # told each `id:` it passes
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         splitter = LineSplitter(self._line_limit)
         try:
+            if self._abandoned:  # a resumption of a call already abandoned
+                raise httpx2.SSEError("the call was abandoned (it timed out)")
             async for chunk in self._inner:
                 if self._abandoned:
                     break
@@ -181,11 +184,19 @@ class BoundedEvents(httpx2.AsyncByteStream):
         self._abandoned = True
         await self._inner.aclose()
 
+    def abandoned(self) -> None:
+        """Mark the stream abandoned before it is read: its first read fails."""
+        self._abandoned = True
+
     async def aclose(self) -> None:
         await self._inner.aclose()
 
     def _lines(self, lines: list[bytes | Oversized]) -> bytes:
         parts = [self._replace(line) if isinstance(line, Oversized) else line for line in lines]
+        if self.on_event_id is not None:
+            for line in parts:
+                if line is not None and line.startswith(b"id:"):
+                    self.on_event_id(line[3:].strip().decode("utf-8", "replace"))
         return b"".join(part + b"\n" for part in parts if part is not None)
 
     def _replace(self, line: Oversized) -> bytes | None:
