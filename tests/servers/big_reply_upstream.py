@@ -9,8 +9,9 @@ result of `size` bytes; `id_last` puts the reply's id after the result, as the T
 SDK does), `broken()` (a line that carries the request's id but is not JSON-RPC),
 `endless()` (with `--sse`: a stream of keep-alive comments that ends only when the client
 hangs up), `resumed()` (with `--sse`: an event id and the stream closed, no reply; its
-resumption, a GET with `Last-Event-ID`, is endless) and `open_streams()` (how many endless
-streams are open).
+resumption, a GET with `Last-Event-ID`, is endless), `pings()` (with `--sse`: an endless
+stream of `ping` requests to the client; with `--hold-answers` the POSTs that answer them
+are never answered) and `open_streams()` (how many endless streams are open).
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ TOOLS = [
     },
     {"name": "endless", "description": "A reply never sent.", "inputSchema": {"type": "object"}},
     {"name": "resumed", "description": "Resumed, never sent.", "inputSchema": {"type": "object"}},
+    {"name": "pings", "description": "Pings, no reply.", "inputSchema": {"type": "object"}},
     {
         "name": "open_streams",
         "description": "Endless streams open.",
@@ -134,17 +136,22 @@ def serve_stdio() -> None:
 
 class _Handler(BaseHTTPRequestHandler):
     sse = False
+    hold_answers = False
 
     def do_POST(self) -> None:
         body = self.rfile.read(int(self.headers.get("content-length") or 0))
         request = json.loads(body)
         if "id" not in request or "method" not in request:
+            if self.hold_answers and "method" not in request:
+                time.sleep(600)  # an answer to our ping: never answered
+                return
             self.send_response(202)
             self.send_header("content-length", "0")
             self.end_headers()
             return
-        if self.sse and (request.get("params") or {}).get("name") in ("endless", "resumed"):
-            self._endless(resumable=request["params"]["name"] == "resumed")
+        name = (request.get("params") or {}).get("name")
+        if self.sse and name in ("endless", "resumed", "pings"):
+            self._endless(resumable=name == "resumed", pings=name == "pings")
             return
         size, chunks = reply(request)
         self.send_response(200)
@@ -163,7 +170,7 @@ class _Handler(BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client stopped reading: what it refused
 
-    def _endless(self, *, resumable: bool = False) -> None:
+    def _endless(self, *, resumable: bool = False, pings: bool = False) -> None:
         self.send_response(200)
         self.send_header("content-type", "text/event-stream")
         self.end_headers()
@@ -173,10 +180,11 @@ class _Handler(BaseHTTPRequestHandler):
         with _OPEN_LOCK:
             _OPEN[0] += 1
         try:
-            while True:
-                self.wfile.write(b": still working\n\n")
+            for n in range(10**9):
+                ping = f'data: {{"jsonrpc":"2.0","id":"p{n}","method":"ping"}}\n\n'.encode()
+                self.wfile.write(ping if pings else b": still working\n\n")
                 self.wfile.flush()
-                time.sleep(0.1)
+                time.sleep(0.005 if pings else 0.1)
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client hung up
         finally:
@@ -206,6 +214,7 @@ def main() -> None:
         return
     port = int(sys.argv[sys.argv.index("--http") + 1])
     _Handler.sse = "--sse" in sys.argv
+    _Handler.hold_answers = "--hold-answers" in sys.argv
     ThreadingHTTPServer(("127.0.0.1", port), _Handler).serve_forever()
 
 

@@ -146,11 +146,13 @@ async def test_a_timed_out_calls_stream_is_not_read_on(write_config: ConfigWrite
     """The MCP SDK kept reading the event stream of a call that had timed out (and been
     cancelled upstream) for as long as the upstream kept it open: 32 timed-out calls kept 33
     connections and most of a core busy for minutes (outside attack 118), and resumed a
-    stream (GET with `Last-Event-ID`) the same (attack 120). The stream and its resumptions
-    end with the call; the connection answers the next call."""
+    stream (GET with `Last-Event-ID`) the same; and pings on a call's stream whose answers
+    the upstream never took blocked the SDK's writes, so no cancel went out and memory grew
+    by 7 MB a second (attack 120). The streams end with their call; the connection answers
+    the next call."""
     port = free_port()
     proc = subprocess.Popen(
-        [sys.executable, SERVER, "--http", str(port), "--sse"],
+        [sys.executable, SERVER, "--http", str(port), "--sse", "--hold-answers"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -159,13 +161,17 @@ async def test_a_timed_out_calls_stream_is_not_read_on(write_config: ConfigWrite
         path = write_config({"b": {"url": f"http://127.0.0.1:{port}/mcp", "timeout_s": 1}})
         gw = await _gateway(path)
         try:
-            code = "r = call_tools([('b', t, {}) for t in ['endless', 'resumed'] * 4])\n[str(e) for e in r]"
+            kinds = "['endless', 'resumed', 'pings'] * 3"
+            code = f"r = call_tools([('b', t, {{}}) for t in {kinds}])\n[str(e) for e in r]"
             timed_out = await value(gw, code)
             assert all("timed out after 1s" in e for e in timed_out), timed_out
-            deadline, still_open = time.monotonic() + 15, -1
+            deadline, still_open = time.monotonic() + 30, -1
             while time.monotonic() < deadline and still_open != 0:
                 await asyncio.sleep(0.2)
-                still_open = await value(gw, "tools.b.open_streams()")
+                # an upstream that never takes our answers to its pings loses its connection
+                # (the POST of an answer waits 10 s), and the next call connects again
+                out = await run(gw, "tools.b.open_streams()")
+                still_open = out["result"] if out["ok"] else -1
             assert still_open == 0, f"{still_open} streams of timed-out calls still read"
             assert await value(gw, "tools.b.echo(text='after')") == "after"
         finally:

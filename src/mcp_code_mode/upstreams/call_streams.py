@@ -11,6 +11,7 @@ stream, and a resumption of a cancelled call ends before it is read.
 
 from __future__ import annotations
 
+import time
 from typing import TypeVar
 
 import httpx2
@@ -34,6 +35,7 @@ class CallStreams:
         self._open: dict[RequestId, list[BoundedEvents]] = {}
         self._owners: dict[str, RequestId] = {}  # event id -> the request its stream answers
         self._cancelled: dict[RequestId, None] = {}
+        self._started: dict[RequestId, float] = {}  # when each call (`tools/call`) was sent
 
     def adopt(self, events: BoundedEvents, request: httpx2.Request) -> None:
         """Keep `events`, a response's stream to `request`, under its request's id."""
@@ -63,6 +65,18 @@ class CallStreams:
         _remember(self._cancelled, request_id, None)
         for events in self._open.pop(request_id, []):
             await events.abandon()
+
+    def sent(self, request_id: object) -> None:
+        """A call (`tools/call`) of ours was sent now."""
+        if isinstance(request_id, int | str) and not isinstance(request_id, bool):
+            _remember(self._started, request_id, time.monotonic())
+
+    async def end_overdue(self, timeout_s: float) -> None:
+        """A call timed out: end the streams of every call sent `timeout_s` ago or more (the
+        SDK's cancel may never be written, when its writes are blocked: attack 120)."""
+        now = time.monotonic()
+        for key in [k for k in self._open if now - self._started.get(k, now) >= timeout_s]:
+            await self.cancel(key)
 
 
 def _remember(kept: dict[_K, _V], key: _K, value: _V) -> None:

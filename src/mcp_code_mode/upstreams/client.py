@@ -46,6 +46,8 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 _SESSION_ERROR_BYTES = 4096  # of a 400 body, read to see whether it names the session
+_SMALL_POST_BYTES = 65536  # a POST read to see whether it carries a request of ours
+_ANSWER_WAIT_S = 10.0  # for the HTTP answer to a POST that carries no request
 # What servers say in a 400 for a session id they do not know (lower case).
 _SESSION_GONE = ("no valid session", "session not found", "invalid session", "unknown session")
 _CLIENT_INFO = mcp_types.Implementation(name="mcp-code-mode", version=__version__)
@@ -229,27 +231,47 @@ def _event_hooks(
             on_session_gone()
 
     async def on_request(request: httpx2.Request) -> None:
+        message = _small_post(request)
+        if message is None:
+            return
+        if "method" in message and "id" in message:  # a request of ours: a call's is timed
+            if message["method"] == "tools/call":
+                link.streams.sent(message["id"])
+        else:  # an answer or a notification: its HTTP answer is not waited for long
+            request.extensions["timeout"] = httpx2.Timeout(_ANSWER_WAIT_S).as_dict()
         # the SDK keeps reading a cancelled request's stream while the upstream keeps it open
-        cancelled = _cancelled_id(request)
+        cancelled = _cancelled_id(message)
         if cancelled is not None:
             await link.streams.cancel(cancelled)
 
     return {"request": [on_request], "response": [on_response]}
 
 
-def _cancelled_id(request: httpx2.Request) -> int | str | None:
-    """The id a `notifications/cancelled` POST names, if the request is one (read only
-    when its body says so: calls' bodies may be megabytes)."""
+def _small_post(request: httpx2.Request) -> dict[str, Any] | None:
+    """The JSON-RPC message a POST of at most `_SMALL_POST_BYTES` carries (calls' bodies may
+    be megabytes: not read here). A POST that carries no request of ours (a notification, or
+    our answer to a ping or a question of the upstream's) waits `_ANSWER_WAIT_S` for its HTTP
+    answer: the SDK sends them one after another, and an upstream that never answered one
+    blocked every later write, our cancels and calls included (attack 120)."""
     try:
         body = request.content if request.method == "POST" else b""
     except httpx2.RequestNotRead:  # a streamed body: not one the SDK sends
         return None
-    if b"notifications/cancelled" not in body[:4096]:
+    if not body or len(body) > _SMALL_POST_BYTES:
         return None
     try:
-        found = json.loads(body)["params"]["requestId"]
-    except (ValueError, KeyError, TypeError):
+        message = json.loads(body)
+    except ValueError:
         return None
+    return message if isinstance(message, dict) else None
+
+
+def _cancelled_id(message: dict[str, Any]) -> int | str | None:
+    """The id a `notifications/cancelled` names, if the message is one."""
+    params = message.get("params")
+    if message.get("method") != "notifications/cancelled" or not isinstance(params, dict):
+        return None
+    found = params.get("requestId")
     return found if isinstance(found, int | str) and not isinstance(found, bool) else None
 
 

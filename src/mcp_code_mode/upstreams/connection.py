@@ -8,14 +8,13 @@ It moves between the `states` only on what the transport and the protocol report
   error reply or a malformed reply fails that one request (`errors.classify`), so a slow
   upstream is never restarted and a guest cannot reset an upstream that others share.
 - `lost | error → reconnecting`: on the next call, or from the supervisor (backoff with
-  jitter). One attempt at a time, shared by every call that waits for it.
+  jitter), one attempt at a time. A call that times out ends its streams (`call_streams`).
 - Start-up converges: attempts pass a `StartGate` (bounded concurrency), and an attempt
   is not killed for being slow while it is still working: after `startup_timeout_s`
   without an answer the upstream is reported `starting` with the reason, its gate slot
   goes to the next one, and it keeps going until `startup_ceiling_s`. A process that
   exits ends its attempt at once (its pipe closes), so only a live one is waited for.
-- Health: see `health` (traffic is the sign of life; tools are listed again on
-  `tools/list_changed`, or on a 2026-07-28 connection at most every `refresh_interval_s`).
+- Health: see `health` (traffic is the sign of life) and `tool_list` (refreshes).
 """
 
 from __future__ import annotations
@@ -176,6 +175,8 @@ class UpstreamConnection:
                 result = await link.client.call_tool_mcp(tool, arguments, timeout=self.timeout_s)
             except Exception as exc:  # foreign errors: mapped by `classify`, once
                 failure = errors.classify(exc, session_gone=link.session_gone)
+                if failure.kind is errors.FailureKind.TIMEOUT:
+                    await link.streams.end_overdue(self.timeout_s)
                 if failure.kind is errors.FailureKind.SESSION_GONE and attempt == 0:
                     self._lose(link, failure.message)
                     logger.info("upstream %s: session gone; resending %s once", self.name, tool)
