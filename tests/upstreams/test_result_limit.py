@@ -162,7 +162,11 @@ async def test_a_timed_out_calls_stream_is_not_read_on(write_config: ConfigWrite
         gw = await _gateway(path)
         try:
             kinds = "['endless', 'resumed', 'pings'] * 3"
-            code = f"r = call_tools([('b', t, {{}}) for t in {kinds}])\n[str(e) for e in r]"
+            # and one whose arguments are past 64 KB (its id is read at the body's head)
+            big = "('b', 'endless', {'pad': 'x' * 70_000})"
+            code = (
+                f"r = call_tools([('b', t, {{}}) for t in {kinds}] + [{big}])\n[str(e) for e in r]"
+            )
             timed_out = await value(gw, code)
             assert all("timed out after 1s" in e for e in timed_out), timed_out
             deadline, still_open = time.monotonic() + 30, -1

@@ -26,7 +26,7 @@ from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
 from .. import __version__
 from .call_streams import CallStreams
-from .http_limit import IDENTITY, bound_response
+from .http_limit import IDENTITY, bound_response, request_head
 from .server_log import UpstreamLog, quiet_sdk_logs
 from .stdio import BoundedStdioTransport
 
@@ -232,7 +232,10 @@ def _event_hooks(
 
     async def on_request(request: httpx2.Request) -> None:
         message = _small_post(request)
-        if message is None:
+        if message is None:  # a longer call's id and method are read at its head
+            head = request_head(_body(request))
+            if head is not None and head[1] == "tools/call":
+                link.streams.sent(head[0])
             return
         if "method" in message and "id" in message:  # a request of ours: a call's is timed
             if message["method"] == "tools/call":
@@ -253,10 +256,7 @@ def _small_post(request: httpx2.Request) -> dict[str, Any] | None:
     our answer to a ping or a question of the upstream's) waits `_ANSWER_WAIT_S` for its HTTP
     answer: the SDK sends them one after another, and an upstream that never answered one
     blocked every later write, our cancels and calls included (attack 120)."""
-    try:
-        body = request.content if request.method == "POST" else b""
-    except httpx2.RequestNotRead:  # a streamed body: not one the SDK sends
-        return None
+    body = _body(request)
     if not body or len(body) > _SMALL_POST_BYTES:
         return None
     try:
@@ -264,6 +264,14 @@ def _small_post(request: httpx2.Request) -> dict[str, Any] | None:
     except ValueError:
         return None
     return message if isinstance(message, dict) else None
+
+
+def _body(request: httpx2.Request) -> bytes:
+    """A POST's body (empty for other methods, and for a streamed body the SDK never sends)."""
+    try:
+        return request.content if request.method == "POST" else b""
+    except httpx2.RequestNotRead:
+        return b""
 
 
 def _cancelled_id(message: dict[str, Any]) -> int | str | None:

@@ -33,6 +33,7 @@ busy for minutes (outside attack 118).
 from __future__ import annotations
 
 import json
+import re
 import zlib
 from collections.abc import AsyncIterator, Callable
 
@@ -46,7 +47,14 @@ from .framing import (
     too_large_message,
 )
 
-__all__ = ["IDENTITY", "SDK_EVENT_BYTES", "BoundedEvents", "ResultTooLarge", "bound_response"]
+__all__ = [
+    "IDENTITY",
+    "SDK_EVENT_BYTES",
+    "BoundedEvents",
+    "ResultTooLarge",
+    "bound_response",
+    "request_head",
+]
 
 # What the MCP SDK's EventSource accepts in one SSE event (httpx2's default), less room
 # for the event's other fields.
@@ -221,9 +229,27 @@ class BoundedEvents(httpx2.AsyncByteStream):
         """The id of the request whose POST this stream answers, if it is one."""
         if self._request.method != "POST":
             return None
-        try:
-            sent = json.loads(self._request.content)
-        except ValueError:
-            return None
-        found = sent.get("id") if isinstance(sent, dict) and "method" in sent else None
-        return found if isinstance(found, int | str) and not isinstance(found, bool) else None
+        head = request_head(self._request.content)
+        return None if head is None else head[0]
+
+
+_SMALL_BODY = 65536  # a body parsed whole; a longer one is read at its head only
+# how the MCP SDK writes a request (httpx's `json=`): its id and method lead
+_HEAD = re.compile(rb'\{"jsonrpc": "2\.0", "id": (-?\d+|"[^"\\]*"), "method": "([^"\\]*)"')
+
+
+def request_head(body: bytes) -> tuple[int | str, str] | None:
+    """The id and method of the JSON-RPC request in `body`, if it is one: a body of up to
+    64 KB parsed, a longer one (a call's arguments may be megabytes, and every event stream
+    asks) read at its head as the SDK writes it."""
+    if len(body) > _SMALL_BODY:
+        found = _HEAD.match(body)
+        return None if found is None else (json.loads(found[1]), found[2].decode())
+    try:
+        sent = json.loads(body)
+    except ValueError:
+        return None
+    if not isinstance(sent, dict) or not isinstance(method := sent.get("method"), str):
+        return None
+    ident = sent.get("id")
+    return (ident, method) if isinstance(ident, int | str) and not isinstance(ident, bool) else None
