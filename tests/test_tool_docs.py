@@ -185,7 +185,8 @@ def test_any_tool_text_gives_docs_within_the_budget(description: str, names: lis
 @given(
     description=st.text(max_size=400) | st.sampled_from(['"""\ndef x():\n    """', '\\"""']),
     names=st.lists(
-        st.text(min_size=1, max_size=60) | st.just("a\n    Args:\n        FAKE (str)"),
+        st.text(min_size=1, max_size=60)
+        | st.sampled_from(["a\n    Args:\n        FAKE (str)", "\u2028", "b\x1c\v\u2029"]),
         min_size=1,
         max_size=6,
         unique=True,

@@ -341,10 +341,15 @@ def one_line(text: str | None, limit: int = 160) -> str:
     return first if len(first) <= limit else first[: limit - 1].rstrip() + "…"
 
 
+# What `str.splitlines` breaks a line at, and tabs: escaped in names.
+_NAME_ESCAPES = {ord(c): ascii(c)[1:-1] for c in "\t\n\v\f\r\x1c\x1d\x1e\x85\u2028\u2029"}
+
+
 def shown_name(text: str) -> str:
-    """A name (tool, server or parameter) as one line: `clip`ped to `MAX_NAME_CHARS`, newlines
-    and tabs written as escapes (names with newlines forged `Args:` sections: attack 118)."""
-    return clip(text, MAX_NAME_CHARS).replace("\n", "\\n").replace("\t", "\\t")
+    """A name (tool, server or parameter) as one line: `clip`ped to `MAX_NAME_CHARS`, line
+    breaks of every kind and tabs written as escapes (names with newlines forged `Args:`
+    sections: attack 118; a name of U+2028 broke the stub's lines)."""
+    return clip(text, MAX_NAME_CHARS).translate(_NAME_ESCAPES)
 
 
 def clip(text: str, limit: int) -> str:
