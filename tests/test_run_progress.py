@@ -131,6 +131,28 @@ async def test_both_executors_forward_progress_to_the_run(any_gateway: Gateway) 
     assert sent[0] == (1.0, 3.0, "step") and sent[-1] == (3.0, 3.0, "step")
 
 
+async def test_progress_sent_only_increases(any_gateway: Gateway) -> None:
+    """MCP: "the progress value MUST increase with each notification". Guest code may
+    report anything, and its numbers follow the call count (the run's own reports, 12 calls
+    then `progress(1, 10)`): a notification that would not increase is not sent."""
+    sent: list[tuple[float, float | None, str | None]] = []
+
+    async def sink(progress: float, total: float | None, message: str | None) -> None:
+        sent.append((progress, total, message))
+
+    watched = RunProgress(sink, interval_s=0)
+    watched.call_ended()
+    watched.call_ended()
+    # each report completes its total, so the guest sends every one (none is too soon)
+    code = "\n".join(f"progress({n}, {n})" for n in (1, 5, -1, 5, 4, 9)) + "\n'done'"
+    reply = await any_gateway.execute(code, progress=watched)
+    await watched.close()
+    assert reply.ok, reply.error
+    numbers = [progress for progress, *_ in sent]
+    assert numbers[:2] == [1.0, 2.0] and numbers[-1] == 9.0, sent
+    assert all(a < b for a, b in itertools.pairwise(numbers)), sent
+
+
 async def test_notifications_are_rate_limited_and_the_last_state_is_sent() -> None:
     sent: list[tuple[float, float, float | None, str | None]] = []
 

@@ -1610,3 +1610,43 @@ async def test_asyncio_debug_mode_runs(sec_gateway: Gateway) -> None:
     )
     out = await attempt(sec_gateway, code)
     assert out["result"] == [3, True], out
+
+
+STRAY_ERRORS = (
+    (
+        "class A:\n    def __del__(self):\n        raise ValueError('boom in del')\n"
+        "a = A()\ndel a\nprint('after')",
+        "Exception ignored in a finalizer: ValueError: boom in del\nafter\n",
+    ),
+    (
+        "class E(Exception):\n    def __str__(self):\n        raise RuntimeError('no')\n"
+        "class A:\n    def __repr__(self):\n        return 'r' * 10**6\n"
+        "    def __del__(self):\n        raise E()\na = A()\ndel a",
+        "Exception ignored in a finalizer: E: (the exception's message could not be shown)\n",
+    ),
+    (
+        "class A:\n    def __del__(self):\n        raise ValueError('x' * 100_000)\na = A()\ndel a",
+        f"Exception ignored in a finalizer: ValueError: {'x' * 500}\n",
+    ),
+    (
+        "import asyncio\nasync def boom():\n    raise ValueError('never awaited')\n"
+        "async def main():\n    asyncio.get_running_loop().create_task(boom())\n"
+        "    await asyncio.sleep(0.01)\nasyncio.run(main())",
+        "Task exception was never retrieved\n",
+    ),
+)
+
+
+@pytest.mark.parametrize(("code", "shown"), STRAY_ERRORS)
+async def test_errors_no_run_catches_are_one_line_of_the_guests_own(
+    sec_gateway: Gateway, code: str, shown: str
+) -> None:
+    """What a `__del__` or an event-loop task raised was shown as the audit hook's refusal
+    of CPython's hook, with the worker's install path ("Exception ignored in audit hook",
+    "--- Logging error ---"): now the exception's type and message, cut, no traceback."""
+    out = await attempt(sec_gateway, code)
+    assert out["ok"], out
+    assert out["stdout"].startswith(shown) and "audit" not in out["stdout"], out["stdout"][:300]
+    assert "Logging error" not in out["stdout"] and "mcp_code_mode" not in out["stdout"]
+    if "asyncio" in code:
+        assert "ValueError: never awaited\n" in out["stdout"], out["stdout"]

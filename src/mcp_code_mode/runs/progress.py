@@ -5,7 +5,9 @@ other there is no `RunProgress` (or one whose sink is None) and nothing is sent.
 router says when an upstream call ends (`call_ended`) and forwards what guest code reports
 with `progress(done, total=None, message=None)` (`report`). Notifications are rate-limited:
 the first goes at once, then at most one per `interval_s`, carrying the latest state when it
-goes; a state held back goes when the run ends (`close`), then none. Until the code reports,
+goes; a state held back goes when the run ends (`close`), then none. A state whose progress
+is not above the last one sent is not sent (MCP: progress increases with each notification;
+guest code may report anything, and its numbers follow the call count). Until the code reports,
 the progress is the number of calls ended and the message says "12 calls, 3.1 s"; from then
 on, the code's numbers (and its message, else that one).
 """
@@ -51,6 +53,7 @@ class RunProgress:
         self._calls = 0
         self._reported: tuple[float, float | None, str | None] | None = None
         self._sent_at = -math.inf
+        self._last_progress = -math.inf  # of the last notification sent
         self._timer: asyncio.TimerHandle | None = None
         self._sending: asyncio.Future[None] | None = None
         self._closed = False
@@ -116,9 +119,13 @@ class RunProgress:
         if self._sending is not None and not self._sending.done():  # a slow client: wait
             self._timer = asyncio.get_running_loop().call_later(self._interval_s, self._send)
             return
+        state = self.state()
+        if state[0] <= self._last_progress:  # MCP: progress increases with each one
+            return
+        self._last_progress = state[0]
         self._sent_at = time.monotonic()
         self.sent += 1
-        self._sending = asyncio.ensure_future(sink(*self.state()))
+        self._sending = asyncio.ensure_future(sink(*state))
         self._sending.add_done_callback(_log_failure)
 
 

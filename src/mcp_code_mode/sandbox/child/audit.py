@@ -159,6 +159,7 @@ def _install(
         runners=runners,
     )
     inside: list[bool] = []
+    own_unraisable = sys.unraisablehook
 
     def hook(event: str, args: tuple[Any, ...]) -> None:
         if event in _FINE:
@@ -170,6 +171,8 @@ def _install(
             if event in _JUDGES_OWN:
                 return
             raise Refused(f"{event} is not allowed while a guard decides")
+        if event == "sys.unraisablehook" and args[0] is own_unraisable:
+            return  # the worker's own (`outcome.note_unraisable`), set before this hook
         if event == "sys.addaudithook":
             raise _HookRefused("audit hooks cannot be added in a sandbox worker")
         if event == "object.__setattr__" and text_arg(args, 1) in _FINE_TO_SET:

@@ -21,7 +21,14 @@ from collections.abc import Callable, Iterable
 from types import CodeType, MethodType, ModuleType
 from typing import Any
 
-from mcp_code_mode.sandbox.child import audit, module_view, outcome, rewrite, worker
+from mcp_code_mode.sandbox.child import (
+    audit,
+    module_view,
+    outcome,
+    rewrite,
+    stray_errors,
+    worker,
+)
 from mcp_code_mode.sandbox.child.copy_hooks import (
     copy_getattr,
     guarded_deepcopy,
@@ -145,6 +152,7 @@ def lock_down(
     if warm_up is not None:
         runners[warm_up.__code__] = "exec before"
     runners.update(dict.fromkeys(_guest_proxies(), "guest"))
+    stray_errors.install(loaded)  # sets the one `sys.unraisablehook` the audit hook grants
     freeze_classes(_sealed(loaded))  # last of the writes; before the hook refuses `ctypes`
     audit.install(
         guest_filename=rewrite.GUEST_FILENAME,

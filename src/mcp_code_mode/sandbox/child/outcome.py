@@ -20,7 +20,15 @@ from mcp_code_mode.sandbox.child.rewrite import GUEST_FILENAME
 from mcp_code_mode.sandbox.child.tools_view import ToolError
 from mcp_code_mode.sandbox.protocol import ErrorCode, ErrorInfo
 
-__all__ = ["error_for", "format_traceback", "guest_line", "make_error", "result_value"]
+__all__ = [
+    "error_for",
+    "format_traceback",
+    "guest_line",
+    "make_error",
+    "name_of",
+    "result_value",
+    "safe_str",
+]
 
 
 def error_for(exc: BaseException, source: str, tripped: Fatal | None = None) -> ErrorInfo:
@@ -36,9 +44,9 @@ def error_for(exc: BaseException, source: str, tripped: Fatal | None = None) -> 
         message = "MemoryError: the run exceeded its memory limit (raise MCP_CODE_MEMORY_MB)"
         return make_error("MEMORY_LIMIT", message, line_of(exc))
     if issubclass(kind, ToolError):
-        return make_error("TOOL_ERROR", f"ToolError: {_safe_str(exc)}", line_of(exc))
+        return make_error("TOOL_ERROR", f"ToolError: {safe_str(exc)}", line_of(exc))
     if issubclass(kind, ImportRefused | Refused):
-        return make_error("POLICY_VIOLATION", _safe_str(exc), line_of(exc))
+        return make_error("POLICY_VIOLATION", safe_str(exc), line_of(exc))
     return make_error("RUNTIME_ERROR", _guest_traceback(exc, source), line_of(exc))
 
 
@@ -97,7 +105,7 @@ def _guest_traceback(exc: BaseException, source: str) -> str:
     try:
         return format_traceback(exc, source)
     except MemoryError:
-        return f"{_name_of(type(exc))}: (the message was too large to format)"
+        return f"{name_of(type(exc))}: (the message was too large to format)"
     except BaseException:  # guest classes can make formatting fail in many ways
         return "the run raised an exception that could not be formatted"
 
@@ -110,14 +118,14 @@ def format_traceback(exc: BaseException, source: str) -> str:
         out.append(f"  line {lineno}, in {name}: {text}")
     # Not in `guest_frames`, which the hook trusts to read frames: a guest `__str__` that
     # is a library callable runs with no frame of its own (outside attack 25).
-    text = _safe_str(exc)[:_ERROR_CHARS]
+    text = safe_str(exc)[:_ERROR_CHARS]
     if type(exc) is TypeError and text.endswith(_SEALED):
         text += _SEALED_HINT
-    out.append(f"{_name_of(type(exc))}: {text}")
+    out.append(f"{name_of(type(exc))}: {text}")
     return "\n".join(out)
 
 
-def _name_of(kind: type) -> str:
+def name_of(kind: type) -> str:
     """A class's name as an exact `str`, cut: a guest may make `__name__` a `str` subclass
     whose `__getitem__` or `__format__` runs in the worker's error path (a 62 MB note in
     `logs`, or the worker killed: outside attack 119)."""
@@ -137,7 +145,7 @@ _SEALED_HINT = (
 _ERROR_CODES = frozenset(get_args(ErrorCode))
 
 
-def _safe_str(exc: BaseException) -> str:
+def safe_str(exc: BaseException) -> str:
     """`str(exc)` of an exception the guest may have made, as an exact `str` (its `__str__`
     can raise, or return a `str` subclass whose methods run guest code)."""
     try:
@@ -181,7 +189,7 @@ def result_value(
     except Fatal:  # a limit met while serialising: the worker reports `run.tripped`
         return None, make_error("RUNTIME_ERROR", _FORGED, None)
     except (TypeError, ValueError, RecursionError):
-        name = _name_of(type(value))
+        name = name_of(type(value))
         try:
             text = json.dumps(repr(value))
         except BaseException:  # guest classes can make even repr() fail
@@ -192,7 +200,7 @@ def result_value(
         logs.append(note)
         text_charged = len(text) + len(note) + 3
     except BaseException as exc:  # a guest `items()` or `__iter__` raised SystemExit & co.
-        name = _name_of(type(exc))
+        name = name_of(type(exc))
         return None, make_error(
             "RUNTIME_ERROR", f"the result could not be made JSON: its code raised {name}", None
         )
