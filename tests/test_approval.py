@@ -18,6 +18,7 @@ from mcp.types import ElicitResult
 from mcp_code_mode.approval import ApprovalRequest
 from mcp_code_mode.executor_server import build_server
 from mcp_code_mode.gateway import Gateway
+from mcp_code_mode.sandbox.run_slots import RunSlots
 
 from .conftest import require_pyodide
 from .support import ROOT, server_entry, start_gateway
@@ -184,6 +185,35 @@ async def test_an_unanswered_question_is_a_decline(tmp_path: Path) -> None:
         assert await posts(gw) == []
     finally:
         await gw.aclose()
+
+
+async def test_a_run_waiting_for_a_person_gives_its_place_to_other_runs(board: Gateway) -> None:
+    """Runs at once are capped (here 1); a run whose question nobody answers held its place
+    for `MCP_CODE_APPROVAL_TIMEOUT_S`, so one client's unanswered questions stopped every
+    other client's runs for 2 minutes (outside attack 123). It gives its place back while
+    it waits; as many may wait so as may run, and a question past that is declined at once."""
+    executor: Any = board.executor
+    executor.run_slots = RunSlots(1)
+    answer: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+
+    async def slow(request: ApprovalRequest) -> bool:
+        return await answer
+
+    code = "tools.board.post_message(text='parked')\n'posted'"
+    parked = asyncio.ensure_future(board.execute(code, approver=slow))
+    while executor.run_slots.parked == 0:
+        await asyncio.sleep(0.01)
+    started = time.perf_counter()
+    plain = await board.execute("1 + 1", timeout_s=10)
+    waited = time.perf_counter() - started
+    declined = await board.execute(code, approver=Person(True))
+    answer.set_result(True)
+    out = (await parked).to_json()
+    assert plain.ok and plain.result == 2 and waited < 8, (plain.to_json(), waited)
+    assert declined.error is not None and "already waiting for a person" in declined.error.message
+    assert out["ok"] and out["result"] == "posted", out
+    assert await posts(board) == ["parked"]
+    assert executor.run_slots.parked == 0 and not executor.run_slots.locked()
 
 
 async def test_approve_tools_globs_replace_the_annotations(tmp_path: Path) -> None:

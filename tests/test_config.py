@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+import urllib.parse
 from pathlib import Path
 from typing import Any
 
@@ -395,6 +396,31 @@ def test_invalid_json_names_the_line(tmp_path: Path) -> None:
     assert "JSON" in str(info.value)
 
 
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        (
+            '{"servers": {"a": {"command": "x", "args": ' + "[" * 100_000 + "]" * 100_000 + "}}}",
+            "nested too deep",
+        ),
+        (
+            '{"servers": {"a": {"command": "x", "approve_tools": ["*"], "approve_tools": []}}}',
+            'the key "approve_tools" is given twice',
+        ),
+    ],
+    ids=["deep", "duplicate key"],
+)
+def test_json_python_reads_otherwise_is_a_clear_error(tmp_path: Path, text: str, said: str) -> None:
+    """A config nested 100,000 deep ended `serve` and `check` in a RecursionError's
+    traceback; a key given twice kept the last silently, so a second `approve_tools`
+    turned approval off (outside attack 123)."""
+    path = write_text(tmp_path, text)
+    with pytest.raises(ConfigError) as info:
+        load_config(path, env={})
+    assert_names(info.value, path, None, None)
+    assert said in str(info.value)
+
+
 SERVER_PROBLEMS = [
     pytest.param(
         {"command": "npx", "transport": "websocket"},
@@ -519,11 +545,13 @@ def test_config_error_is_a_code_mode_error() -> None:
 
 
 @pytest.mark.parametrize(
-    "secret", ['sk-Abc"q\\uote/<b>x</b>-SECRET123', "clé-ünïcode-42", "it's-a-secret-9"]
+    "secret",
+    ['sk-Abc"q\\uote/<b>x</b>-SECRET123', "clé-ünïcode-42", "it's-a-secret-9", 'Zq9 s/é+v"x'],
 )
 def test_redact_catches_a_secret_as_json_and_repr_spell_it(secret: str) -> None:
-    """A value with quotes, backslashes or non-ASCII is escaped in a JSON result or a repr:
-    each spelling is redacted, not only the raw one."""
+    """A value with quotes, backslashes or non-ASCII is escaped in a JSON result or a repr,
+    and percent-encoded in a URL an HTTP library logs (outside attack 123): each spelling
+    is redacted, not only the raw one."""
     config = GatewayConfig(servers={}, secrets=((secret, "${KEY}"),))
     for text in (
         secret,
@@ -531,6 +559,9 @@ def test_redact_catches_a_secret_as_json_and_repr_spell_it(secret: str) -> None:
         json.dumps({"k": secret}, ensure_ascii=False),
         repr(secret),
         repr([secret]),
+        f"GET /v1?key={urllib.parse.quote(secret, safe='')}&x=1",
+        f"GET /v1?{urllib.parse.urlencode({'key': secret})}",
+        f"GET /a/{urllib.parse.quote(secret)}/b",
     ):
         redacted = config.redact(text)
         assert secret not in redacted and "${KEY}" in redacted, (text, redacted)

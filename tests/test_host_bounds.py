@@ -15,6 +15,7 @@ import pytest
 
 from mcp_code_mode.gateway import Gateway
 from mcp_code_mode.sandbox.executor import runs_that_fit
+from mcp_code_mode.sandbox.run_slots import RunSlots
 
 from .support import TEST_SERVER, server_entry, start_gateway
 
@@ -65,7 +66,7 @@ async def test_runs_beyond_the_cap_wait_their_turn(gateway: Gateway) -> None:
     """Each run may hold its memory limit, so runs at once are capped (half the machine's
     memory at the limit; here 2, set on the executor) and the rest wait: 24 runs at once
     took the host to 4.3 GB (outside attack 56). The wait is not part of a run's time."""
-    gateway.executor.run_slots = asyncio.Semaphore(2)  # type: ignore[attr-defined]
+    gateway.executor.run_slots = RunSlots(2)  # type: ignore[attr-defined]
     code = "import asyncio\nawait asyncio.sleep(0.6)\n1"
     started = time.perf_counter()
     outs = await asyncio.gather(*(gateway.execute(code, timeout_s=1.0) for _ in range(6)))
@@ -82,7 +83,7 @@ async def test_runs_waiting_beyond_their_cap_are_refused_at_once(gateway: Gatewa
     an EXECUTOR_ERROR at once; small runs still wait their turn. Attack 113: 4 MB of
     `[],` held 25 times their characters, so they count as what they hold."""
     executor: Any = gateway.executor
-    executor.run_slots = asyncio.Semaphore(1)
+    executor.run_slots = RunSlots(1)
     executor.max_waiting = (1000, 100_000)
     code = "import asyncio\nawait asyncio.sleep(0.3)\nlen(input)"
     first = [asyncio.ensure_future(gateway.execute(code, input="x", timeout_s=5.0))]

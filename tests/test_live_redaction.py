@@ -150,3 +150,41 @@ async def test_a_progress_message_cut_through_a_secret_keeps_none_of_it(
     finally:
         await gateway.aclose()
     assert got and all(long_secret[:8] not in message for message in got), got
+
+
+async def test_what_upstreams_describe_and_log_is_redacted_everywhere_it_is_shown(
+    write_config: ConfigWriter, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A key the config gives an upstream, in its tool's description and its log message:
+    results were redacted, but `search_tools`, `get_tool_docs` and `list_servers` over MCP,
+    the servers line of `tools/list` and `instructions`, and the gateway's log line of the
+    upstream's message showed it (outside attack 123)."""
+    description = "keys: ${MCP_CODE_TEST_SECRET}"  # the config's own text holds it too
+    testsrv = server_entry(
+        TEST_SERVER, env={"TOKEN": "${MCP_CODE_TEST_SECRET}"}, description=description
+    )
+    gateway = await start_gateway(write_config({"testsrv": testsrv}))
+    shown: list[str] = []
+    try:
+        async with Client(build_server(gateway)) as client:
+            shown.append(client.instructions or "")
+            shown.append(json.dumps([t.model_dump(mode="json") for t in await client.list_tools()]))
+            for tool, args in (
+                ("search_tools", {"query": "says what its key is"}),
+                ("get_tool_docs", {"server": "testsrv", "tool": "keyed"}),
+                ("get_tool_docs", {"server": "testsrv"}),
+                ("list_servers", {}),
+                ("execute_code", {"code": "tools.testsrv.keyed()"}),
+            ):
+                result = await client.call_tool(tool, args)
+                shown.append(result.content[0].text)  # type: ignore[union-attr]
+    finally:
+        await gateway.aclose()
+    logged = [r.getMessage() for r in caplog.records if "logging in with" in r.getMessage()]
+    assert logged, [r.getMessage() for r in caplog.records][-5:]
+    shown += logged
+    assert "Says what its key is: ${MCP_CODE_TEST_SECRET}" in shown[2], shown[2]
+    assert "keys: ${MCP_CODE_TEST_SECRET}" in shown[5]
+    assert "logging in with ${MCP_CODE_TEST_SECRET}" in logged[0]
+    for text in shown:
+        assert SECRET not in text and SECRET[:8] not in text, text[:500]

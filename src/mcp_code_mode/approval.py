@@ -84,8 +84,9 @@ class RunApprovals:
         self.paused_s = 0.0  # spent waiting for a person: not counted against the run
         self.unasked: list[str] = []  # `server.tool`s that `auto` let through, nobody asked
         self.decisions: dict[tuple[str, str], str] = {}  # how each question ended, for records
-        # Awaited before a person is asked (the executor stops the worker's clock).
-        self.before_asking: Callable[[], Awaitable[None]] | None = None
+        # Awaited before a person is asked (the executor stops the worker's clock and
+        # parks the run); what it returns declines the question instead.
+        self.before_asking: Callable[[], Awaitable[str | None]] | None = None
         self.traced: TracedQuestion = _untraced  # each question, as it is asked and answered
 
     async def check(self, server: str, tool: str, args: dict[str, Any]) -> None:
@@ -126,7 +127,9 @@ class RunApprovals:
         request = ApprovalRequest(clean_text(server), clean_text(tool), self._preview(args))
         started = time.monotonic()
         if self._approver is not None and self.before_asking is not None:
-            await self.before_asking()
+            refusal = await self.before_asking()
+            if refusal is not None:
+                return refusal
         try:
             async with asyncio.timeout(self._timeout_s):
                 answer = None if self._approver is None else await self._approver(request)

@@ -13,7 +13,8 @@ import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, cast
+from urllib.parse import quote, quote_plus
 
 from dotenv import dotenv_values
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
@@ -29,12 +30,16 @@ _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 
 def _spellings(value: str) -> list[str]:
-    """`value`, then how JSON (either `ensure_ascii`) and `repr` write it inside quotes."""
+    """`value`, then how JSON (either `ensure_ascii`) and `repr` write it inside quotes, and
+    how a URL does (an HTTP library's log of a query string: outside attack 123)."""
     forms = [value]
     for form in (
         json.dumps(value)[1:-1],
         json.dumps(value, ensure_ascii=False)[1:-1],
         repr(value)[1:-1],
+        quote(value, safe=""),
+        quote_plus(value, safe=""),
+        quote(value),  # `/` kept, as in a path
     ):
         if form not in forms:
             forms.append(form)
@@ -56,6 +61,7 @@ def _secret_start(text: str, end: str, form: str) -> int:
 
 
 _CHECKS = 256
+_J = TypeVar("_J")
 
 
 class GatewayConfig(BaseModel):
@@ -78,6 +84,18 @@ class GatewayConfig(BaseModel):
             return text
         pattern, names = self._redaction
         return pattern.sub(lambda found: names[found.group()], text)
+
+    def redact_json(self, value: _J) -> _J:
+        """`value` (dicts, lists and strings, as JSON holds) with every string `redact`ed:
+        upstream text the gateway shows (a tool's description, a server's) may hold a key
+        the config gave it (outside attack 123)."""
+        if not self.secrets or isinstance(value, int | float | bool | None):
+            return value
+        if isinstance(value, str):
+            return cast(_J, self.redact(value))
+        if isinstance(value, dict):
+            return cast(_J, {key: self.redact_json(item) for key, item in value.items()})
+        return cast(_J, [self.redact_json(item) for item in cast(list[Any], value)])
 
     def redact_cut(self, text: str) -> str:
         """`redact(text)` for text known to have been cut short before it came, at its end
@@ -134,6 +152,19 @@ class GatewayConfig(BaseModel):
         return {name: s for name, s in self.servers.items() if s.enabled}
 
 
+class _DuplicateKey(ValueError):
+    """A JSON object of the config names a key twice (JSON keeps the last, silently)."""
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    found: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in found:
+            raise _DuplicateKey(json.dumps(key)[:200])
+        found[key] = value
+    return found
+
+
 def load_config(
     path: str | os.PathLike[str], *, env: Mapping[str, str] | None = None
 ) -> GatewayConfig:
@@ -158,11 +189,15 @@ def load_config(
     except OSError as exc:
         raise ConfigError(f"cannot read file: {exc.strerror}", file=shown) from None
     try:
-        raw = json.loads(text)
+        raw = json.loads(text, object_pairs_hook=_unique_keys)
     except json.JSONDecodeError as exc:
         raise ConfigError(
             f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}", file=shown
         ) from None
+    except RecursionError:
+        raise ConfigError("invalid JSON: nested too deep", file=shown) from None
+    except _DuplicateKey as exc:  # `"approve_tools": ["*"], "approve_tools": []` meant off
+        raise ConfigError(f"the key {exc} is given twice in one object", file=shown) from None
     variables = dict(env) if env is not None else _default_variables(file)
     used: dict[str, str] = {}
     raw = _interpolate(raw, variables, shown, (), used)

@@ -19,8 +19,8 @@ from __future__ import annotations
 import asyncio
 import secrets
 import warnings
-from collections.abc import Awaitable
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, Generic, TypeVar, cast
 
 import mcp_types
 from fastmcp import Context
@@ -29,6 +29,7 @@ from fastmcp.server.elicitation import AcceptedElicitation
 from mcp.shared.exceptions import MCPDeprecationWarning
 from mcp_types import LOG_LEVEL_META_KEY
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import ValidationError
 
 from .approval import ApprovalRequest, Approver
 from .errors import ErrorType
@@ -37,7 +38,16 @@ from .runs.log_stream import LogSink, RunLogStream
 from .runs.progress import ProgressSink, RunProgress
 from .sandbox.base import ExecutionResult
 
-__all__ = ["Elicitation", "client_name", "handshake_approver", "log_sink", "progress_sink"]
+__all__ = [
+    "Elicitation",
+    "Start",
+    "client_name",
+    "handshake_approver",
+    "log_sink",
+    "progress_sink",
+]
+
+T = TypeVar("T")
 
 _QUESTION_KEY = "approval"
 _SCHEMA: dict[str, Any] = {
@@ -56,54 +66,82 @@ _ENDED = ExecutionResult.failure(
 )
 
 
+Start = Callable[[Approver | None, RunProgress | None, RunLogStream | None], Awaitable[T]]
+"""Starts the work (a run, the agent's task) with an approver, and where its progress and
+log lines go (None: nowhere)."""
+
+
 class Elicitation:
-    """Runs `execute_code` with an approver that asks the calling client's person."""
+    """Runs work (`execute_code`, `run_task`) with an approver that asks the calling
+    client's person, however its protocol version asks."""
 
     def __init__(self, gateway: Gateway) -> None:
-        self._gateway = gateway
-        self._waiting: dict[str, _WaitingRun] = {}
+        self.gateway = gateway
+        self._waiting: dict[str, tuple[str, _WaitingRun[Any]]] = {}  # by state: tool, work
 
     async def execute(
         self, ctx: Context | None, code: str, input: Any, timeout_s: float | None
     ) -> ExecutionResult | mcp_types.InputRequiredResult:
         """The run's result, or (2026-07-28 clients) a question to answer first."""
-        era, client, sink, logs = _era(ctx), client_name(ctx), progress_sink(ctx), log_sink(ctx)
+        client = client_name(ctx)
+
+        def start(
+            approver: Approver | None, progress: RunProgress | None, logs: RunLogStream | None
+        ) -> Awaitable[ExecutionResult]:
+            return self.gateway.execute(
+                code,
+                input,
+                timeout_s,
+                approver=approver,
+                client=client,
+                progress=progress,
+                logs=logs,
+            )
+
+        return await self.serve(ctx, "execute_code", start)
+
+    async def serve(
+        self, ctx: Context | None, tool: str, start: Start[T]
+    ) -> T | ExecutionResult | mcp_types.InputRequiredResult:
+        """What `start`'s work for a call of `tool` returns; for a 2026-07-28 client, a
+        question to answer first when it asks one; a failed `ExecutionResult` when the call
+        answers a question of work that has ended, was never asked, or was `tool`'s other."""
+        era, sink, logs = _era(ctx), progress_sink(ctx), log_sink(ctx)
         if era != "modern" and _carries_answer(ctx):
             return _ENDED.model_copy(deep=True)  # no question was asked of such a client
         if era != "modern" or ctx is None:
             progress = None if sink is None else RunProgress(sink)
             try:
-                return await self._gateway.execute(
-                    code,
-                    input,
-                    timeout_s,
-                    approver=handshake_approver(ctx),
-                    client=client,
-                    progress=progress,
-                    logs=None if logs is None else RunLogStream(logs),
-                )
+                stream = None if logs is None else RunLogStream(logs)
+                return await start(handshake_approver(ctx), progress, stream)
             finally:
                 if progress is not None:
                     await progress.close()
         state = ctx.request_state
-        run = self._waiting.pop(state, None) if state else None
+        kind, run = self._waiting.pop(state, ("", None)) if state else ("", None)
+        if run is not None and kind != tool:
+            run, state = None, state or "?"  # another tool's question: never answered here
         if run is None and (state is not None or ctx.input_responses is not None):
-            return _ENDED.model_copy(deep=True)  # never a new run: its code made calls
+            return _ENDED.model_copy(deep=True)  # never new work: its code made calls
         if run is None:
-            watch = RunProgress(sink), RunLogStream(logs)
-            run = _WaitingRun(self._gateway, code, input, timeout_s, client, *watch)
+            run = _WaitingRun(start, RunProgress(sink), RunLogStream(logs))
         else:
             run.progress.retarget(sink)
             run.logs.retarget(logs)
             run.answer(_approved(ctx.input_responses))
         event = await run.next_event()
-        if isinstance(event, ExecutionResult):
-            return event
+        if not isinstance(event, ApprovalRequest):
+            return cast(T, event)
+        return self._question(tool, run, event)
+
+    def _question(
+        self, tool: str, run: _WaitingRun[Any], event: ApprovalRequest
+    ) -> mcp_types.InputRequiredResult:
         run.progress.retarget(None)  # this request is answered: its progress token is spent
         run.logs.retarget(None)
         self._forget_finished()
         token = secrets.token_urlsafe(18)
-        self._waiting[token] = run
+        self._waiting[token] = tool, run
         question = mcp_types.ElicitRequest(
             method="elicitation/create",
             params=mcp_types.ElicitRequestFormParams(
@@ -116,23 +154,14 @@ class Elicitation:
 
     def _forget_finished(self) -> None:
         """Runs whose client never came back end by themselves (the question times out)."""
-        for token in [t for t, run in self._waiting.items() if run.finished]:
+        for token in [t for t, (_, run) in self._waiting.items() if run.finished]:
             del self._waiting[token]
 
 
-class _WaitingRun:
-    """A run whose approver hands its questions to `next_event()` and waits for `answer()`."""
+class _WaitingRun(Generic[T]):
+    """Work whose approver hands its questions to `next_event()` and waits for `answer()`."""
 
-    def __init__(
-        self,
-        gateway: Gateway,
-        code: str,
-        input: Any,
-        timeout_s: float | None,
-        client: str,
-        progress: RunProgress,
-        logs: RunLogStream,
-    ) -> None:
+    def __init__(self, start: Start[T], progress: RunProgress, logs: RunLogStream) -> None:
         # Each question with its own answer: a run may ask several at once (`call_tools`),
         # and one slot let the answer to the question shown settle another (outside
         # attack 82: approving `add_note` ran `delete_note`).
@@ -141,18 +170,9 @@ class _WaitingRun:
         )
         self._shown: asyncio.Future[bool] | None = None
         self.progress, self.logs = progress, logs
-        run = gateway.execute(
-            code,
-            input,
-            timeout_s,
-            approver=self._ask,
-            client=client,
-            progress=progress,
-            logs=logs,
-        )
-        self._task = asyncio.ensure_future(self._closing(run))
+        self._task = asyncio.ensure_future(self._closing(start(self._ask, progress, logs)))
 
-    async def _closing(self, run: Awaitable[ExecutionResult]) -> ExecutionResult:
+    async def _closing(self, run: Awaitable[T]) -> T:
         try:
             return await run
         finally:
@@ -173,8 +193,8 @@ class _WaitingRun:
         if shown is not None and not shown.done():
             shown.set_result(approved)
 
-    async def next_event(self) -> ExecutionResult | ApprovalRequest:
-        """The run's result, or the next question it asks."""
+    async def next_event(self) -> T | ApprovalRequest:
+        """The work's result (its exception raised), or the next question it asks."""
         question = asyncio.ensure_future(self._questions.get())
         try:
             await asyncio.wait({self._task, question}, return_when=asyncio.FIRST_COMPLETED)
@@ -303,7 +323,10 @@ def handshake_approver(ctx: Context | None) -> Approver | None:
         return None
 
     async def ask(request: ApprovalRequest) -> bool:
-        answer = await ctx.elicit(request.message, bool, response_title="Approve")
+        try:
+            answer = await ctx.elicit(request.message, bool, response_title="Approve")
+        except ValidationError:  # an answer not in the question's schema: not a yes
+            return False
         return isinstance(answer, AcceptedElicitation) and answer.data is True
 
     return ask

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 import mcp_types
@@ -24,10 +24,12 @@ from fastmcp.tools.function_tool import FunctionTool
 from pydantic import ValidationError
 
 from . import __version__
-from .elicitation import Elicitation, handshake_approver
+from .approval import Approver
+from .elicitation import Elicitation
 from .encodable import make_encodable
 from .errors import CodeModeError, ErrorType
 from .gateway import Gateway
+from .runs.progress import RunProgress
 from .runs.telemetry import configure_from_env
 from .sandbox.base import ExecutionResult
 from .sandbox.child import guest_api
@@ -169,29 +171,39 @@ def build_server(gateway: Gateway, *, lm: Any = None) -> FastMCP:
     _add(server, get_tool_docs, "Python stub docs of an upstream tool or server (paged).")
     _add(server, list_servers, "Upstream servers and their status.")
     if lm is not None:
-        _add_run_task(server, gateway, lm)
+        _add_run_task(server, asking, lm)
     return server
 
 
-def _add_run_task(server: FastMCP, gateway: Gateway, lm: Any) -> None:
-    """Register `run_task`: the code agent, over `gateway`, thinking with `lm`."""
+def _add_run_task(server: FastMCP, asking: Elicitation, lm: Any) -> None:
+    """Register `run_task`: the code agent, over the gateway, thinking with `lm`; its runs'
+    approval questions go to the client as `execute_code`'s do (contract §8)."""
     from . import agent  # dspy is imported only when the agent is in use
 
-    async def run_task(task: str, ctx: Context) -> ToolResult:
+    gateway = asking.gateway
+
+    async def run_task(task: str, ctx: Context) -> ToolResult | mcp_types.InputRequiredResult:
         total = gateway.settings.dspy_max_steps
 
-        async def progress(number: int, step: agent.Step) -> None:
-            state = "ok" if step.ok else (step.error or {}).get("type", "error")
-            await ctx.report_progress(number, total, f"step {number}: {state}")
+        def start(
+            approver: Approver | None, progress: RunProgress | None, _logs: object
+        ) -> Awaitable[dict[str, Any]]:
+            async def on_step(number: int, step: agent.Step) -> None:
+                state = "ok" if step.ok else (step.error or {}).get("type", "error")
+                if progress is not None:
+                    progress.report(number, total, f"step {number}: {state}")
 
-        # The agent's runs ask through the client too, when it can ask while a tool runs.
-        approver = handshake_approver(ctx)
+            return agent.run_task(gateway, lm, task, on_step, approver=approver)
+
         try:
-            return _json_result(
-                await agent.run_task(gateway, lm, task, progress, approver=approver)
-            )
+            result = await asking.serve(ctx, "run_task", start)
         except Exception as exc:  # LM/provider failures reach the client as a clear tool error
             raise ToolError(f"run_task failed: {type(exc).__name__}: {exc}") from None
+        if isinstance(result, ExecutionResult):  # an answer to work that has ended
+            raise ToolError(f"run_task failed: {result.error.message if result.error else ''}")
+        if isinstance(result, mcp_types.InputRequiredResult):
+            return result
+        return _json_result(result)
 
     _add(server, run_task, "Have the code agent solve a task in natural language.")
 

@@ -276,7 +276,7 @@ class RunRouter:
             [(cut if len(line) >= _READ_CUT else whole)(clean_text(line)) for line in lines]
         )
 
-    def on_pause(self, notify: Callable[[], Awaitable[None]]) -> None:
+    def on_pause(self, notify: Callable[[], Awaitable[str | None]]) -> None:
         self._approvals.before_asking = notify
 
     def close(self) -> None:

@@ -22,10 +22,12 @@ from typing import Any
 import dspy
 import pytest
 from dspy.utils.dummies import DummyLM
+from fastmcp import Client
 
 from mcp_code_mode import agent
 from mcp_code_mode.approval import ApprovalRequest
 from mcp_code_mode.config import load_config
+from mcp_code_mode.executor_server import build_server
 from mcp_code_mode.gateway import Gateway
 from mcp_code_mode.sandbox.pyodide_setup import PYODIDE_VERSION
 from mcp_code_mode.settings import cache_root
@@ -192,6 +194,46 @@ async def test_run_task_steps_ask_too(tmp_path: Path, log: Path, state: str) -> 
         assert out["steps"] and not out["steps"][0]["ok"], out
         assert "declined" in out["steps"][0]["error"]["message"]
         assert [(a.server, a.tool) for a in person.asked] == [("board", "post_message")]
+        assert not log.exists(), log.read_text()
+
+
+@pytest.mark.parametrize("mode", ["2026-07-28", "legacy"])
+@pytest.mark.parametrize("answer", [False, True], ids=["declined", "approved"])
+async def test_run_task_over_mcp_asks_the_client_in_both_eras(
+    tmp_path: Path, log: Path, mode: str, answer: bool
+) -> None:
+    """Under the default `auto`, `run_task` from a 2026-07-28 client that can be asked ran
+    the agent's writes unasked, as for a client that cannot ask (outside attack 123): its
+    questions now go out as `execute_code`'s do, as `input_required`."""
+    lm = DummyLM(
+        [
+            {"reasoning": "post", "code": PATHS["call_tool"].format(tag="agent"), "finished": True},
+            {"answer": "done"},
+        ]
+    )
+    asked: list[str] = []
+
+    async def person(message: str, response_type: Any, params: Any, context: Any) -> Any:
+        asked.append(message)  # answered in the question's own schema (each era has its own)
+        return {"approve": answer} if "approve" in params.requested_schema["properties"] else answer
+
+    settings = make_settings(approval="auto", cache_dir=str(_cache_dir(tmp_path)))
+    gateway = Gateway(settings, load_config(_config(tmp_path, log)), connect="wait")
+    await gateway.start()
+    try:
+        server = build_server(gateway, lm=lm)
+        async with Client(server, elicitation_handler=person, mode=mode) as client:
+            result = await client.call_tool("run_task", {"task": "post"}, raise_on_error=False)
+    finally:
+        await gateway.aclose()
+    out = result.structured_content
+    assert isinstance(out, dict) and out["steps"], result
+    assert len(asked) == 1 and "board" in asked[0] and "post_message" in asked[0], asked
+    if answer:
+        assert out["steps"][0]["ok"], out
+        assert log.read_text() == "post_message agent\n"
+    else:
+        assert "declined" in str(out["steps"][0]), out
         assert not log.exists(), log.read_text()
 
 

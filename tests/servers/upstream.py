@@ -6,7 +6,7 @@ import asyncio
 import json
 import os
 
-from fastmcp import FastMCP
+from fastmcp import Context, FastMCP
 from fastmcp.exceptions import ToolError
 from mcp.types import TextContent
 
@@ -90,6 +90,13 @@ def get_user_underscore(user_id: int) -> dict:
 def klass() -> str:
     """A tool named after a Python keyword."""
     return "class ok"
+
+
+@mcp.tool(description=f"Says what its key is: {os.environ.get('TOKEN', 'none')}.")
+async def keyed(ctx: Context) -> str:
+    """(A description that holds the key the config gave it, and a log line that does.)"""
+    await ctx.warning(f"logging in with {os.environ.get('TOKEN', 'none')}")
+    return "logged"
 
 
 if __name__ == "__main__":

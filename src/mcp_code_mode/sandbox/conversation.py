@@ -26,6 +26,7 @@ from .protocol import (
     ReplyMessage,
     RunMessage,
 )
+from .run_slots import Place
 
 __all__ = ["LOG_POLL_S", "Conversation", "Hold"]
 
@@ -38,19 +39,26 @@ LogSink = Callable[[list[str]], Awaitable[bool]]
 
 
 class Hold:
-    """Stops and restarts a run's deadline while a person is asked (§8: not the run's time)."""
+    """Stops and restarts a run's deadline while a person is asked (§8: not the run's time),
+    and parks its `place` among runs at once meanwhile (`run_slots`)."""
 
-    def __init__(self, clock: asyncio.Timeout) -> None:
+    def __init__(self, clock: asyncio.Timeout, place: Place | None = None) -> None:
         self._clock = clock
+        self._place = place
         self._remaining: float | None = None
 
-    def stop(self) -> None:
+    def stop(self) -> str | None:
+        """Stop the clock; why the question is declined instead (see `Place.park`)."""
+        refusal = None if self._place is None else self._place.park()
         deadline = self._clock.when()
-        if self._remaining is None and deadline is not None:
+        if refusal is None and self._remaining is None and deadline is not None:
             self._remaining = max(0.0, deadline - asyncio.get_running_loop().time())
             self._clock.reschedule(None)
+        return refusal
 
-    def resume(self) -> None:
+    async def resume(self) -> None:
+        if self._place is not None:
+            await self._place.unpark()  # the clock starts once the run has its place again
         if self._remaining is not None:
             self._clock.reschedule(asyncio.get_running_loop().time() + self._remaining)
             self._remaining = None
@@ -156,12 +164,15 @@ class Conversation:
         new, self._logs_seen = lines[self._logs_seen :], max(self._logs_seen, len(lines))
         return new
 
-    async def _pause_worker(self) -> None:
-        """The run is about to wait for a person: both clocks stop until the reply."""
-        if self._hold is not None:
-            self._hold.stop()
+    async def _pause_worker(self) -> str | None:
+        """The run is about to wait for a person: both clocks stop until the reply, and it
+        gives its place back; or why the question is declined instead (`Hold.stop`)."""
+        refusal = None if self._hold is None else self._hold.stop()
+        if refusal is not None:
+            return refusal
         with contextlib.suppress(ConnectionError, RuntimeError):
             await self.worker.send({"op": "pause"})
+        return None
 
     async def _answer(self, request: CallRequest | QueryRequest) -> None:
         malformed = (LookupError, TypeError, ValueError, ArithmeticError, RecursionError)
@@ -225,7 +236,7 @@ class Conversation:
         # A person was asked (the worker stopped its clock at `pause` and restarts it at
         # this reply): the host's deadline runs again from here too.
         if self.router.paused_s > paused_before and self._hold is not None:
-            self._hold.resume()
+            await self._hold.resume()
         # A worker that is gone cannot take the reply; the conversation loop reports it.
         with contextlib.suppress(ConnectionError, RuntimeError):
             await self.worker.send(reply)

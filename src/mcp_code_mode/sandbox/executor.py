@@ -31,6 +31,7 @@ from .launchers import launcher_for
 from .pool import WorkerPool
 from .protocol import DoneMessage, RunMessage, decode_cost
 from .results import KILL_GRACE_S, check_code, result_of
+from .run_slots import Place, RunSlots
 
 __all__ = ["MAX_WAITING_BYTES", "MAX_WAITING_RUNS", "SandboxExecutor", "runs_that_fit"]
 
@@ -63,7 +64,7 @@ class SandboxExecutor:
         self.session_slots = asyncio.Semaphore(max(2, 2 * pool_size))  # sessions with a worker
         # Runs at once; the rest wait their turn (the wait is not their run time): each may
         # hold up to `memory_mb`, and 24 at once took the host to 4.3 GB (outside attack 56).
-        self.run_slots = asyncio.Semaphore(runs_that_fit(limits.memory_mb))
+        self.run_slots = RunSlots(runs_that_fit(limits.memory_mb))
         self.waiting = 0  # runs waiting for a slot, each holding its input
         self.waiting_bytes = 0
         self.max_waiting = (MAX_WAITING_RUNS, MAX_WAITING_BYTES)
@@ -155,8 +156,11 @@ class SandboxExecutor:
         message = self.run_message(code, input, timeout_s, index)
         produced: list[tuple[str, list[str]]] = []  # stdout and logs of a killed worker
         try:
-            async with self._slot(cost), asyncio.timeout(timeout_s + KILL_GRACE_S) as clock:
-                done = await self._attempt(message, router, produced, Hold(clock))
+            async with (
+                self._slot(cost) as place,
+                asyncio.timeout(timeout_s + KILL_GRACE_S) as clock,
+            ):
+                done = await self._attempt(message, router, produced, Hold(clock, place))
             result = await result_of(done, self.limits.max_output_chars)
         except TimeoutError:
             result = ExecutionResult.failure(
@@ -174,18 +178,18 @@ class SandboxExecutor:
         return result
 
     @contextlib.asynccontextmanager
-    async def _slot(self, cost: int) -> AsyncIterator[None]:
+    async def _slot(self, cost: int) -> AsyncIterator[Place]:
         self.waiting += 1
         self.waiting_bytes += cost
         try:
-            await self.run_slots.acquire()
+            place = await self.run_slots.take()
         finally:
             self.waiting -= 1
             self.waiting_bytes -= cost
         try:
-            yield
+            yield place
         finally:
-            self.run_slots.release()
+            place.leave()
 
     async def _attempt(
         self,

@@ -67,7 +67,7 @@ class _NoTools:
     def admit(self, count: int) -> None:
         return None
 
-    def on_pause(self, notify: Callable[[], Awaitable[None]]) -> None:
+    def on_pause(self, notify: Callable[[], Awaitable[str | None]]) -> None:
         return None
 
     def logs_to(self) -> None:
@@ -109,7 +109,7 @@ class _ThreadSafeRouter:
     def paused_s(self) -> float:
         return self._router.paused_s
 
-    def on_pause(self, notify: Callable[[], Awaitable[None]]) -> None:
+    def on_pause(self, notify: Callable[[], Awaitable[str | None]]) -> None:
         return None  # sessions answer no approvals: their router has no person to ask
 
     def logs_to(self) -> None:

@@ -67,7 +67,7 @@ def new_client(
     transport: ClientTransport,
     link: Link,
     *,
-    name: str,
+    log: UpstreamLog,
     on_tools_changed: Callable[[], None],
 ) -> Client[Any]:
     """A client for `transport`, not yet connected, set as `link.client`.
@@ -83,8 +83,8 @@ def new_client(
         timeout=None,
         init_timeout=None,
         client_info=_CLIENT_INFO,
-        message_handler=_Notifications(on_tools_changed, name),
-        log_handler=UpstreamLog(name),
+        message_handler=_Notifications(on_tools_changed, log.server),
+        log_handler=log,
     )
     return link.client
 

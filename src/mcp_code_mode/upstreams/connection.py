@@ -14,8 +14,7 @@ It moves between the `states` only on what the transport and the protocol report
   without an answer the upstream is reported `starting` with the reason, its gate slot
   goes to the next one, and it keeps going until `startup_ceiling_s`. A process that
   exits ends its attempt at once (its pipe closes), so only a live one is waited for.
-- Health: see `health` (traffic is the sign of life) and `tool_list` (refreshes).
-"""
+- Health: `health` (traffic is the sign of life), `tool_list` (refreshes)."""
 
 from __future__ import annotations
 
@@ -35,6 +34,7 @@ from ..tool_results import error_text
 from .gate import StartGate
 from .health import ConnectionTiming, answers, check_due, probe, retry_delay_s, wait_for
 from .opening import open_link
+from .server_log import UpstreamLog
 from .states import UpstreamState, check_move, state_reason
 from .stderr_log import StderrLog, log_path
 from .tool_list import ToolList
@@ -331,7 +331,7 @@ class UpstreamConnection:
         gone = "the upstream no longer knows our session"
         return await open_link(
             self.config,
-            name=self.name,
+            log=UpstreamLog(self.name, self._redact),
             stderr=self._stderr,
             max_result_bytes=self.max_result_bytes,
             list_tools=list_tools,

@@ -19,6 +19,7 @@ from ..server_config import ServerConfig
 
 if TYPE_CHECKING:
     from .client import Link
+    from .server_log import UpstreamLog
     from .stderr_log import StderrLog
 
 __all__ = ["open_link"]
@@ -27,7 +28,7 @@ __all__ = ["open_link"]
 async def open_link(
     config: ServerConfig,
     *,
-    name: str,
+    log: UpstreamLog,
     stderr: StderrLog | None,
     max_result_bytes: int,
     list_tools: bool,
@@ -39,6 +40,7 @@ async def open_link(
     `list_tools`); closed on failure.
 
     Args:
+        log: the client's handler of what the upstream logs (`server_log.UpstreamLog`).
         stderr: where a stdio upstream's stderr goes (None for a URL upstream).
         max_result_bytes: the most one reply may hold (see `client.bounded`).
         on_stderr_ended, on_session_gone, on_tools_changed: told, with this attempt's
@@ -48,13 +50,13 @@ async def open_link(
     from . import client
 
     link = client.Link()
-    log = stderr.open(lambda: on_stderr_ended(link)) if stderr is not None else None
+    errors = stderr.open(lambda: on_stderr_ended(link)) if stderr is not None else None
     factory = client.http_client_factory(link, lambda: on_session_gone(link), max_result_bytes)
-    transport = config.to_transport(stderr=log, http_client_factory=factory)
+    transport = config.to_transport(stderr=errors, http_client_factory=factory)
     fresh = client.new_client(
         client.bounded(transport, max_result_bytes=max_result_bytes, http_client_factory=factory),
         link,
-        name=name,
+        log=log,
         on_tools_changed=lambda: on_tools_changed(link),
     )
     try:

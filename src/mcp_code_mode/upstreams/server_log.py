@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..encodable import clean_text
@@ -60,8 +61,10 @@ class _Rate:
 class UpstreamLog:
     """The `log_handler` of one upstream's client: its messages on our logger."""
 
-    def __init__(self, server: str) -> None:
-        self._server = clean_text(server)
+    def __init__(self, server: str, redact: Callable[[str], str] = str) -> None:
+        self.server = server
+        self._shown_server = clean_text(server)
+        self._redact = redact  # the config's `${VAR}` values: an upstream may log its key
         self._rate = _Rate()
 
     async def __call__(self, message: LogMessage) -> None:
@@ -70,10 +73,11 @@ class UpstreamLog:
         level = _LEVELS.get(str(message.level), logging.WARNING)
         if not logger.isEnabledFor(level):
             return
-        name = shown(message.logger, _NAME_CHARS) if message.logger else ""
+        name = shown(message.logger, _NAME_CHARS, self._redact) if message.logger else ""
         where = f" ({name})" if name else ""
-        text = shown(message.data)
-        logger.log(level, "upstream %s%s: %s%s", self._server, where, text, self._rate.note())
+        text = shown(message.data, redact=self._redact)
+        server, note = self._shown_server, self._rate.note()
+        logger.log(level, "upstream %s%s: %s%s", server, where, text, note)
 
 
 class _SdkRecords(logging.Filter):
@@ -109,13 +113,14 @@ def quiet_sdk_logs() -> None:
             sdk.addFilter(_SdkRecords())
 
 
-def shown(data: Any, chars: int = _CHARS) -> str:
-    """`data` as one line of at most `chars` characters a terminal shows as text."""
+def shown(data: Any, chars: int = _CHARS, redact: Callable[[str], str] = str) -> str:
+    """`data` as one line of at most `chars` characters a terminal shows as text, `redact`ed
+    before it is cut (a secret across the cut goes whole)."""
     if not isinstance(data, str):
         try:
             data = json.dumps(data, ensure_ascii=False)
         except (TypeError, ValueError, RecursionError):
             data = f"(a {type(data).__name__} that cannot be shown)"
     # escape sequences cleaned out shorten it: clean a few times what is kept
-    text = clean_text(data[: chars * 4]).replace("\n", " ").replace("\t", " ")
+    text = clean_text(redact(data[: chars * 4])).replace("\n", " ").replace("\t", " ")
     return text if len(text) <= chars else f"{text[:chars]}… [{len(data):,} characters in all]"
