@@ -21,7 +21,7 @@ from mcp_code_mode.gateway import Gateway
 from mcp_code_mode.sandbox.run_slots import RunSlots
 
 from .conftest import require_pyodide
-from .support import ROOT, server_entry, start_gateway
+from .support import ROOT, TEST_SERVER, server_entry, start_gateway
 
 BOARD = str(ROOT / "tests" / "servers" / "approvals_upstream.py")
 
@@ -214,6 +214,59 @@ async def test_a_run_waiting_for_a_person_gives_its_place_to_other_runs(board: G
     assert out["ok"] and out["result"] == "posted", out
     assert await posts(board) == ["parked"]
     assert executor.run_slots.parked == 0 and not executor.run_slots.locked()
+
+
+async def test_an_agent_step_waiting_for_a_person_gives_its_session_place_back(
+    board: Gateway,
+) -> None:
+    """`run_task`'s steps run in sessions, a few at once (here 1); a step whose question
+    nobody answered kept its session's place, so 4 unanswered questions stopped every
+    other client's `run_task` for the approval timeout (outside attack 124)."""
+    executor: Any = board.executor
+    executor.session_slots = RunSlots(1)
+    answer: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+
+    async def slow(request: ApprovalRequest) -> bool:
+        return await answer
+
+    sessions = [executor.open_session() for _ in range(3)]
+    code = "tools.board.post_message(text='parked')\n'posted'"
+    try:
+        parked = asyncio.ensure_future(board.execute(code, approver=slow, session=sessions[0]))
+        while executor.session_slots.parked == 0:
+            await asyncio.sleep(0.01)
+        other = await asyncio.wait_for(board.execute("1 + 1", session=sessions[1]), 30)
+        sessions[1].close()  # its place back: the third may take it
+        declined = await board.execute(code, approver=Person(True), session=sessions[2])
+        sessions[2].close()  # the answered one waits for a place again: it takes this one
+        answer.set_result(True)
+        out = (await parked).to_json()
+    finally:
+        for session in sessions:
+            session.close()
+    assert other.ok and other.result == 2, other.to_json()
+    assert declined.error is not None and "already waiting for a person" in declined.error.message
+    assert out["ok"] and out["result"] == "posted", out
+    assert executor.session_slots.parked == 0 and not executor.session_slots.locked()
+
+
+async def test_the_rest_of_a_batch_after_an_answer_is_timed(tmp_path: Path) -> None:
+    """The run's clock stopped when a person was asked and started again only when the whole
+    batch had ended, so the calls after the answer ran with no time limit (and no place
+    among runs at once): 20 s for a 3 s run, 31 minutes possible (outside attack 124)."""
+    config = tmp_path / "mcp_servers.json"
+    servers = {"board": server_entry(BOARD), "t": server_entry(TEST_SERVER)}
+    config.write_text(json.dumps({"servers": servers}))
+    gw = await start_gateway(config, pool_size=1, max_concurrent_calls=1)
+    try:
+        code = "call_tools([('board', 'post_message', {'text': 'x'})] + [('t', 'sleep', {'seconds': 0.5})] * 12)"
+        started = time.perf_counter()
+        out = (await gw.execute(code, timeout_s=2.0, approver=Person(True))).to_json()
+        took = time.perf_counter() - started
+    finally:
+        await gw.aclose()
+    assert out["error"] and out["error"]["type"] == "TIMEOUT", out
+    assert took < 5.5, took  # 6 s of calls after the answer, for a 2 s run
 
 
 async def test_approve_tools_globs_replace_the_annotations(tmp_path: Path) -> None:

@@ -87,6 +87,7 @@ class RunApprovals:
         # Awaited before a person is asked (the executor stops the worker's clock and
         # parks the run); what it returns declines the question instead.
         self.before_asking: Callable[[], Awaitable[str | None]] | None = None
+        self.after_asking: Callable[[], Awaitable[None]] | None = None  # the answer is in
         self.traced: TracedQuestion = _untraced  # each question, as it is asked and answered
 
     async def check(self, server: str, tool: str, args: dict[str, Any]) -> None:
@@ -126,17 +127,21 @@ class RunApprovals:
         # Names and arguments as a person reads them: an upstream cannot restyle the question.
         request = ApprovalRequest(clean_text(server), clean_text(tool), self._preview(args))
         started = time.monotonic()
-        if self._approver is not None and self.before_asking is not None:
-            refusal = await self.before_asking()
-            if refusal is not None:
-                return refusal
+        before = self.before_asking if self._approver is not None else None
+        if before is not None and (refusal := await before()) is not None:
+            return refusal
+        answer: bool | str | None = None
         try:
             async with asyncio.timeout(self._timeout_s):
                 answer = None if self._approver is None else await self._approver(request)
         except TimeoutError:
-            return f"it was declined: nobody answered within {self._timeout_s:g}s"
+            answer = f"it was declined: nobody answered within {self._timeout_s:g}s"
         finally:
             self.paused_s += time.monotonic() - started
+        if before is not None and self.after_asking is not None:
+            await self.after_asking()  # the run's clock again, before its calls are made
+        if isinstance(answer, str):
+            return answer
         if answer is None:  # nobody can be asked
             if self._mode == "auto":
                 self._let_through(request)

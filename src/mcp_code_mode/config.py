@@ -26,6 +26,7 @@ from .settings import env_files
 
 __all__ = ["GatewayConfig", "load_config"]
 
+_PERCENT = re.compile("%[0-9A-F]{2}")
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 
@@ -40,6 +41,7 @@ def _spellings(value: str) -> list[str]:
         quote(value, safe=""),
         quote_plus(value, safe=""),
         quote(value),  # `/` kept, as in a path
+        _PERCENT.sub(lambda hex: hex.group().lower(), quote(value, safe="")),  # `%2f`
     ):
         if form not in forms:
             forms.append(form)
@@ -165,6 +167,20 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return found
 
 
+def _parsed(text: str, shown: str) -> Any:
+    """The file's JSON, or a `ConfigError` that says where and why it is not."""
+    try:
+        return json.loads(text, object_pairs_hook=_unique_keys)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(
+            f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}", file=shown
+        ) from None
+    except RecursionError:
+        raise ConfigError("invalid JSON: nested too deep", file=shown) from None
+    except _DuplicateKey as exc:  # `"approve_tools": ["*"], "approve_tools": []` meant off
+        raise ConfigError(f"the key {exc} is given twice in one object", file=shown) from None
+
+
 def load_config(
     path: str | os.PathLike[str], *, env: Mapping[str, str] | None = None
 ) -> GatewayConfig:
@@ -188,16 +204,7 @@ def load_config(
         ) from None
     except OSError as exc:
         raise ConfigError(f"cannot read file: {exc.strerror}", file=shown) from None
-    try:
-        raw = json.loads(text, object_pairs_hook=_unique_keys)
-    except json.JSONDecodeError as exc:
-        raise ConfigError(
-            f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}", file=shown
-        ) from None
-    except RecursionError:
-        raise ConfigError("invalid JSON: nested too deep", file=shown) from None
-    except _DuplicateKey as exc:  # `"approve_tools": ["*"], "approve_tools": []` meant off
-        raise ConfigError(f"the key {exc} is given twice in one object", file=shown) from None
+    raw = _parsed(text, shown)
     variables = dict(env) if env is not None else _default_variables(file)
     used: dict[str, str] = {}
     raw = _interpolate(raw, variables, shown, (), used)

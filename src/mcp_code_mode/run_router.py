@@ -276,8 +276,13 @@ class RunRouter:
             [(cut if len(line) >= _READ_CUT else whole)(clean_text(line)) for line in lines]
         )
 
-    def on_pause(self, notify: Callable[[], Awaitable[str | None]]) -> None:
+    def on_pause(
+        self,
+        notify: Callable[[], Awaitable[str | None]],
+        resume: Callable[[], Awaitable[None]],
+    ) -> None:
         self._approvals.before_asking = notify
+        self._approvals.after_asking = resume
 
     def close(self) -> None:
         """The run is over: cancel its calls still waiting or in flight; later calls fail.

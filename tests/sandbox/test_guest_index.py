@@ -59,7 +59,9 @@ class _Echo:
     def records(self) -> list[ToolCallRecord]:
         return []
 
-    def on_pause(self, notify: Callable[[], Awaitable[None]]) -> None:
+    def on_pause(
+        self, notify: Callable[[], Awaitable[str | None]], resume: Callable[[], Awaitable[None]]
+    ) -> None:
         return None
 
     def logs_to(self) -> None:

@@ -8,13 +8,14 @@ import asyncio
 import pytest
 
 from mcp_code_mode.gateway import Gateway
+from mcp_code_mode.sandbox.run_slots import RunSlots
 
 
 async def test_sessions_keep_variables_and_wait_for_a_slot(any_gateway: Gateway) -> None:
     gateway = any_gateway
     executor = gateway.executor
     saved = executor.session_slots  # type: ignore[attr-defined]
-    executor.session_slots = asyncio.Semaphore(1)  # type: ignore[attr-defined]
+    executor.session_slots = RunSlots(1)  # type: ignore[attr-defined]
     first, second = executor.open_session(), executor.open_session()
     assert first is not None and second is not None
     try:

@@ -204,7 +204,7 @@ class _Recording:
     def admit(self, count: int) -> None:
         return None
 
-    def on_pause(self, notify: Any) -> None:
+    def on_pause(self, notify: Any, resume: Any) -> None:
         return None
 
     def logs_to(self) -> None:

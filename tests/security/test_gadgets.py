@@ -1650,3 +1650,41 @@ async def test_errors_no_run_catches_are_one_line_of_the_guests_own(
     assert "Logging error" not in out["stdout"] and "mcp_code_mode" not in out["stdout"]
     if "asyncio" in code:
         assert "ValueError: never awaited\n" in out["stdout"], out["stdout"]
+
+
+async def test_the_finalizer_hook_failing_prints_nothing_of_the_sandboxs(
+    sec_gateway: Gateway,
+) -> None:
+    """A `__del__` raising with almost no stack left made the worker's own unraisable hook
+    fail, and CPython's fallback printed it with the install path and an address (outside
+    attack 125): it now writes its line or nothing."""
+    code = (
+        "class D:\n    def __del__(self):\n        raise ValueError('v')\n"
+        "def g(n):\n    if n:\n        return g(n - 1)\n    d = D()\n    del d\n"
+        "def deepest():\n    n = 0\n    while True:\n        try:\n            g(n)\n"
+        "        except RecursionError:\n            return n\n        n += 50\n"
+        "top = deepest()\n"
+        "for m in range(0, 60):\n    try:\n        g(top - m)\n    except RecursionError:\n"
+        "        pass\n'end'"
+    )
+    out = await attempt(sec_gateway, code)
+    assert out["ok"] and out["result"] == "end", out
+    assert "Exception ignored in a finalizer: ValueError: v" in out["stdout"], out["stdout"][:300]
+    for leak in ("unraisablehook", "stray_errors", "mcp_code_mode", " at 0x"):
+        assert leak not in out["stdout"], out["stdout"][:2000]
+
+
+async def test_asyncio_debug_mode_records_no_worker_frames(sec_gateway: Gateway) -> None:
+    """Debug mode recorded where each task was made (the worker's frames, with lines of
+    its source files the loaders read where the guest may not open them) and printed them
+    (outside attack 125): it is kept off; code that turns it on runs as without it."""
+    code = (
+        "import asyncio\nasync def f():\n    return 1\nasync def main():\n"
+        "    loop = asyncio.get_running_loop()\n    loop.set_debug(True)\n"
+        "    t = asyncio.ensure_future(f())\n    where = repr(t)\n    await t\n"
+        "    return [where, loop.get_debug()]\nasyncio.run(main(), debug=True)"
+    )
+    out = await attempt(sec_gateway, code)
+    assert out["ok"], out
+    where, debug = out["result"]
+    assert "created at" not in where and debug is False, out["result"]

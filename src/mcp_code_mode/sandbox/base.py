@@ -167,10 +167,15 @@ class ToolRouter(Protocol):
         """Seconds spent waiting for a person (approvals): not counted against the run."""
         ...
 
-    def on_pause(self, notify: Callable[[], Awaitable[str | None]]) -> None:
+    def on_pause(
+        self,
+        notify: Callable[[], Awaitable[str | None]],
+        resume: Callable[[], Awaitable[None]],
+    ) -> None:
         """Have `notify()` awaited before the run waits for a person (it stops the run's
-        clock in the worker, and gives its place among runs at once back); what it returns
-        declines the question instead. The executor calls this once per worker."""
+        clock, and gives its place among runs at once back; what it returns declines the
+        question instead), and `resume()` once the answer is in (not when the call it was
+        for ends: the rest of a batch ran with no clock). Called once per worker."""
         ...
 
     def logs_to(self) -> Callable[[list[str]], Awaitable[bool]] | None:

@@ -46,17 +46,26 @@ class Hold:
         self._clock = clock
         self._place = place
         self._remaining: float | None = None
+        self._asking = 0  # questions out: a batch may ask about several tools at once
 
     def stop(self) -> str | None:
         """Stop the clock; why the question is declined instead (see `Place.park`)."""
-        refusal = None if self._place is None else self._place.park()
-        deadline = self._clock.when()
-        if refusal is None and self._remaining is None and deadline is not None:
-            self._remaining = max(0.0, deadline - asyncio.get_running_loop().time())
-            self._clock.reschedule(None)
-        return refusal
+        if self._asking == 0:
+            refusal = None if self._place is None else self._place.park()
+            if refusal is not None:
+                return refusal
+            deadline = self._clock.when()
+            if deadline is not None:
+                self._remaining = max(0.0, deadline - asyncio.get_running_loop().time())
+                self._clock.reschedule(None)
+        self._asking += 1
+        return None
 
     async def resume(self) -> None:
+        """An answer is in; with the last of them, the run's place and clock again."""
+        self._asking = max(0, self._asking - 1)
+        if self._asking:
+            return
         if self._place is not None:
             await self._place.unpark()  # the clock starts once the run has its place again
         if self._remaining is not None:
@@ -78,7 +87,7 @@ class Conversation:
         self.router = router
         self.requests = 0
         self._hold = hold
-        router.on_pause(self._pause_worker)
+        router.on_pause(self._pause_worker, self._resume)
         self._tasks: set[asyncio.Task[None]] = set()
         self._logs_seen = 0  # of the run's log lines, those handed on while it ran
         self._held: list[Call] = []  # a batch's calls from its earlier pieces
@@ -164,6 +173,10 @@ class Conversation:
         new, self._logs_seen = lines[self._logs_seen :], max(self._logs_seen, len(lines))
         return new
 
+    async def _resume(self) -> None:
+        if self._hold is not None:
+            await self._hold.resume()
+
     async def _pause_worker(self) -> str | None:
         """The run is about to wait for a person: both clocks stop until the reply, and it
         gives its place back; or why the question is declined instead (`Hold.stop`)."""
@@ -182,12 +195,11 @@ class Conversation:
         except malformed:  # `int(1e400)` is an OverflowError: the conversation loop reports it
             self.worker.kill()
             return
-        paused_before = self.router.paused_s
         try:
             if request["op"] == "call":
                 calls = self._whole_batch(request, count)
                 if calls is None:  # a piece of a batch: held until its last
-                    await self._reply(request_id, [], paused_before)
+                    await self._reply(request_id, [])
                     return
                 pending = _pending(self.router, request, calls)
             else:
@@ -201,7 +213,7 @@ class Conversation:
             return
         else:
             results = await self._outcomes(pending)
-        await self._reply(request_id, results, paused_before)
+        await self._reply(request_id, results)
 
     def _whole_batch(self, request: CallRequest, count: int) -> list[Call] | None:
         """The calls to make now: those held from the batch's earlier pieces, then the
@@ -231,12 +243,10 @@ class Conversation:
         self._held, self._batch = calls, batch
         return None
 
-    async def _reply(self, request_id: int, results: list[Outcome], paused_before: float) -> None:
+    async def _reply(self, request_id: int, results: list[Outcome]) -> None:
         reply: ReplyMessage = {"op": "reply", "id": request_id, "results": results}
-        # A person was asked (the worker stopped its clock at `pause` and restarts it at
-        # this reply): the host's deadline runs again from here too.
-        if self.router.paused_s > paused_before and self._hold is not None:
-            await self._hold.resume()
+        # The worker stopped its clock at `pause` and restarts it at this reply; the host's
+        # runs again from the answer (`_resume`), so the rest of a batch is timed.
         # A worker that is gone cannot take the reply; the conversation loop reports it.
         with contextlib.suppress(ConnectionError, RuntimeError):
             await self.worker.send(reply)

@@ -61,7 +61,7 @@ class SandboxExecutor:
         self.allowed_imports = tuple(allowed_imports)
         self.limits = limits
         self.pool = WorkerPool(size=pool_size, launcher=launcher, memory_mb=limits.memory_mb)
-        self.session_slots = asyncio.Semaphore(max(2, 2 * pool_size))  # sessions with a worker
+        self.session_slots = RunSlots(max(2, 2 * pool_size))  # sessions with a worker
         # Runs at once; the rest wait their turn (the wait is not their run time): each may
         # hold up to `memory_mb`, and 24 at once took the host to 4.3 GB (outside attack 56).
         self.run_slots = RunSlots(runs_that_fit(limits.memory_mb))

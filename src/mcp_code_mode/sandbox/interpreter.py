@@ -67,7 +67,11 @@ class _NoTools:
     def admit(self, count: int) -> None:
         return None
 
-    def on_pause(self, notify: Callable[[], Awaitable[str | None]]) -> None:
+    def on_pause(
+        self,
+        notify: Callable[[], Awaitable[str | None]],
+        resume: Callable[[], Awaitable[None]],
+    ) -> None:
         return None
 
     def logs_to(self) -> None:
@@ -109,7 +113,11 @@ class _ThreadSafeRouter:
     def paused_s(self) -> float:
         return self._router.paused_s
 
-    def on_pause(self, notify: Callable[[], Awaitable[str | None]]) -> None:
+    def on_pause(
+        self,
+        notify: Callable[[], Awaitable[str | None]],
+        resume: Callable[[], Awaitable[None]],
+    ) -> None:
         return None  # sessions answer no approvals: their router has no person to ask
 
     def logs_to(self) -> None:

@@ -3,7 +3,8 @@
 The agent's steps for one task run in a session, as code agents' steps do: what a step
 computed is there for the next one. Each snippet still passes the policy and runs under the
 run limits (its own time limit; the worker's memory limit holds for the session); at most
-`SandboxExecutor.session_slots` sessions hold a worker at once, the rest wait. A step
+`SandboxExecutor.session_slots` sessions hold a worker at once, the rest wait (one that
+waits for a person's approval gives its place back meanwhile, as a run does). A step
 that times out or crashes loses the worker, and with it the variables: the result says so,
 and the next step gets a fresh worker. Only launchers whose workers keep a namespace
 (`Launcher.sessions`: both executors) have sessions.
@@ -22,6 +23,7 @@ from .conversation import Conversation, Hold
 from .pool import WorkerPool
 from .protocol import RunMessage
 from .results import KILL_GRACE_S, check_code, result_of
+from .run_slots import Place, RunSlots
 
 __all__ = ["LOST", "CodeSession"]
 
@@ -36,7 +38,7 @@ class SessionHost(Protocol):
 
     launcher: Launcher
     pool: WorkerPool
-    session_slots: asyncio.Semaphore
+    session_slots: RunSlots
     allowed_imports: tuple[str, ...]
     limits: Limits
 
@@ -53,7 +55,7 @@ class CodeSession:
             raise ValueError(f"the {executor.name} executor keeps no state between runs")
         self._executor = executor
         self._worker: Worker | None = None
-        self._slot = False  # holds one of the executor's `session_slots`
+        self._place: Place | None = None  # one of the executor's `session_slots`
         self._lock = asyncio.Lock()  # one snippet at a time: they share one namespace
 
     async def run(
@@ -72,16 +74,16 @@ class CodeSession:
     async def _converse(
         self, code: str, input: Any, timeout_s: float, index: GuestIndex, router: ToolRouter
     ) -> ExecutionResult:
-        if not self._slot:  # a bounded number of sessions hold workers (memory) at once
-            await self._executor.session_slots.acquire()
-            self._slot = True
+        if self._place is None:  # a bounded number of sessions hold workers (memory) at once
+            self._place = await self._executor.session_slots.take()
         if self._worker is None or self._worker.exited():
             self._worker = await self._executor.pool.fork()
         message = self._executor.run_message(code, input, timeout_s, index)
         message["session"] = True
         try:
             async with asyncio.timeout(timeout_s + KILL_GRACE_S) as clock:
-                done = await Conversation(self._worker, router, hold=Hold(clock)).run(message)
+                hold = Hold(clock, self._place)
+                done = await Conversation(self._worker, router, hold=hold).run(message)
             result = await result_of(done, self._executor.limits.max_output_chars)
         except TimeoutError:
             result = ExecutionResult.failure(
@@ -105,6 +107,6 @@ class CodeSession:
     def close(self) -> None:
         """Kill the session's worker (its variables go with it); idempotent."""
         self._drop()
-        if self._slot:
-            self._slot = False
-            self._executor.session_slots.release()
+        place, self._place = self._place, None
+        if place is not None:
+            place.leave()

@@ -6,6 +6,11 @@ guest saw the hook's refusal with the worker's install path ("Exception ignored 
 hook", "--- Logging error ---") instead of its own error. Here they are one line each on
 the run's output: the exception's exact type name and message, cut, no traceback and no
 `repr` of the object the finalizer belonged to.
+
+asyncio's debug mode is kept off (`loop.set_debug` and `asyncio.run(debug=True)` run as
+without it): it records where each task and coroutine was made (`source_traceback`,
+`cr_origin`), the worker's own frames, and printed them with lines of the worker's source
+files that the modules' loaders read, where the guest may not (outside attack 125).
 """
 
 from __future__ import annotations
@@ -29,12 +34,22 @@ def install(loaded: dict[str, Any]) -> None:
     logging: Any = loaded.get("logging")
     if logging is not None:
         logging.lastResort.setFormatter(_formatter(logging))
+    asyncio: Any = loaded.get("asyncio")
+    if asyncio is not None:
+        asyncio.BaseEventLoop.set_debug = _debug_off
+
+
+def _debug_off(loop: Any, enabled: bool) -> None:
+    loop._debug = False
 
 
 def _note_unraisable(unraisable: Any) -> None:
-    exc = unraisable.exc_value
-    if exc is not None:
-        sys.stderr.write(f"Exception ignored in a finalizer: {_one_line(exc)}\n")
+    try:
+        exc = unraisable.exc_value
+        if exc is not None:
+            sys.stderr.write(f"Exception ignored in a finalizer: {_one_line(exc)}\n")
+    except BaseException:  # no stack left, say: CPython's own hook would print ours
+        return
 
 
 def _one_line(exc: BaseException) -> str:
