@@ -238,9 +238,9 @@ async def test_an_agent_step_waiting_for_a_person_gives_its_session_place_back(
         other = await asyncio.wait_for(board.execute("1 + 1", session=sessions[1]), 30)
         sessions[1].close()  # its place back: the third may take it
         declined = await board.execute(code, approver=Person(True), session=sessions[2])
-        sessions[2].close()  # the answered one waits for a place again: it takes this one
-        answer.set_result(True)
-        out = (await parked).to_json()
+        answer.set_result(True)  # the third session keeps the place: this one goes on without
+        out = (await asyncio.wait_for(parked, 30)).to_json()  # it waited for one (attack 126)
+        assert executor.session_slots.parked == 1  # out of its place until it ends
     finally:
         for session in sessions:
             session.close()
@@ -248,6 +248,30 @@ async def test_an_agent_step_waiting_for_a_person_gives_its_session_place_back(
     assert declined.error is not None and "already waiting for a person" in declined.error.message
     assert out["ok"] and out["result"] == "posted", out
     assert executor.session_slots.parked == 0 and not executor.session_slots.locked()
+
+
+async def test_an_approver_that_fails_declines_and_the_run_is_timed_again(
+    board: Gateway,
+) -> None:
+    """A client answering the question with an error made the approver raise: the call
+    failed as an internal error and the run went on with its clock stopped and out of its
+    place, past its time limit (review of attack 124's fix). It is a decline now."""
+
+    async def failing(request: ApprovalRequest) -> bool:
+        raise RuntimeError("the client answered with an error")
+
+    code = (
+        "try:\n    tools.board.post_message(text='x')\nexcept ToolError as e:\n"
+        "    print(e)\nwhile True:\n    pass"
+    )
+    started = time.perf_counter()
+    out = (await board.execute(code, timeout_s=2.0, approver=failing)).to_json()
+    took = time.perf_counter() - started
+    assert out["error"] and out["error"]["type"] == "TIMEOUT", out
+    assert "declined: the question could not be asked (RuntimeError)" in out["stdout"], out
+    assert took < 6, took
+    assert board.executor.run_slots.parked == 0  # type: ignore[attr-defined]
+    assert await posts(board) == []
 
 
 async def test_the_rest_of_a_batch_after_an_answer_is_timed(tmp_path: Path) -> None:

@@ -570,3 +570,15 @@ def test_redact_catches_a_secret_as_json_and_repr_spell_it(secret: str) -> None:
         assert secret not in redacted and "${KEY}" in redacted, (text, redacted)
         for form in (json.dumps(secret)[1:-1], repr(secret)[1:-1]):
             assert form not in redacted
+
+
+def test_rows_are_redacted_in_their_text_not_their_names() -> None:
+    """search_tools' hits and list_servers' rows show a `${VAR}` value as `${VAR}` in their
+    descriptions and errors (outside attack 123); names stay, as code calls tools by them
+    and a short value (`root`) may be part of one."""
+    config = GatewayConfig(servers={}, secrets=(("root", "${USER}"),))
+    rows = [{"tool": "root_dir", "description": "runs as root", "score": 1.0, "error": None}]
+    assert config.redact_rows(rows, "description", "error") == [
+        {"tool": "root_dir", "description": "runs as ${USER}", "score": 1.0, "error": None}
+    ]
+    assert GatewayConfig(servers={}).redact_rows(rows, "description") is rows

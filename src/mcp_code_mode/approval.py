@@ -136,7 +136,9 @@ class RunApprovals:
                 answer = None if self._approver is None else await self._approver(request)
         except TimeoutError:
             answer = f"it was declined: nobody answered within {self._timeout_s:g}s"
-        finally:
+        except Exception as exc:  # the client answered with an error, say: not a yes
+            answer = f"it was declined: the question could not be asked ({type(exc).__name__})"
+        finally:  # (cancelled: the run is ending, and gives its place back as it ends)
             self.paused_s += time.monotonic() - started
         if before is not None and self.after_asking is not None:
             await self.after_asking()  # the run's clock again, before its calls are made

@@ -282,7 +282,7 @@ async def _tools(settings: Settings, args: argparse.Namespace) -> int:
                 }
                 for e in entries
             ]
-            rows = gateway.config.redact_json(rows)  # as search_tools' hits are
+            rows = gateway.config.redact_rows(rows, "description")  # as search_tools' are
         if args.json:
             print(
                 json.dumps(

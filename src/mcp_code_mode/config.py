@@ -13,7 +13,7 @@ import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import Any
 from urllib.parse import quote, quote_plus
 
 from dotenv import dotenv_values
@@ -63,7 +63,6 @@ def _secret_start(text: str, end: str, form: str) -> int:
 
 
 _CHECKS = 256
-_J = TypeVar("_J")
 
 
 class GatewayConfig(BaseModel):
@@ -87,17 +86,17 @@ class GatewayConfig(BaseModel):
         pattern, names = self._redaction
         return pattern.sub(lambda found: names[found.group()], text)
 
-    def redact_json(self, value: _J) -> _J:
-        """`value` (dicts, lists and strings, as JSON holds) with every string `redact`ed:
-        upstream text the gateway shows (a tool's description, a server's) may hold a key
-        the config gave it (outside attack 123)."""
-        if not self.secrets or isinstance(value, int | float | bool | None):
-            return value
-        if isinstance(value, str):
-            return cast(_J, self.redact(value))
-        if isinstance(value, dict):
-            return cast(_J, {key: self.redact_json(item) for key, item in value.items()})
-        return cast(_J, [self.redact_json(item) for item in cast(list[Any], value)])
+    def redact_rows(self, rows: list[dict[str, Any]], *keys: str) -> list[dict[str, Any]]:
+        """`rows` with the text under `keys` `redact`ed: upstream text the gateway shows (a
+        tool's description, a server's) may hold a key the config gave it (outside attack
+        123). Names stay as they are: code calls tools by them, and a short value (a
+        `${USER}` of `root`) may be part of one."""
+        if not self.secrets:
+            return rows
+        return [
+            {k: self.redact(v) if k in keys and isinstance(v, str) else v for k, v in row.items()}
+            for row in rows
+        ]
 
     def redact_cut(self, text: str) -> str:
         """`redact(text)` for text known to have been cut short before it came, at its end

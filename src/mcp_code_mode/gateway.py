@@ -270,7 +270,7 @@ class Gateway:
         """
         query = query[:MAX_QUERY_CHARS]
         hits = self.catalog.search(query, limit, server=server, prefer=prefer)
-        return self.config.redact_json([hit.to_json() for hit in hits])
+        return self.config.redact_rows([hit.to_json() for hit in hits], "description")
 
     def get_tool_docs(self, server: str, tool: str | None = None, page: int = 1) -> str:
         """Stub docs within a fixed budget, `page` by page for a big server; raises
@@ -281,7 +281,8 @@ class Gateway:
         return self.config.redact(self.catalog.docs(server, tool, page=page))
 
     def list_servers(self) -> list[dict[str, Any]]:
-        return self.config.redact_json([status.to_json() for status in self.manager.statuses()])
+        rows = [status.to_json() for status in self.manager.statuses()]
+        return self.config.redact_rows(rows, "description", "error")
 
     def interpreter(self) -> MCPCodeInterpreter:
         """A dspy `CodeInterpreter` session whose code calls this gateway's tools (see

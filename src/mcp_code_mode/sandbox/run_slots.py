@@ -3,11 +3,13 @@
 Each run may hold its memory limit, so runs at once are capped (`executor.runs_that_fit`)
 and the rest wait their turn. A run whose code asked a person for approval (contract §8)
 does nothing until the answer comes, for up to `MCP_CODE_APPROVAL_TIMEOUT_S`: it gives its
-place back meanwhile (`Place.park`) and takes one again when the answer comes
-(`Place.unpark`). Questions nobody answered held every place for 120 s, so one client's
-unanswered `input_required` questions stopped every other client's runs (outside attack
-123). As many runs may wait for a person as may run (their workers keep their memory); a
-question past that is declined at once, so runs that ask nobody are never held up.
+place back meanwhile (`Place.park`) and takes a free one again when the answer comes, or
+goes on without one (`Place.unpark`: never a wait with its clock stopped, attack 126).
+Questions nobody answered held every place for 120 s, so one client's unanswered
+`input_required` questions stopped every other client's runs (outside attack 123). As many
+runs may be out of their place as may run (their workers keep their memory: at most twice
+the places in all); a question past that is declined at once, so runs that ask nobody are
+never held up.
 """
 
 from __future__ import annotations
@@ -18,12 +20,14 @@ __all__ = ["Place", "RunSlots"]
 
 
 class RunSlots:
-    """`size` places for runs at once, and as many for runs parked on a person."""
+    """`size` places for runs at once, and as many for runs out of their place (`parked`)."""
 
     def __init__(self, size: int) -> None:
         self.size = size
         self.free = asyncio.Semaphore(size)
-        self.parked = 0  # runs waiting for a person's answer, their place given back
+        # runs without a place: waiting for a person, or going on after the answer when
+        # every place was taken (their worker was there all along)
+        self.parked = 0
 
     def locked(self) -> bool:
         """Whether a run that comes now waits for a place."""
@@ -40,38 +44,42 @@ class Place:
 
     def __init__(self, slots: RunSlots) -> None:
         self._slots = slots
-        self._held = True
-        self._parked = False
+        self._held = True  # one of the semaphore's places
+        self._out = False  # counted in `parked`
 
     def park(self) -> str | None:
         """Give the place back while a person is asked; why the question is declined
-        instead, when as many runs as may run already wait for a person."""
+        instead, when as many runs as may run are already out of their place."""
         slots = self._slots
-        if self._parked or not self._held:
-            return None
+        if self._out:
+            return None  # out already (a second question): counted once
         if slots.parked >= slots.size:
             return (
                 f"it was declined: {slots.parked} runs are already waiting for a person's "
                 "answer, as many as may wait at once; try again once those are answered"
             )
         slots.parked += 1
-        self._parked, self._held = True, False
-        slots.free.release()
+        self._out = True
+        if self._held:
+            self._held = False
+            slots.free.release()
         return None
 
     async def unpark(self) -> None:
-        """The answer came: wait for a place again (the wait is not the run's time)."""
-        if not self._parked:
+        """The answer came: a free place again if there is one, else the run goes on
+        without one, still counted as out, until it ends. It never waits: a session keeps
+        its place between steps, so a parked one could wait for another to end."""
+        slots = self._slots
+        if not self._out or slots.free.locked():
             return
-        self._parked = False
-        self._slots.parked -= 1
-        await self._slots.free.acquire()
-        self._held = True
+        await slots.free.acquire()  # free: taken at once
+        self._held, self._out = True, False
+        slots.parked -= 1
 
     def leave(self) -> None:
-        """The run is over: its place (or its parking) goes back."""
-        if self._parked:
-            self._parked = False
+        """The run is over: its place (or its count among those out) goes back."""
+        if self._out:
+            self._out = False
             self._slots.parked -= 1
         if self._held:
             self._held = False
