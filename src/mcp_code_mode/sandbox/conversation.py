@@ -67,7 +67,7 @@ class Hold:
         if self._asking:
             return
         if self._place is not None:
-            await self._place.unpark()  # the clock starts once the run has its place again
+            await self._place.unpark()  # a free place, or none: it never waits for one
         if self._remaining is not None:
             self._clock.reschedule(asyncio.get_running_loop().time() + self._remaining)
             self._remaining = None

@@ -29,7 +29,8 @@ _RECORD_CHARS = 4000  # of a whole log record (asyncio's context holds `repr`s)
 def install(loaded: dict[str, Any]) -> None:
     """Set the worker's `sys.unraisablehook` (the audit hook grants its event to this one
     only: set it before `audit.install`), and the format of logging's last-resort handler
-    when `logging` is loaded (asyncio's "Task exception was never retrieved")."""
+    when `logging` is loaded (asyncio's "Task exception was never retrieved"); asyncio's
+    debug mode off."""
     sys.unraisablehook = _note_unraisable
     logging: Any = loaded.get("logging")
     if logging is not None:
