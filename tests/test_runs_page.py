@@ -22,6 +22,7 @@ import pytest
 from fastmcp import Client
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from mcp.types import Implementation
 
 from mcp_code_mode.runs import CallRecord, RunRecord, RunStore, RunSummary, SQLiteRunBackend
 from mcp_code_mode.runs.page import PAGE_SIZE, render_list, render_run
@@ -431,6 +432,7 @@ def _config(tmp_path: Path) -> Path:
     return path
 
 
+FORGER = Implementation(name="evil\nrun_0000 fake row " + "x" * 300, version="1")
 CODE = """\
 first = tools.testsrv.echo(text="<script>alert(1)</script>")
 pair = call_tools([("testsrv", "structured", {"n": 1}), ("testsrv", "structured", {"n": 2})])
@@ -459,19 +461,34 @@ async def test_serve_puts_the_page_behind_the_token(tmp_path: Path) -> None:
             async with Client(instance.url, auth=TOKEN, timeout=30) as client:
                 reply = await client.call_tool("execute_code", {"code": CODE})
             assert reply.structured_content is not None and reply.structured_content["ok"]
+            async with Client(instance.url, auth=TOKEN, timeout=30, client_info=FORGER) as client:
+                await client.call_tool("execute_code", {"code": "1"})
             ids: list[str] = []
             for _ in range(100):  # the store's writer thread writes the run soon after
                 ids = _ids((await http.get("/runs", headers=auth)).text)
-                if ids:
+                if len(ids) == 2:
                     break
                 await asyncio.sleep(0.1)
-            assert len(ids) == 1
-            detail = (await http.get(f"/runs/{ids[0]}", headers=auth)).text
+            assert len(ids) == 2
+            detail = (await http.get(f"/runs/{ids[1]}", headers=auth)).text
     store = RunStore.open(tmp_path / "runs.db")
     try:  # the client as clientInfo names it, with the identity its token was given
-        assert store.list_runs()[0].client.endswith("(token: mcp-code-mode-client)")
+        clients = [run.client for run in store.list_runs()]
     finally:
         store.close()
+    # A name of the client's own is one short line: it forges no row of `mcp-code-mode runs`
+    # and never pushes the token's identity out of the record (outside attack 128).
+    assert all(c.endswith("(token: mcp-code-mode-client)") for c in clients), clients
+    assert clients[0].startswith("evil run_0000 fake row x") and "\n" not in clients[0]
+    listed = subprocess.run(
+        [str(Path(sys.executable).parent / "mcp-code-mode"), "runs"],
+        env={**os.environ, **QUIET, "MCP_CODE_RUNS_DB": str(tmp_path / "runs.db")},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert not any(line.startswith("run_0000") for line in listed.stdout.splitlines())
     names = re.findall(
         r'data-order="(\d+)"><summary><span class="name">#\d+ ([\w.]+)</span>', detail
     )

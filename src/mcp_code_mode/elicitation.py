@@ -59,6 +59,8 @@ _SCHEMA: dict[str, Any] = {
 }
 
 
+_CLIENT_CHARS = 120  # of the name a client gives itself, in a run's record
+
 _ENDED = ExecutionResult.failure(
     ErrorType.EXECUTOR_ERROR,
     "the run this answer was for has ended (its question timed out, or the gateway "
@@ -215,7 +217,9 @@ def client_name(ctx: Context | None) -> str:
     except (RuntimeError, AttributeError, ValueError):  # no MCP request behind this call
         return ""
     info = None if params is None else params.client_info
-    name = "" if info is None else f"{info.name} {info.version or ''}".strip()
+    name = "" if info is None else " ".join(f"{info.name} {info.version or ''}".split())
+    if len(name) > _CLIENT_CHARS:  # one line, short: the token's identity is never cut off
+        name = name[: _CLIENT_CHARS - 1] + "…"  # (a record clips its client text: attack 128)
     token = get_access_token()
     return f"{name} (token: {token.client_id})".strip() if token is not None else name
 

@@ -57,10 +57,11 @@ def _when(epoch: float) -> str:
 def _row(run: RunSummary) -> str:
     outcome = "ok" if run.ok else (run.error_type or "error")
     calls = f"{run.calls} calls" + (f" ({run.failed_calls} failed)" if run.failed_calls else "")
-    return clean_text(
+    row = clean_text(
         f"{run.id}  {_when(run.started)}  {run.duration_ms / 1000:6.2f} s  {outcome:<16} "
         f"{calls:<20} {run.tokens_saved:>7} tokens saved  {run.kind}  {run.client or '-'}"
     )
+    return " ".join(row.splitlines())  # one row a run: a client's name made a second one
 
 
 def _detail(run: RunRecord) -> str:

@@ -1634,6 +1634,15 @@ STRAY_ERRORS = (
         "    await asyncio.sleep(0.01)\nasyncio.run(main())",
         "Task exception was never retrieved\n",
     ),
+    (
+        # asyncio named the callback by its code object, which the audit hook refuses in a
+        # library frame: the run ended with an error no code could catch (attack 127)
+        "import asyncio\nasync def main():\n    def cb():\n"
+        "        raise ValueError('never awaited')\n"
+        "    asyncio.get_running_loop().call_soon(cb)\n    await asyncio.sleep(0.01)\n"
+        "    return 'finished'\nasyncio.run(main())",
+        "Exception in callback main.<locals>.cb()\n",
+    ),
 )
 
 
@@ -1650,6 +1659,41 @@ async def test_errors_no_run_catches_are_one_line_of_the_guests_own(
     assert "Logging error" not in out["stdout"] and "mcp_code_mode" not in out["stdout"]
     if "asyncio" in code:
         assert "ValueError: never awaited\n" in out["stdout"], out["stdout"]
+
+
+async def test_a_warning_is_one_line_without_the_workers_source(sec_gateway: Gateway) -> None:
+    """A coroutine never awaited, dropped by the worker's frame, printed that frame's file
+    (the install path) and its source line through `warnings` (outside attack 127)."""
+    out = await attempt(sec_gateway, "async def f():\n    pass\nraise ValueError(f())")
+    assert out["error"]["type"] == "RUNTIME_ERROR", out
+    assert out["stdout"] == "RuntimeWarning: coroutine 'f' was never awaited\n", out["stdout"]
+
+
+async def test_singledispatch_registry_is_a_read_only_view(sec_gateway: Gateway) -> None:
+    """`singledispatch(f).registry` was a raw mapping proxy, which hands its dict to a
+    reflected `__eq__` of a guest `dict` subclass: dispatch could be rewritten (attack 127)."""
+    code = (
+        "import functools\nclass G(dict):\n    got = None\n    def __eq__(s, o):\n"
+        "        G.got = o\n        return True\n    __hash__ = None\n"
+        "@functools.singledispatch\ndef f(x):\n    return 'base'\n"
+        "f.registry == G()\ngetattr(f, 'registry') == G()\n"
+        "G.got[int] = lambda x: 'injected'  # a copy, at most\n"
+        "[f(1), int in f.registry, object in f.registry]"
+    )
+    out = await attempt(sec_gateway, code)
+    assert out["result"] == ["base", False, True], out
+
+
+async def test_file_digest_hands_out_no_memoryview(sec_gateway: Gateway) -> None:
+    """`hashlib.file_digest` gave the guest's `update` a real `memoryview`, a builtin the
+    guest's view leaves out (outside attack 127)."""
+    code = (
+        "import hashlib\nclass F:\n    def readable(self):\n        return True\n"
+        "    def readinto(self, buf):\n        return 0\n"
+        "try:\n    hashlib.file_digest(F(), 'sha256')\nexcept ValueError as e:\n    r = str(e)\nr"
+    )
+    out = await attempt(sec_gateway, code)
+    assert out["result"] == "hashlib.file_digest() is not allowed in the sandbox", out
 
 
 async def test_the_finalizer_hook_failing_prints_nothing_of_the_sandboxs(

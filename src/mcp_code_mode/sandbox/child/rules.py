@@ -107,10 +107,11 @@ PRIVATE_OK = frozenset(["_asdict", "_replace", "_fields", "_make", "_field_defau
 # guest's own objects (and memoryviews) only: an AttributeError's `obj` is the object a
 # failed lookup was made on, a library's own (outside attack 26).
 CHECKED_READS = frozenset(["obj"])
-# Public names whose values are mapping proxies C makes of a library's own dict (a compiled
-# pattern's group names, a dict view's dict): read through the run-time check, which hands
-# a proxy out as a `read_only.ReadOnly` view (a proxy gives its dict away, attack 101).
-SHOWN_READS = frozenset(["groupindex", "mapping"])
+# Public names whose values are mapping proxies of a library's own dict (a compiled pattern's
+# group names, a dict view's dict, a `singledispatch` function's registry, attack 127): read
+# through the run-time check, which hands a proxy out as a `read_only.ReadOnly` view (a
+# proxy gives its dict away, attack 101).
+SHOWN_READS = frozenset(["groupindex", "mapping", "registry"])
 # Public names guest code reads only through a run-time guard, never with the real getattr:
 # the checked reads, and str's format methods (handed out guarded: their fields may not walk
 # attributes). Text libraries evaluate may not read them either (outside attack 67).
