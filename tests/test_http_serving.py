@@ -482,6 +482,51 @@ async def test_a_replayed_question_state_never_runs_the_code_again(tmp_path: Pat
 
 
 @pytest.mark.slow
+async def test_an_answer_reaching_another_instance_goes_to_the_one_that_asked(
+    tmp_path: Path,
+) -> None:
+    """Outside attack 128: behind a balancer a 2026-07-28 client's answer may reach another
+    instance, whose SDK refused the state ("Invalid or expired requestState") while the run
+    that asked was declined at its timeout. The answer now goes to the instance that asked;
+    when that one is gone, the reply is the §3 result of a run that has ended."""
+    code = "print('RAN')\ntools.notes.delete_note(note_id=1)\n'done'"
+    headers = {**MCP_HEADERS, "mcp-protocol-version": "2026-07-28"}
+    headers |= {"mcp-method": "tools/call", "mcp-name": "execute_code"}
+    headers["authorization"] = f"Bearer {TOKEN}"
+    accepted = {"approval": {"action": "accept", "content": {"approve": True}}}
+    shared = {"MCP_CODE_HTTP_STATELESS": "true", "MCP_CODE_HTTP_TOKEN": TOKEN}
+    config = _config(tmp_path)
+    async with (
+        serving(config, tmp_path / "one.log", **shared) as one,
+        serving(config, tmp_path / "two.log", **shared) as two,
+        httpx.AsyncClient(timeout=60) as http,
+    ):
+        await wait_ready(one)
+        await wait_ready(two)
+
+        async def ask_then_answer(asker: Instance, answerer: Instance) -> httpx.Response:
+            call = _modern_call(code, 1, {"elicitation": {}})
+            asked = await http.post(asker.url, json=call, headers=headers)
+            answer = _modern_call(code, 2, {"elicitation": {}}, inputResponses=accepted)
+            answer["params"]["requestState"] = asked.json()["result"]["requestState"]
+            if asker is answerer:
+                asker.proc.kill()  # gone before its answer comes
+                await asyncio.to_thread(asker.proc.wait, 10)
+                answerer = two
+            return await http.post(answerer.url, json=answer, headers=headers)
+
+        answered = [await ask_then_answer(one, two), await ask_then_answer(two, one)]
+        late = await ask_then_answer(one, one)
+    for reply in answered:
+        assert reply.status_code == 200, reply.text
+        out = reply.json()["result"]["structuredContent"]
+        assert out["ok"] and out["result"] == "done" and out["stdout"] == "RAN\n", out
+    assert late.status_code == 200, late.text
+    ended = late.json()["result"]
+    assert ended["isError"] and "has ended" in ended["structuredContent"]["error"]["message"]
+
+
+@pytest.mark.slow
 async def test_sigterm_while_starting_stops_at_once(tmp_path: Path) -> None:
     slow_upstream = tmp_path / "slow_notes.py"
     slow_upstream.write_text(

@@ -17,7 +17,6 @@ lines (`log_sink`, `runs.log_stream`); a waiting run's go to the request that br
 from __future__ import annotations
 
 import asyncio
-import secrets
 import warnings
 from collections.abc import Awaitable, Callable
 from typing import Any, Generic, TypeVar, cast
@@ -31,6 +30,7 @@ from mcp_types import LOG_LEVEL_META_KEY
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
+from .answer_routing import question_state
 from .approval import ApprovalRequest, Approver
 from .errors import ErrorType
 from .gateway import Gateway
@@ -77,8 +77,9 @@ class Elicitation:
     """Runs work (`execute_code`, `run_task`) with an approver that asks the calling
     client's person, however its protocol version asks."""
 
-    def __init__(self, gateway: Gateway) -> None:
+    def __init__(self, gateway: Gateway, origin: str = "") -> None:
         self.gateway = gateway
+        self.origin = origin  # this instance's URL, named in its questions' states
         self._waiting: dict[str, tuple[str, _WaitingRun[Any]]] = {}  # by state: tool, work
 
     async def execute(
@@ -142,7 +143,7 @@ class Elicitation:
         run.progress.retarget(None)  # this request is answered: its progress token is spent
         run.logs.retarget(None)
         self._forget_finished()
-        token = secrets.token_urlsafe(18)
+        token = question_state(self.origin)
         self._waiting[token] = tool, run
         question = mcp_types.ElicitRequest(
             method="elicitation/create",

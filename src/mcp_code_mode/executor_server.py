@@ -43,14 +43,15 @@ _CLEANUP_S = 10.0
 _REPORTER = "mcp-code-mode start report"
 
 
-def build_server(gateway: Gateway, *, lm: Any = None) -> FastMCP:
+def build_server(gateway: Gateway, *, lm: Any = None, origin: str = "") -> FastMCP:
     """A FastMCP app over a started gateway (the caller owns the gateway's lifecycle).
 
-    `run_task` is registered only with an LM (`agent.make_lm(settings)` or any dspy LM).
+    `run_task` is registered only with an LM (`agent.make_lm(settings)` or any dspy LM);
+    `origin` is the instance's URL over HTTP (`mcp_app.build_server`).
     """
     from .mcp_app import build_server as build
 
-    return build(gateway, lm=lm)
+    return build(gateway, lm=lm, origin=origin)
 
 
 async def serve(
@@ -101,7 +102,7 @@ async def _serve_http(
     from .http_serving import serve_http
 
     @contextlib.asynccontextmanager
-    async def started() -> AsyncIterator[FastMCP]:
+    async def started(origin: str) -> AsyncIterator[FastMCP]:
         async with gateway:
             await importing
             # Only now: connecting imports fastmcp's client, which must not race the
@@ -111,7 +112,7 @@ async def _serve_http(
                 # Behind a balancer, ready (`/readyz`) means warm: every upstream has
                 # answered or failed.
                 await gateway.settle(wait_s=None)
-                yield build_server(gateway, lm=lm)
+                yield build_server(gateway, lm=lm, origin=origin)
 
     def busy() -> bool:  # a drain waits for runs no request holds (one awaiting an answer)
         return gateway.executor.active > 0

@@ -19,7 +19,8 @@ carrying work held at once are capped (`max_requests`: 200 calls of 3 MB took 2.
 beyond which a request that starts work gets 503 with `retry-after`, while answers to the
 server's questions, cancels and other requests still pass (a running call may wait for
 them); and a request without the configured token is handed to the MCP app, which answers
-401, before the gate reads its body or counts it.
+401, before the gate reads its body or counts it. An answer to a question another instance
+asked goes to that instance (`answer_routing`).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from typing import TYPE_CHECKING
 
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from .answer_routing import AnswerRouter
 from .http_host import parse_host
 from .sandbox.protocol import decode_cost
 
@@ -79,8 +81,10 @@ class Gate:
         max_requests: int = 0,
         max_held: int = 1 << 30,
         busy: Callable[[], bool] = bool,
+        answers: AnswerRouter | None = None,
     ) -> None:
         self.state = GateState.STARTING
+        self._answers = answers  # hands an answer to the instance that asked (§8)
         # as the MCP app reads it: a header's bytes as latin-1 text
         self._token = None if token is None else token.encode("latin-1", "replace")
         self._max_requests = max_requests  # 0: no cap
@@ -159,7 +163,18 @@ class Gate:
             return
         assert body is not None
         async with self._holding(_may_start_work(body), cost):
+            if await self._handed_on(scope, body, send):
+                return
             await self._pass(scope, _replay(body, receive), send)
+
+    async def _handed_on(self, scope: Scope, body: bytes, send: Send) -> bool:
+        """Whether the request answered another instance's question and went to it."""
+        url = None if self._answers is None else self._answers.elsewhere(scope, body)
+        if url is None or self.state is GateState.CLOSED:
+            return False
+        assert self._answers is not None
+        self._admitted += 1
+        return await self._answers.forward(url, scope, body, send)
 
     def _refusal(self, body: bytes | None, cost: int, *, modern: bool) -> tuple[int, str] | None:
         """Why a request with this body (`cost`: as objects) is refused before it reaches

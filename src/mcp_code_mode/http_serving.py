@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import ipaddress
 import logging
 import re
@@ -48,6 +49,7 @@ from fastmcp.server.auth.middleware import RequireAuthMiddleware
 from fastmcp.server.auth.providers.jwt import StaticTokenVerifier
 from starlette.routing import Route
 
+from .answer_routing import AnswerRouter, state_security
 from .errors import CodeModeError, ConfigError
 from .http_gate import Gate, GateState
 from .runs_page import runs_app, runs_reader
@@ -107,7 +109,7 @@ def _drain_limit_s(settings: Settings) -> float:
 
 async def serve_http(
     settings: Settings,
-    open_server: Callable[[], AbstractAsyncContextManager[FastMCP]],
+    open_server: Callable[[str], AbstractAsyncContextManager[FastMCP]],
     *,
     host: str,
     port: int,
@@ -115,9 +117,9 @@ async def serve_http(
 ) -> None:
     """Serve MCP over streamable HTTP on `host:port` until a signal drains it (see module).
 
-    `open_server()` starts the gateway and yields the MCP server over it; it is entered
-    after the port is bound and left after the drain, which waits for requests and for
-    `busy()` (runs in progress) to end.
+    `open_server(origin)` starts the gateway and yields the MCP server over it (`origin`:
+    this instance's URL, which its questions name); entered once the port is bound, left
+    after the drain, which waits for requests and for `busy()` (runs in progress) to end.
 
     Raises:
         ConfigError: see `check_exposure`.
@@ -125,18 +127,12 @@ async def serve_http(
     """
     check_exposure(settings, host)
     listener = _listen(host, port)
-    address = listener.getsockname()
-    print(f"mcp-code-mode: serving http://{_url_host(host)}:{address[1]}/mcp", file=sys.stderr)
-    gate = _gate(settings, busy)
-    config = uvicorn.Config(
-        gate,
-        lifespan="off",
-        log_level="warning",
-        timeout_graceful_shutdown=_FLUSH_S,
-        timeout_keep_alive=30,  # longer than a balancer keeps an idle connection to us
-        server_header=False,
-    )
-    serving = asyncio.ensure_future(_serve(gate, _Uvicorn(config), listener, open_server, settings))
+    bound = listener.getsockname()[1]
+    print(f"mcp-code-mode: serving http://{_url_host(host)}:{bound}/mcp", file=sys.stderr)
+    origin = settings.http_instance_url or _own_url(host, bound)
+    gate = _gate(settings, busy, origin)
+    opened = functools.partial(open_server, origin)
+    serving = asyncio.ensure_future(_serve(gate, _uvicorn(gate), listener, opened, settings))
     hard_stop = False
 
     def on_signal() -> None:
@@ -192,14 +188,34 @@ async def _serve(
         await uvicorn_task
 
 
-def _gate(settings: Settings, busy: Callable[[], bool]) -> Gate:
-    token = settings.http_token
+def _gate(settings: Settings, busy: Callable[[], bool], origin: str) -> Gate:
+    token = None if settings.http_token is None else settings.http_token.get_secret_value()
+    security = state_security(token)
     return Gate(
-        token=None if token is None else token.get_secret_value(),
+        token=token,
         max_requests=settings.http_max_requests,
         max_held=settings.http_max_held_mb << 20,
         busy=busy,
+        answers=None if security is None else AnswerRouter(origin, security),
     )
+
+
+def _uvicorn(gate: Gate) -> uvicorn.Server:
+    config = uvicorn.Config(
+        gate,
+        lifespan="off",
+        log_level="warning",
+        timeout_graceful_shutdown=_FLUSH_S,
+        timeout_keep_alive=30,  # longer than a balancer keeps an idle connection to us
+        server_header=False,
+    )
+    return _Uvicorn(config)
+
+
+def _own_url(host: str, port: int) -> str:
+    """This instance's /mcp URL as instances beside it reach it (any address: loopback)."""
+    reached = "127.0.0.1" if host in ("", "0.0.0.0", "::") else host
+    return f"http://{_url_host(reached)}:{port}/mcp"
 
 
 def _mcp_app(server: FastMCP, settings: Settings) -> StarletteWithLifespan:

@@ -24,6 +24,7 @@ from fastmcp.tools.function_tool import FunctionTool
 from pydantic import ValidationError
 
 from . import __version__
+from .answer_routing import state_security
 from .approval import Approver
 from .elicitation import Elicitation
 from .encodable import make_encodable
@@ -128,16 +129,27 @@ def instructions(gateway: Gateway) -> str:
     )
 
 
-def build_server(gateway: Gateway, *, lm: Any = None) -> FastMCP:
+def _new_server(gateway: Gateway) -> FastMCP:
+    """The app, its questions' states sealed alike by every instance sharing the token."""
+    token = gateway.settings.http_token
+    return FastMCP(
+        "mcp-code-mode",
+        instructions=instructions(gateway),
+        version=__version__,
+        request_state_security=state_security(token.get_secret_value() if token else None),
+    )
+
+
+def build_server(gateway: Gateway, *, lm: Any = None, origin: str = "") -> FastMCP:
     """A FastMCP app over a started gateway (the caller owns the gateway's lifecycle).
 
     `run_task` is registered only with an LM (`agent.make_lm(settings)` or any dspy LM).
+    `origin` is the instance's URL over HTTP, named in the questions it asks (§8, §9).
     The OpenTelemetry SDK is set up here when the OTEL_* variables ask for traces.
     """
     configure_from_env()  # before the app exists: fastmcp's request spans go there too
-    server = FastMCP("mcp-code-mode", instructions=instructions(gateway), version=__version__)
-
-    asking = Elicitation(gateway)
+    server = _new_server(gateway)
+    asking = Elicitation(gateway, origin)
 
     async def execute_code(
         code: str,

@@ -143,6 +143,11 @@ class Settings(BaseSettings):
     http_allowed_hosts: str = Field("", validation_alias=_env("MCP_CODE_HTTP_ALLOWED_HOSTS"))
     http_allowed_origins: str = Field("", validation_alias=_env("MCP_CODE_HTTP_ALLOWED_ORIGINS"))
     http_stateless: bool = Field(False, validation_alias=_env("MCP_CODE_HTTP_STATELESS"))
+    # This instance's /mcp URL as the others reach it ("": the address `serve` bound), named
+    # in the questions it asks so an answer reaching another instance comes back here.
+    http_instance_url: str = Field(
+        "", pattern=r"^(https?://\S+)?$", validation_alias=_env("MCP_CODE_HTTP_INSTANCE_URL")
+    )
     # Requests carrying work one instance holds at once (each up to 4 MB); beyond: 503.
     http_max_requests: int = Field(32, ge=1, validation_alias=_env("MCP_CODE_HTTP_MAX_REQUESTS"))
     # What the bodies of all requests in flight may take as parsed objects; beyond: 503.
