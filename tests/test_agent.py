@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import json
+import time
 
 import dspy
 import pytest
+from dspy.clients.base_lm import GLOBAL_HISTORY
 from dspy.utils.dummies import DummyLM
+from dspy.utils.usage_tracker import UsageTracker
 from fastmcp import Client
 
 from mcp_code_mode import agent
+from mcp_code_mode.agent_lm import tokens_used
 from mcp_code_mode.executor_server import build_server
 from mcp_code_mode.gateway import Gateway
 from mcp_code_mode.settings import Settings
@@ -192,3 +196,72 @@ def test_trainset_examples_are_well_formed() -> None:
     assert module.metric(
         example, dspy.Prediction(answer=f"It is {example.answer}.", finished=True, steps=ran)
     )
+
+
+async def test_an_lm_error_never_shows_the_providers_key(gateway: Gateway) -> None:
+    """An endpoint's error page echoing the request's headers put the key in the steps, the
+    answer and every later prompt (outside attack 129): it is left out."""
+    key = "sk-SECRET-abcdef123456"
+    with serve_stub([], misbehave="echo401") as stub:
+        lm = dspy.LM(
+            "openai/stub-model", api_base=stub.api_base, api_key=key, cache=False, num_retries=0
+        )
+        result = await agent.run_task(gateway, lm, "How many customers are in DE?")
+    shown = json.dumps(result)
+    assert result["steps"][0]["error"]["type"] == "LM_ERROR", shown[:2000]
+    assert "refused" in result["steps"][0]["error"]["message"], shown[:2000]
+    assert key not in shown and key not in json.dumps(stub.requests)
+
+
+async def test_a_model_call_is_bounded_in_all(gateway: Gateway) -> None:
+    """An endpoint sending a byte at a time passes every per-read timeout: a task waited for
+    ever (outside attack 129). A call's whole time is bounded: a failed step."""
+    with serve_stub([], misbehave="drip") as stub:
+        lm = dspy.LM("openai/m", api_base=stub.api_base, api_key="k", cache=False, num_retries=0)
+        runner = agent.agent_for(gateway, "count customers")
+        runner.lm_timeout_s = 1.5
+        started = time.monotonic()
+        with dspy.context(lm=lm):
+            prediction = await runner.acall(task="count customers")
+    assert time.monotonic() - started < 30
+    error = prediction.steps[0]["error"]
+    assert error == {"type": "LM_ERROR", "message": error["message"]}
+    assert "did not answer within 1.5 s" in error["message"], error
+
+
+async def test_run_task_keeps_no_history_of_prompts(gateway: Gateway) -> None:
+    """dspy kept every prompt and reply of the last 10,000 calls: a served gateway grew
+    without end (outside attack 129)."""
+    before = len(GLOBAL_HISTORY)
+    lm = DummyLM(
+        [
+            {"reasoning": "r", "code": "1 + 1", "finished": True},
+            {"answer": "2"},
+        ]
+    )
+    result = await agent.run_task(gateway, lm, "add " + "one " * 10_000)
+    assert result["finished"] and result["answer"] == "2"
+    assert len(GLOBAL_HISTORY) == before and lm.history == []
+
+
+async def test_a_lone_surrogate_in_a_reply_is_a_step_not_the_end(gateway: Gateway) -> None:
+    """A broken escape in a model's code kept a lone surrogate in every later prompt, which
+    then failed (outside attack 129)."""
+    lm = DummyLM(
+        [
+            {"reasoning": "r", "code": "'\ud800' + 1", "finished": False},
+            {"reasoning": "r", "code": "2 + 2", "finished": True},
+            {"answer": "4"},
+        ]
+    )
+    result = await agent.run_task(gateway, lm, "add")
+    assert [s["ok"] for s in result["steps"]] == [False, True], result
+    assert result["steps"][0]["code"] == "'\ufffd' + 1" and result["answer"] == "4"
+    json.dumps(result).encode()  # every text encodable
+
+
+def test_absurd_token_counts_are_bounded() -> None:
+    """Usage of 4,300 digits made the result unprintable (outside attack 129)."""
+    usage = UsageTracker()
+    usage.add_usage("m", {"prompt_tokens": 10**5000, "completion_tokens": -5})
+    assert tokens_used(usage) == {"prompt": 10**12, "completion": 0}

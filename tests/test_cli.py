@@ -225,11 +225,14 @@ def test_check_says_where_settings_came_from_and_what_is_down(tmp_path: Path) ->
     config.write_text(json.dumps({"servers": servers}), encoding="utf-8")
     # As a copy of .env.example beside the config would: it cannot rename the config.
     dotenv = "MCP_CODE_TIMEOUT_S=3\nMCP_SERVERS_CONFIG=mcp_servers.json\n"
+    dotenv += "DSPY_API_BASE=http://me:PWSECRET@127.0.0.1:9/v1\n"  # shown without it (attack 129)
     (tmp_path / ".env").write_text(dotenv, encoding="utf-8")
     proc = cli("check", "--config", str(config), "--json", cwd=Path("/"))
     assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "PWSECRET" not in proc.stdout + proc.stderr
     report = json.loads(proc.stdout)
     sources = {row["name"]: (row["value"], row["from"]) for row in report["settings"]}
+    assert sources["DSPY_API_BASE"] == ("http://me:***@127.0.0.1:9/v1", str(tmp_path / ".env"))
     assert sources["MCP_CODE_TIMEOUT_S"] == ("3.0", str(tmp_path / ".env"))
     assert sources["MCP_CODE_MEMORY_MB"] == ("256", "default")  # every setting is reported
     assert sources["MCP_SERVERS_CONFIG"] == (str(config), "the command line")
@@ -385,6 +388,43 @@ def test_exec_asks_on_a_terminal(tmp_path: Path, answer: str, posted: bool) -> N
         os.close(controller)
     assert "Approve board.post_message for this run? [y/N]" in stderr + stdout
     assert stdout.strip().splitlines()[-1] == ("1" if posted else "0"), stdout + stderr
+
+
+@pytest.mark.parametrize(("answer", "posted"), [("y", True), ("n", False)])
+def test_run_asks_on_a_terminal(tmp_path: Path, answer: str, posted: bool) -> None:
+    """`run` gave the agent no way to ask: the model's writes ran unasked under `auto`
+    (outside attack 129). On a terminal it asks, as `exec` does."""
+    board = str(ROOT / "tests" / "servers" / "approvals_upstream.py")
+    config = tmp_path / "mcp_servers.json"
+    config.write_text(json.dumps({"servers": {"board": server_entry(board)}}), encoding="utf-8")
+    code = (
+        "try:\n    tools.board.post_message(text='hello')\nexcept ToolError:\n    pass\n"
+        "len(tools.board.read_posts())"
+    )
+    replies = [
+        chat_reply(answer="OK"),
+        chat_reply(reasoning="Post it.", code=code, finished="True"),
+        chat_reply(answer="Done."),
+    ]
+    controller, terminal = os.openpty()
+    with serve_stub(replies) as stub:
+        env = {**os.environ, "DSPY_LM": "openai/local-model", "DSPY_API_BASE": stub.api_base}
+        try:
+            proc = subprocess.Popen(
+                [str(SCRIPT), "run", "--config", str(config), "Post hello to the board."],
+                stdin=terminal,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                env={**env, "MCP_CODE_POOL_SIZE": "1"},
+            )
+            os.close(terminal)
+            os.write(controller, f"{answer}\n".encode())
+            stdout, stderr = proc.communicate(timeout=120)
+        finally:
+            os.close(controller)
+    assert "Approve board.post_message for this run? [y/N]" in stderr + stdout
+    assert f"=> {1 if posted else 0}\n" in stdout, stdout + stderr
 
 
 @pytest.mark.parametrize("port", ["99999", "-1", "http"])

@@ -18,11 +18,11 @@ from typing import Any
 import dspy
 from dspy.utils.exceptions import AdapterParseError
 
-from .agent_lm import LMNotConfigured, adapter_for, make_lm
+from .agent_lm import LMNotConfigured, adapter_for, lm_call_limit_s, lm_error, make_lm, tokens_used
 from .agent_replies import strip_fences
 from .agent_steps import TRAJECTORY_CHARS, Step, clip, trajectory
 from .approval import Approver
-from .encodable import clean_text
+from .encodable import clean_text, encodable_text
 from .gateway import Gateway
 from .sandbox.base import ExecutionResult
 from .sandbox.child import guest_api
@@ -142,6 +142,9 @@ class CodeExecutionAgent(dspy.Module):
             of a task then build on each other); None: every snippet starts afresh.
         trajectory_chars: what earlier steps may take of a prompt; the oldest are shortened
             to fit (a small model's context window).
+        lm_timeout_s: how long one model call may take in all, its retries included
+            (None: as long as the LM's own per-read timeout lets it; an endpoint sending a
+            byte a second held a task forever: outside attack 129).
     """
 
     def __init__(
@@ -152,9 +155,11 @@ class CodeExecutionAgent(dspy.Module):
         max_steps: int = 8,
         sessions: SessionOpener | None = None,
         trajectory_chars: int = TRAJECTORY_CHARS,
+        lm_timeout_s: float | None = None,
     ) -> None:
         super().__init__()
         self.trajectory_chars = trajectory_chars
+        self.lm_timeout_s = lm_timeout_s
         self.runner = _SharedRunner(run_code, sessions)
         self.tool_context = tool_context
         self.max_steps = max_steps
@@ -178,7 +183,7 @@ class CodeExecutionAgent(dspy.Module):
             code=last_ok,
             steps=[s.to_json() for s in loop.steps],
             tool_calls=loop.tool_calls,
-            tokens=_tokens(usage),
+            tokens=tokens_used(usage),
             finished=loop.finished,
             error=loop.error,
         )
@@ -233,18 +238,25 @@ class _Loop:
     async def _propose(self) -> tuple[str, bool] | Step:
         """The model's next code and `finished`, or a failed step saying why there is none."""
         try:
-            proposal = await self.agent.write_code.acall(
-                task=self.task,
-                tool_context=self.agent.tool_context,
-                trajectory=trajectory(self.steps, self.agent.trajectory_chars),
-            )
+            async with asyncio.timeout(self.agent.lm_timeout_s):
+                proposal = await self.agent.write_code.acall(
+                    task=self.task,
+                    tool_context=self.agent.tool_context,
+                    trajectory=trajectory(self.steps, self.agent.trajectory_chars),
+                )
         except AdapterParseError as exc:
             reply = clean_text(str(getattr(exc, "lm_response", "") or ""))
             return Step.refused("", "UNUSABLE_REPLY", _UNUSABLE + clip(reply, 300))
         except Exception as exc:  # the step's boundary: LM, network, timeout, context window
-            message = clean_text(f"{type(exc).__name__}: {exc}")
-            return Step.refused("", "LM_ERROR", clip(message, 1000))
-        return strip_fences(str(proposal.code or "")), proposal.finished is True
+            return Step.refused("", "LM_ERROR", self._lm_error(exc, 1000))
+        # a lone surrogate (a broken escape) ended the task on every later prompt (attack 129)
+        code = encodable_text(strip_fences(str(proposal.code or "")))
+        return code, proposal.finished is True
+
+    def _lm_error(self, exc: Exception, limit: int) -> str:
+        if isinstance(exc, TimeoutError) and self.agent.lm_timeout_s is not None:
+            return f"the model did not answer within {self.agent.lm_timeout_s:g} s (DSPY_TIMEOUT_S)"
+        return lm_error(exc, dspy.settings.lm, limit)
 
     def _refusal(self, code: str) -> Step | None:
         """Why `code` is not run: empty without being finished, or sent before."""
@@ -291,10 +303,11 @@ class _Loop:
             return f"The task was not done: {why}. No code that ran produced a result."
         try:
             steps = trajectory(self.steps, self.agent.trajectory_chars)
-            final = await self.agent.answer.acall(task=self.task, trajectory=steps)
-            answer = str(final.answer)
+            async with asyncio.timeout(self.agent.lm_timeout_s):
+                final = await self.agent.answer.acall(task=self.task, trajectory=steps)
+            answer = encodable_text(str(final.answer))
         except Exception as exc:  # the answer's boundary: the steps' results are still returned
-            reason = clip(clean_text(f"{type(exc).__name__}: {exc}"), 300)
+            reason = self._lm_error(exc, 300)
             answer = f"(the answer could not be written: {reason}; see the steps' results)"
         if not self.finished:
             answer = f"Not finished: {(self.error or {}).get('message')}. {answer}"
@@ -304,14 +317,6 @@ class _Loop:
 def _error(step: Step, message: str) -> dict[str, str]:
     kind = str((step.error or {}).get("type") or "LM_ERROR")
     return {"type": kind, "message": f"{message} ({(step.error or {}).get('message')})"}
-
-
-def _tokens(usage: Any) -> dict[str, int]:
-    prompt = completion = 0
-    for entry in usage.get_total_tokens().values():
-        prompt += int(entry.get("prompt_tokens") or 0)
-        completion += int(entry.get("completion_tokens") or 0)
-    return {"prompt": prompt, "completion": completion}
 
 
 def tool_context_for(gateway: Gateway, task: str, *, budget_tokens: int | None = None) -> str:
@@ -348,12 +353,14 @@ def agent_for(
     probe = gateway.executor.open_session()  # None: this executor's runs keep no state
     if probe is not None:
         probe.close()
+    settings = gateway.settings
     return CodeExecutionAgent(
         functools.partial(gateway.execute, approver=approver, kind="run_task"),
         tool_context=tool_context_for(gateway, task),
-        max_steps=gateway.settings.dspy_max_steps,
+        max_steps=settings.dspy_max_steps,
         sessions=session if probe is not None else None,
-        trajectory_chars=4 * gateway.settings.dspy_trajectory_tokens,  # ~4 chars a token
+        trajectory_chars=4 * settings.dspy_trajectory_tokens,  # ~4 chars a token
+        lm_timeout_s=lm_call_limit_s(settings.dspy_timeout_s, settings.dspy_num_retries),
     )
 
 
@@ -368,7 +375,9 @@ async def run_task(
     """Run the agent on one task; the contract §3 `run_task` object (never an exception
     for what the model replied: see `CodeExecutionAgent`)."""
     agent = agent_for(gateway, task, approver=approver)
-    with dspy.context(lm=lm, adapter=adapter_for(gateway.settings)):
+    # No history of prompts and replies: dspy keeps the last 10,000 calls' whole text in
+    # memory, and a served gateway grew ~11 MB a task without end (outside attack 129).
+    with dspy.context(lm=lm, adapter=adapter_for(gateway.settings), disable_history=True):
         prediction = await agent.acall(task=task, on_step=on_step)
     return {
         "answer": prediction.answer,

@@ -12,6 +12,9 @@ and says plainly what is wrong (unreachable, refused key, unknown model) before 
 from __future__ import annotations
 
 import os
+import re
+from typing import Any
+from urllib.parse import urlsplit
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no cost-map fetch offline
 
@@ -19,14 +22,29 @@ import dspy
 from dotenv import load_dotenv
 
 from .agent_replies import ADAPTERS
+from .config import GatewayConfig
 from .encodable import clean_text, clip
 from .errors import CodeModeError
 from .settings import Settings, env_files
 
-__all__ = ["LMNotConfigured", "LMUnreachable", "adapter_for", "check_lm", "make_lm"]
+__all__ = [
+    "LMNotConfigured",
+    "LMUnreachable",
+    "adapter_for",
+    "check_lm",
+    "lm_call_limit_s",
+    "lm_error",
+    "make_lm",
+    "tokens_used",
+]
 
 _PLACEHOLDER_KEY = "not-needed"  # what a local OpenAI-compatible server is sent as its key
 _CHECK_TOKENS = 8
+# Environment variables that hold a provider's credentials (OPENAI_API_KEY, HF_TOKEN, ...).
+_SECRET_NAME = re.compile(r"(?:KEY|TOKEN|SECRET|PASSWORD|CREDENTIALS?)$", re.IGNORECASE)
+_SHORTEST_SECRET = 8  # shorter values are words an error may hold anyway
+_MAX_TOKENS_REPORTED = 10**12  # one call's token count, as an endpoint reports it
+_RETRY_SLACK_S = 30.0  # litellm's backoff between an LM call's attempts
 
 
 class LMNotConfigured(CodeModeError):
@@ -70,14 +88,69 @@ def adapter_for(settings: Settings) -> dspy.Adapter:
     return ADAPTERS[settings.dspy_adapter]()
 
 
+def lm_error(exc: BaseException, lm: dspy.LM | None, limit: int) -> str:
+    """What an LM call raised, one line of it as a person or the model may read it: the
+    provider's credentials left out (an endpoint's error page may echo the request's
+    `Authorization` header: outside attack 129), cleaned and clipped."""
+    text = f"{type(exc).__name__}: {exc}".strip()
+    secrets = _lm_secrets(lm)
+    if secrets:
+        text = GatewayConfig(servers={}, secrets=secrets).redact(text)
+    return clip(clean_text(text), limit)
+
+
+def _lm_secrets(lm: dspy.LM | None) -> tuple[tuple[str, str], ...]:
+    """The credentials an LM call may send: provider keys in the environment (`.env`'s
+    loaded by `make_lm`), the LM's own `api_key`, a password in its `api_base`."""
+    found = {
+        value: f"${{{name}}}"
+        for name, value in os.environ.items()
+        if _SECRET_NAME.search(name) and len(value) >= _SHORTEST_SECRET
+    }
+    options = {} if lm is None else lm.kwargs
+    key, base = options.get("api_key"), options.get("api_base")
+    if isinstance(key, str) and len(key) >= _SHORTEST_SECRET:
+        found.setdefault(key, "(the LM's key)")
+    try:
+        password = urlsplit(base).password if isinstance(base, str) else None
+    except ValueError:  # not a URL urllib reads: nothing to find in it
+        password = None
+    if password:
+        found.setdefault(password, "***")
+    return tuple(found.items())
+
+
 def check_lm(lm: dspy.LM) -> None:
     """One short call; raises LMUnreachable with what went wrong and what to check."""
     try:
         lm("Reply with the word OK.", max_tokens=_CHECK_TOKENS)
     except Exception as exc:  # whatever the provider raised: told, not re-raised raw
-        reason = clip(clean_text(f"{type(exc).__name__}: {exc}"), 600)
+        reason = lm_error(exc, lm, 600)
         raise LMUnreachable(
             f"the LM {lm.model!r} did not answer a one-line check ({reason}); check DSPY_LM, "
             "DSPY_API_BASE (e.g. http://127.0.0.1:8080/v1 for a local server) and the "
             "provider's key in .env"
         ) from None
+
+
+def lm_call_limit_s(timeout_s: float, retries: int) -> float:
+    """One model call in all: each attempt's DSPY_TIMEOUT_S, and time to back off between."""
+    return timeout_s * (retries + 1) + _RETRY_SLACK_S
+
+
+def tokens_used(usage: Any) -> dict[str, int]:
+    """What an LM's calls used (`dspy.track_usage`), as `run_task` reports it."""
+    prompt = completion = 0
+    for entry in usage.get_total_tokens().values():
+        prompt += _count(entry.get("prompt_tokens"))
+        completion += _count(entry.get("completion_tokens"))
+    return {"prompt": prompt, "completion": completion}
+
+
+def _count(reported: Any) -> int:
+    """A token count as the endpoint reported it, within reason: a 4,300-digit one made the
+    result unprintable and lost the task's steps (outside attack 129)."""
+    try:
+        return min(max(int(reported or 0), 0), _MAX_TOKENS_REPORTED)
+    except (TypeError, ValueError, OverflowError):
+        return 0

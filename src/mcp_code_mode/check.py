@@ -19,6 +19,7 @@ from pydantic import SecretStr
 from .config import load_config
 from .encodable import clean_text
 from .gateway import Gateway
+from .runs.postgres import redacted_url
 from .settings import CONFIG_VARIABLE, Settings, env_files
 
 __all__ = ["check", "setting_sources"]
@@ -47,9 +48,16 @@ def setting_sources(settings: Settings) -> list[tuple[str, str, str]]:
             )
             unset = "default" if value == getattr(defaults, name) else "the command line"
             where = next(named, unset)
-        shown = "***" if isinstance(value, SecretStr) else str(value)
-        found.append((variable, shown, where))
+        found.append((variable, _shown(value), where))
     return found
+
+
+def _shown(value: object) -> str:
+    """A setting's value as `check` prints it: a secret as ***, and a URL's password too (a
+    run store's or an LM endpoint's, which `runs` and `exec` already hid: attack 129)."""
+    if isinstance(value, SecretStr):
+        return "***"
+    return redacted_url(str(value)) if "://" in str(value) else str(value)
 
 
 async def check(settings: Settings, *, as_json: bool) -> int:

@@ -304,32 +304,36 @@ async def _tools(settings: Settings, args: argparse.Namespace) -> int:
 
 async def _run(settings: Settings, args: argparse.Namespace) -> int:
     from . import agent  # imports dspy: only for `run`
-    from .agent_lm import check_lm
+    from .agent_lm import lm_call_limit_s
     from .gateway import Gateway
 
     lm = agent.make_lm(settings)
-    await asyncio.to_thread(check_lm, lm)  # a wrong URL or key is told before anything starts
+    await _checked(lm, lm_call_limit_s(settings.dspy_timeout_s, settings.dspy_num_retries))
 
     async def show(number: int, step: agent.Step) -> None:
         if args.json:
             return
-        print(f"--- step {number} ---\n{step.code}")
+        # the model's text as a terminal may show it (escapes, surrogates: attack 129)
+        print(_printable(f"--- step {number} ---\n{step.code}"))
         if step.ok:
-            print("=> " + json.dumps(step.result, ensure_ascii=False)[:2000])
+            print(_printable("=> " + json.dumps(step.result, ensure_ascii=False)[:2000]))
         else:
             error = step.error or {}
-            print(f"=> {error.get('type')}: {error.get('message')}")
+            print(_printable(f"=> {error.get('type')}: {error.get('message')}"))
 
+    # On a terminal a person is asked, as `exec` asks: the calls the model writes are the
+    # ones approval is for (they ran unasked under `auto`: outside attack 129).
+    approver = _ask_on_terminal if sys.stdin.isatty() else None
     async with Gateway.from_settings(settings, args.config) as gateway:
         _warn_down_servers(gateway)
         try:
-            result = await agent.run_task(gateway, lm, args.task, show)
+            result = await agent.run_task(gateway, lm, args.task, show, approver=approver)
         except Exception as exc:  # a failure of ours (the model's are steps): told clearly
             raise CodeModeError(f"the agent failed: {type(exc).__name__}: {exc}") from None
     if args.json:
         print(json.dumps(result, ensure_ascii=False))
     else:
-        print(f"--- answer ---\n{result['answer']}")
+        print(_printable(f"--- answer ---\n{result['answer']}"))
         tokens, error = result["tokens"], result["error"]
         print(
             f"[{'finished' if result['finished'] else 'not finished'}: "
@@ -338,8 +342,21 @@ async def _run(settings: Settings, args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         if error is not None:
-            print(f"{error['type']}: {error['message']}", file=sys.stderr)
+            print(_printable(f"{error['type']}: {error['message']}"), file=sys.stderr)
     return 0 if result["finished"] else 1
+
+
+async def _checked(lm: Any, limit_s: float) -> None:
+    """`check_lm` within `limit_s`: a wrong URL or key is told before anything starts."""
+    from .agent_lm import LMUnreachable, check_lm
+
+    try:
+        await asyncio.wait_for(asyncio.to_thread(check_lm, lm), limit_s)
+    except TimeoutError:
+        raise LMUnreachable(
+            f"the LM {lm.model!r} did not answer a one-line check within {limit_s:g} s "
+            "(DSPY_TIMEOUT_S); check DSPY_API_BASE and that the server is up"
+        ) from None
 
 
 async def _say_waits(gateway: Gateway, after_s: float = 1.0) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import random
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -51,9 +52,15 @@ def chat_reply(**fields: Any) -> str:
 class StubLM:
     """Serves `replies` in order (or `replies(body)` for each request) on 127.0.0.1, as
     llama.cpp's server does: `max_tokens` cuts a reply (4 characters a token) and is the
-    only bound honoured; records every request body."""
+    only bound honoured; records every request body. `misbehave`: "echo401" answers 401
+    with the request's headers in the error (as some proxies' error pages do), "drip"
+    sends its headers, then a byte every 0.3 s."""
 
-    def __init__(self, replies: list[str] | Callable[[dict[str, Any]], str]) -> None:
+    def __init__(
+        self,
+        replies: list[str] | Callable[[dict[str, Any]], str],
+        misbehave: str | None = None,
+    ) -> None:
         self.replies = replies if callable(replies) else list(replies)
         self.requests: list[dict[str, Any]] = []
         stub = self
@@ -62,35 +69,56 @@ class StubLM:
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 stub.requests.append(body)
+                if misbehave == "echo401":
+                    self._send(401, {"error": {"message": f"refused: {dict(self.headers)}"}})
+                    return
+                if misbehave == "drip":
+                    self._drip()
+                    return
                 text, finish = stub.reply(body), "stop"
                 limit = body.get("max_tokens")
                 if isinstance(limit, int) and len(text) > 4 * limit:
                     text, finish = text[: 4 * limit], "length"
-                payload = json.dumps(
-                    {
-                        "id": f"chatcmpl-{len(stub.requests)}",
-                        "object": "chat.completion",
-                        "created": 0,
-                        "model": body.get("model", "stub"),
-                        "choices": [
-                            {
-                                "index": 0,
-                                "finish_reason": finish,
-                                "message": {"role": "assistant", "content": text},
-                            }
-                        ],
-                        "usage": {
-                            "prompt_tokens": 100,
-                            "completion_tokens": 20,
-                            "total_tokens": 120,
-                        },
-                    }
-                ).encode()
+                payload = {
+                    "id": f"chatcmpl-{len(stub.requests)}",
+                    "object": "chat.completion",
+                    "created": 0,
+                    "model": body.get("model", "stub"),
+                    "choices": [
+                        {
+                            "index": 0,
+                            "finish_reason": finish,
+                            "message": {"role": "assistant", "content": text},
+                        }
+                    ],
+                    "usage": {
+                        "prompt_tokens": 100,
+                        "completion_tokens": 20,
+                        "total_tokens": 120,
+                    },
+                }
+                self._send(200, payload)
+
+            def _send(self, status: int, payload: Any) -> None:
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def _drip(self) -> None:
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(payload)))
+                self.send_header("Content-Length", "1000000")
                 self.end_headers()
-                self.wfile.write(payload)
+                for _ in range(200):  # a minute at most
+                    try:
+                        self.wfile.write(b" ")
+                        self.wfile.flush()
+                    except OSError:  # the client gave up
+                        return
+                    time.sleep(0.3)
 
             def log_message(self, format: str, *args: Any) -> None:
                 pass
@@ -106,8 +134,10 @@ class StubLM:
 
 
 @contextmanager
-def serve_stub(replies: list[str] | Callable[[dict[str, Any]], str]) -> Iterator[StubLM]:
-    stub = StubLM(replies)
+def serve_stub(
+    replies: list[str] | Callable[[dict[str, Any]], str], misbehave: str | None = None
+) -> Iterator[StubLM]:
+    stub = StubLM(replies, misbehave)
     thread = threading.Thread(target=stub.server.serve_forever, daemon=True)
     thread.start()
     try:
