@@ -232,7 +232,7 @@ def test_check_says_where_settings_came_from_and_what_is_down(tmp_path: Path) ->
     assert "PWSECRET" not in proc.stdout + proc.stderr
     report = json.loads(proc.stdout)
     sources = {row["name"]: (row["value"], row["from"]) for row in report["settings"]}
-    assert sources["DSPY_API_BASE"] == ("http://me:***@127.0.0.1:9/v1", str(tmp_path / ".env"))
+    assert sources["DSPY_API_BASE"] == ("http://***@127.0.0.1:9/v1", str(tmp_path / ".env"))
     assert sources["MCP_CODE_TIMEOUT_S"] == ("3.0", str(tmp_path / ".env"))
     assert sources["MCP_CODE_MEMORY_MB"] == ("256", "default")  # every setting is reported
     assert sources["MCP_SERVERS_CONFIG"] == (str(config), "the command line")

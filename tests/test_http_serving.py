@@ -8,6 +8,7 @@ settings (health checks on /readyz, retries of what a draining instance refused)
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import os
 import re
@@ -26,6 +27,7 @@ from typing import Any
 import httpx
 import pytest
 from fastmcp import Client
+from mcp.server.request_state import RequestStateSecurity
 
 from mcp_code_mode.errors import ConfigError
 from mcp_code_mode.http_serving import check_exposure
@@ -34,6 +36,7 @@ from mcp_code_mode.sandbox.protocol import decode_cost
 from .support import NOTES_SERVER, QUIET, ROOT, live_processes, make_settings, server_entry
 
 TOKEN = "team-token-7f3a9c"
+STATE_KEY = "instances-only-state-key-0123456789abcdef"
 SLEEP_3S = "import asyncio\nawait asyncio.sleep(3)\n'done'"
 MCP_HEADERS = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
 
@@ -428,6 +431,13 @@ async def test_a_drain_waits_for_a_run_awaiting_an_answer(tmp_path: Path) -> Non
     assert out is not None and out["ok"] and out["result"] is True, out
 
 
+def _sealed(key: str, inner: str) -> str:
+    """A request state as an MCP SDK holding `key` seals one (its claims envelope)."""
+    claims = {"v": 1, "iat": time.time(), "exp": time.time() + 600, "s": inner}
+    claims |= {"m": "tools/call", "t": "execute_code", "aud": "mcp-code-mode"}
+    return RequestStateSecurity(keys=[key]).codec.seal(json.dumps(claims).encode())
+
+
 def _sent(request: dict[str, Any], padding: list[Any]) -> bytes:
     """`request`'s body as sent, with `padding` in its params (a call's input, else `pad`)."""
     params = request.setdefault("params", {})
@@ -488,14 +498,26 @@ async def test_an_answer_reaching_another_instance_goes_to_the_one_that_asked(
     """Outside attack 128: behind a balancer a 2026-07-28 client's answer may reach another
     instance, whose SDK refused the state ("Invalid or expired requestState") while the run
     that asked was declined at its timeout. The answer now goes to the instance that asked;
-    when that one is gone, the reply is the §3 result of a run that has ended."""
+    when that one is gone, the reply is the §3 result of a run that has ended. A state
+    sealed under any other key than the instances' own is never handed on (one derived
+    from the bearer token, which every client holds, let a client seal any URL: attack
+    130)."""
     code = "print('RAN')\ntools.notes.delete_note(note_id=1)\n'done'"
     headers = {**MCP_HEADERS, "mcp-protocol-version": "2026-07-28"}
     headers |= {"mcp-method": "tools/call", "mcp-name": "execute_code"}
     headers["authorization"] = f"Bearer {TOKEN}"
     accepted = {"approval": {"action": "accept", "content": {"approve": True}}}
     shared = {"MCP_CODE_HTTP_STATELESS": "true", "MCP_CODE_HTTP_TOKEN": TOKEN}
+    shared["MCP_CODE_HTTP_STATE_KEY"] = STATE_KEY
     config = _config(tmp_path)
+    knocked: list[bool] = []
+
+    async def knock(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        knocked.append(True)
+        writer.close()
+
+    listener = await asyncio.start_server(knock, "127.0.0.1", 0)
+    elsewhere = f"http://127.0.0.1:{listener.sockets[0].getsockname()[1]}/mcp"
     async with (
         serving(config, tmp_path / "one.log", **shared) as one,
         serving(config, tmp_path / "two.log", **shared) as two,
@@ -516,7 +538,18 @@ async def test_an_answer_reaching_another_instance_goes_to_the_one_that_asked(
             return await http.post(answerer.url, json=answer, headers=headers)
 
         answered = [await ask_then_answer(one, two), await ask_then_answer(two, one)]
+        refused = []
+        # the key once derived from the token, which any client could derive too
+        derived = hashlib.sha256(b"mcp-code-mode/request-state/v1\x00" + TOKEN.encode())
+        for key in (derived.hexdigest(), TOKEN * 4):
+            forged = _modern_call(code, 3, {"elicitation": {}}, inputResponses=accepted)
+            forged["params"]["requestState"] = _sealed(key, f"forged {elsewhere}")
+            refused.append(await http.post(two.url, json=forged, headers=headers))
         late = await ask_then_answer(one, one)
+    listener.close()
+    for reply in refused:
+        assert reply.status_code == 400 and "requestState" in reply.text, reply.text
+    assert not knocked
     for reply in answered:
         assert reply.status_code == 200, reply.text
         out = reply.json()["result"]["structuredContent"]

@@ -101,6 +101,7 @@ DEFAULTS = {
     "http_allowed_hosts": "",
     "http_allowed_origins": "",
     "http_stateless": False,
+    "http_state_key": None,
     "http_instance_url": "",
     "http_max_requests": 32,
     "http_max_held_mb": 1024,

@@ -11,10 +11,11 @@ and says plainly what is wrong (unreachable, refused key, unknown model) before 
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, urlsplit
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no cost-map fetch offline
 
@@ -30,6 +31,7 @@ from .settings import Settings, env_files
 __all__ = [
     "LMNotConfigured",
     "LMUnreachable",
+    "acheck_lm",
     "adapter_for",
     "check_lm",
     "lm_call_limit_s",
@@ -40,8 +42,10 @@ __all__ = [
 
 _PLACEHOLDER_KEY = "not-needed"  # what a local OpenAI-compatible server is sent as its key
 _CHECK_TOKENS = 8
+_CHECK_PROMPT = "Reply with the word OK."
 # Environment variables that hold a provider's credentials (OPENAI_API_KEY, HF_TOKEN, ...).
 _SECRET_NAME = re.compile(r"(?:KEY|TOKEN|SECRET|PASSWORD|CREDENTIALS?)$", re.IGNORECASE)
+_SECRET_PARAMETER = re.compile(r"key|token|secret|password|passwd|pwd|sig|auth", re.IGNORECASE)
 _SHORTEST_SECRET = 8  # shorter values are words an error may hold anyway
 _MAX_TOKENS_REPORTED = 10**12  # one call's token count, as an endpoint reports it
 _RETRY_SLACK_S = 30.0  # litellm's backoff between an LM call's attempts
@@ -111,26 +115,49 @@ def _lm_secrets(lm: dspy.LM | None) -> tuple[tuple[str, str], ...]:
     key, base = options.get("api_key"), options.get("api_base")
     if isinstance(key, str) and len(key) >= _SHORTEST_SECRET:
         found.setdefault(key, "(the LM's key)")
-    try:
-        password = urlsplit(base).password if isinstance(base, str) else None
-    except ValueError:  # not a URL urllib reads: nothing to find in it
-        password = None
-    if password:
-        found.setdefault(password, "***")
+    for value in _url_credentials(base) if isinstance(base, str) else []:
+        found.setdefault(value, "***")
     return tuple(found.items())
+
+
+def _url_credentials(url: str) -> list[str]:
+    """A URL's user part (a token alone, or a password) and the values of its parameters
+    that name a key, token or password."""
+    try:
+        parts = urlsplit(url)
+        found = [parts.password or parts.username or ""]
+        found += [v for k, v in parse_qsl(parts.query) if _SECRET_PARAMETER.search(k)]
+    except ValueError:  # not a URL urllib reads: nothing to find in it
+        return []
+    return [value for value in found if len(value) >= _SHORTEST_SECRET]
 
 
 def check_lm(lm: dspy.LM) -> None:
     """One short call; raises LMUnreachable with what went wrong and what to check."""
     try:
-        lm("Reply with the word OK.", max_tokens=_CHECK_TOKENS)
+        lm(_CHECK_PROMPT, max_tokens=_CHECK_TOKENS)
     except Exception as exc:  # whatever the provider raised: told, not re-raised raw
-        reason = lm_error(exc, lm, 600)
-        raise LMUnreachable(
-            f"the LM {lm.model!r} did not answer a one-line check ({reason}); check DSPY_LM, "
-            "DSPY_API_BASE (e.g. http://127.0.0.1:8080/v1 for a local server) and the "
-            "provider's key in .env"
-        ) from None
+        raise _unreachable(lm, lm_error(exc, lm, 600)) from None
+
+
+async def acheck_lm(lm: dspy.LM, limit_s: float) -> None:
+    """`check_lm` within `limit_s` in all: an endpoint sending a byte at a time passed every
+    per-read timeout, and a check in a thread kept the process for as long (attack 129)."""
+    try:
+        async with asyncio.timeout(limit_s):
+            await lm.acall(_CHECK_PROMPT, max_tokens=_CHECK_TOKENS)
+    except TimeoutError:
+        raise _unreachable(lm, f"no answer within {limit_s:g} s, DSPY_TIMEOUT_S") from None
+    except Exception as exc:  # whatever the provider raised: told, not re-raised raw
+        raise _unreachable(lm, lm_error(exc, lm, 600)) from None
+
+
+def _unreachable(lm: dspy.LM, reason: str) -> LMUnreachable:
+    return LMUnreachable(
+        f"the LM {lm.model!r} did not answer a one-line check ({reason}); check DSPY_LM, "
+        "DSPY_API_BASE (e.g. http://127.0.0.1:8080/v1 for a local server) and the "
+        "provider's key in .env"
+    )
 
 
 def lm_call_limit_s(timeout_s: float, retries: int) -> float:

@@ -7,21 +7,25 @@ expired requestState", and the waiting run was declined when its question timed 
 though the person had said yes (outside attack 128: 2 of 4 approvals lost through the
 shipped HAProxy config).
 
-With MCP_CODE_HTTP_TOKEN set, every instance seals question states under one key derived
-from the token (`state_security`), and the state of each question names the instance that
-asked it (`question_state`: its MCP_CODE_HTTP_INSTANCE_URL, by default the address `serve`
-bound). An instance that gets an answer naming another hands the request on as it came
-(`AnswerRouter`) and streams back the reply. The state is sealed (AES-GCM), so a client
-can neither read nor choose the address; a request is handed on once at most. When the
+With MCP_CODE_HTTP_STATE_KEY set (a secret the instances share and clients never see),
+every instance seals question states under it (`state_security`), and the state of each
+question names the instance that asked it (`question_state`: its
+MCP_CODE_HTTP_INSTANCE_URL, by default the address `serve` bound). An instance that gets
+an answer naming another hands the request on (`AnswerRouter`), with the headers a peer
+reads, and streams back the reply, for as long as a run and its question may take, and no
+longer than its client stays. The state is sealed (AES-GCM) under a key clients do not
+hold, so a client can neither read nor choose the address (a key derived from the bearer
+token, which every client holds, let a client seal any URL: attack 130); a request is
+handed on once at most, and the instance that gets it checks it as any other. When the
 instance that asked cannot be reached, this one answers: the run has ended (§3 result).
 
-What it does not do: route answers between instances that do not share the token (nothing
-is shared to unseal with), or find an instance by any other means than the URL it gave.
+What it does not do: route answers without MCP_CODE_HTTP_STATE_KEY (each instance then
+seals with a key of its own), or find an instance by any other means than the URL it gave.
 """
 
 from __future__ import annotations
 
-import hashlib
+import asyncio
 import json
 import secrets
 from typing import TYPE_CHECKING, Any
@@ -30,27 +34,24 @@ import httpx
 from mcp.server.request_state import RequestStateSecurity
 
 if TYPE_CHECKING:
-    from starlette.types import Scope, Send
+    from starlette.types import Receive, Scope, Send
 
 __all__ = ["AUDIENCE", "AnswerRouter", "question_state", "state_security"]
 
 AUDIENCE = "mcp-code-mode"  # who the sealed states are for (the SDK's audience claim)
-_KEY_LABEL = b"mcp-code-mode/request-state/v1\x00"
 _FORWARDED = b"mcp-code-mode-forwarded"  # on a request handed on: never handed on again
-_HOP_BY_HOP = frozenset(
-    {b"content-length", b"connection", b"keep-alive", b"transfer-encoding", b"te", b"trailer"}
-    | {b"upgrade", b"proxy-connection"}
+# What a peer reads of a request (the protocol's `mcp-*` headers too); nothing else is sent.
+_SENT_HEADERS = frozenset(
+    {b"host", b"authorization", b"content-type", b"accept", b"origin", b"user-agent"}
 )
+_KEPT_HEADERS = frozenset({b"content-type", b"cache-control", b"www-authenticate"})
 _CONNECT_S = 5.0
 
 
-def state_security(token: str | None) -> RequestStateSecurity | None:
-    """How question states are sealed: under a key every instance sharing `token` derives
-    alike; None without a token (the SDK's key of this process)."""
-    if token is None:
-        return None
-    secret = hashlib.sha256(_KEY_LABEL + token.encode()).hexdigest()
-    return RequestStateSecurity(keys=[secret], audience=AUDIENCE)
+def state_security(key: str | None) -> RequestStateSecurity | None:
+    """How question states are sealed: under `key` (MCP_CODE_HTTP_STATE_KEY), alike on
+    every instance; None without one (the SDK's key of this process)."""
+    return None if key is None else RequestStateSecurity(keys=[key], audience=AUDIENCE)
 
 
 def question_state(origin: str) -> str:
@@ -63,9 +64,10 @@ def question_state(origin: str) -> str:
 class AnswerRouter:
     """Hands an answer to the instance whose run asked the question (see module)."""
 
-    def __init__(self, origin: str, security: RequestStateSecurity) -> None:
+    def __init__(self, origin: str, security: RequestStateSecurity, limit_s: float) -> None:
         self.origin = origin
         self._codec = security.codec
+        self._limit_s = limit_s  # the longest a run and its question may take
 
     def elsewhere(self, scope: Scope, body: bytes) -> str | None:
         """The URL of the instance that asked the question this request answers, when it
@@ -82,35 +84,49 @@ class AnswerRouter:
         url = inner.partition(" ")[2] if isinstance(inner, str) else ""
         return url if url.startswith(("http://", "https://")) and url != self.origin else None
 
-    async def forward(self, url: str, scope: Scope, body: bytes, send: Send) -> bool:
-        """Send the request to `url` as it came (its `Host` too, which the instances' common
-        Host check passed here) and stream back the reply; False when that instance could
-        not be reached (nothing was sent to the client)."""
-        headers = [(n, v) for n, v in scope["headers"] if n.lower() not in _HOP_BY_HOP]
-        headers.append((_FORWARDED, b"1"))
-        timeout = httpx.Timeout(None, connect=_CONNECT_S)  # a run may take its limit
-        async with httpx.AsyncClient(timeout=timeout) as http:
-            request = http.build_request("POST", url, headers=headers, content=body)
-            try:
-                reply = await http.send(request, stream=True)
-            except httpx.HTTPError:
-                return False
-            try:
-                await _stream(reply, send)
-            finally:
-                await reply.aclose()
-        return True
+    async def forward(
+        self, url: str, scope: Scope, body: bytes, receive: Receive, send: Send
+    ) -> bool:
+        """Send the request to `url` and stream back the reply; False when nothing was sent
+        to the client (that instance could not be reached in time). It ends when the client
+        goes away, and after the longest a run and its question may take."""
+        started: list[bool] = []  # whether the reply has begun: then it is the client's
+        work = asyncio.ensure_future(self._forward(url, scope, body, send, started))
+        gone = asyncio.ensure_future(receive())  # the body was read: next is a disconnect
+        try:
+            await asyncio.wait({work, gone}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (work, gone):
+                task.cancel()
+            await asyncio.gather(work, gone, return_exceptions=True)
+        return bool(started) or (gone.done() and not gone.cancelled())
 
-
-async def _stream(reply: httpx.Response, send: Send) -> None:
-    kept = [(n, v) for n, v in reply.headers.raw if n.lower() not in _HOP_BY_HOP]
-    await send({"type": "http.response.start", "status": reply.status_code, "headers": kept})
-    try:
-        async for chunk in reply.aiter_raw():
-            await send({"type": "http.response.body", "body": chunk, "more_body": True})
-    except httpx.HTTPError:  # that instance went away mid-reply: the client sees it end
-        pass
-    await send({"type": "http.response.body", "body": b"", "more_body": False})
+    async def _forward(
+        self, url: str, scope: Scope, body: bytes, send: Send, started: list[bool]
+    ) -> None:
+        sent = [
+            (name, value)
+            for name, value in scope["headers"]
+            if name.lower() in _SENT_HEADERS or name.lower().startswith(b"mcp-")
+        ]
+        sent.append((_FORWARDED, b"1"))
+        timeout = httpx.Timeout(self._limit_s, connect=_CONNECT_S)
+        try:
+            async with (
+                asyncio.timeout(self._limit_s),
+                httpx.AsyncClient(timeout=timeout) as http,
+                http.stream("POST", url, headers=sent, content=body) as reply,
+            ):
+                kept = [(n, v) for n, v in reply.headers.raw if n.lower() in _KEPT_HEADERS]
+                started.append(True)
+                start = {"type": "http.response.start", "status": reply.status_code}
+                await send({**start, "headers": kept})
+                async for chunk in reply.aiter_bytes():  # decoded: no encoding sent on
+                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        except (httpx.HTTPError, TimeoutError):  # unreachable, or gone or too slow mid-reply
+            pass
+        if started:
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
 def _answered_state(body: bytes) -> str | None:

@@ -9,6 +9,7 @@ command line, or the default), the sandbox's layers, and one line per server. Ex
 from __future__ import annotations
 
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -19,8 +20,12 @@ from pydantic import SecretStr
 from .config import load_config
 from .encodable import clean_text
 from .gateway import Gateway
-from .runs.postgres import redacted_url
 from .settings import CONFIG_VARIABLE, Settings, env_files
+
+# A URL parameter whose value is a credential: `?key=`, `api_key=`, `token=`, `password=` ...
+_SECRET_PARAMETER = re.compile(
+    r"(?i)([?&;][^=&#;]*(?:key|token|secret|password|passwd|pwd|sig|auth)[^=&#;]*=)[^&#;]*"
+)
 
 __all__ = ["check", "setting_sources"]
 
@@ -53,11 +58,19 @@ def setting_sources(settings: Settings) -> list[tuple[str, str, str]]:
 
 
 def _shown(value: object) -> str:
-    """A setting's value as `check` prints it: a secret as ***, and a URL's password too (a
-    run store's or an LM endpoint's, which `runs` and `exec` already hid: attack 129)."""
+    """A setting's value as `check` prints it: a secret as ***, and in a URL its user part
+    and the values of parameters that name a key, token or password (a run store's or an
+    LM endpoint's credentials, which `runs` and `exec` hide: attacks 129 and 130)."""
     if isinstance(value, SecretStr):
         return "***"
-    return redacted_url(str(value)) if "://" in str(value) else str(value)
+    text = str(value)
+    if "://" not in text:
+        return text
+    scheme, _, rest = text.partition("://")
+    head, slash, tail = rest.partition("/")
+    if "@" in head:
+        head = "***@" + head.rpartition("@")[2]
+    return scheme + "://" + head + slash + _SECRET_PARAMETER.sub(r"\1***", tail)
 
 
 async def check(settings: Settings, *, as_json: bool) -> int:

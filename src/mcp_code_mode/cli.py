@@ -304,11 +304,12 @@ async def _tools(settings: Settings, args: argparse.Namespace) -> int:
 
 async def _run(settings: Settings, args: argparse.Namespace) -> int:
     from . import agent  # imports dspy: only for `run`
-    from .agent_lm import lm_call_limit_s
+    from .agent_lm import acheck_lm, lm_call_limit_s
     from .gateway import Gateway
 
     lm = agent.make_lm(settings)
-    await _checked(lm, lm_call_limit_s(settings.dspy_timeout_s, settings.dspy_num_retries))
+    # a wrong URL or key is told before anything starts
+    await acheck_lm(lm, lm_call_limit_s(settings.dspy_timeout_s, settings.dspy_num_retries))
 
     async def show(number: int, step: agent.Step) -> None:
         if args.json:
@@ -344,19 +345,6 @@ async def _run(settings: Settings, args: argparse.Namespace) -> int:
         if error is not None:
             print(_printable(f"{error['type']}: {error['message']}"), file=sys.stderr)
     return 0 if result["finished"] else 1
-
-
-async def _checked(lm: Any, limit_s: float) -> None:
-    """`check_lm` within `limit_s`: a wrong URL or key is told before anything starts."""
-    from .agent_lm import LMUnreachable, check_lm
-
-    try:
-        await asyncio.wait_for(asyncio.to_thread(check_lm, lm), limit_s)
-    except TimeoutError:
-        raise LMUnreachable(
-            f"the LM {lm.model!r} did not answer a one-line check within {limit_s:g} s "
-            "(DSPY_TIMEOUT_S); check DSPY_API_BASE and that the server is up"
-        ) from None
 
 
 async def _say_waits(gateway: Gateway, after_s: float = 1.0) -> None:

@@ -163,18 +163,18 @@ class Gate:
             return
         assert body is not None
         async with self._holding(_may_start_work(body), cost):
-            if await self._handed_on(scope, body, send):
+            if await self._handed_on(scope, body, receive, send):
                 return
             await self._pass(scope, _replay(body, receive), send)
 
-    async def _handed_on(self, scope: Scope, body: bytes, send: Send) -> bool:
+    async def _handed_on(self, scope: Scope, body: bytes, receive: Receive, send: Send) -> bool:
         """Whether the request answered another instance's question and went to it."""
         url = None if self._answers is None else self._answers.elsewhere(scope, body)
         if url is None or self.state is GateState.CLOSED:
             return False
         assert self._answers is not None
         self._admitted += 1
-        return await self._answers.forward(url, scope, body, send)
+        return await self._answers.forward(url, scope, body, receive, send)
 
     def _refusal(self, body: bytes | None, cost: int, *, modern: bool) -> tuple[int, str] | None:
         """Why a request with this body (`cost`: as objects) is refused before it reaches

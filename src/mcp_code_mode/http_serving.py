@@ -130,6 +130,7 @@ async def serve_http(
     bound = listener.getsockname()[1]
     print(f"mcp-code-mode: serving http://{_url_host(host)}:{bound}/mcp", file=sys.stderr)
     origin = settings.http_instance_url or _own_url(host, bound)
+    _warn_unshared_states(settings)
     gate = _gate(settings, busy, origin)
     opened = functools.partial(open_server, origin)
     serving = asyncio.ensure_future(_serve(gate, _uvicorn(gate), listener, opened, settings))
@@ -189,15 +190,30 @@ async def _serve(
 
 
 def _gate(settings: Settings, busy: Callable[[], bool], origin: str) -> Gate:
-    token = None if settings.http_token is None else settings.http_token.get_secret_value()
-    security = state_security(token)
+    token, key = settings.http_token, settings.http_state_key
+    security = state_security(None if key is None else key.get_secret_value())
+    answers = None
+    if security is not None:
+        answers = AnswerRouter(origin, security, limit_s=_drain_limit_s(settings))
     return Gate(
-        token=token,
+        token=None if token is None else token.get_secret_value(),
         max_requests=settings.http_max_requests,
         max_held=settings.http_max_held_mb << 20,
         busy=busy,
-        answers=None if security is None else AnswerRouter(origin, security),
+        answers=answers,
     )
+
+
+def _warn_unshared_states(settings: Settings) -> None:
+    """Stateless instances behind a balancer need a key they share for a 2026-07-28
+    client's approval answer to reach the run that asked (`answer_routing`)."""
+    if settings.http_stateless and settings.http_state_key is None and settings.approval != "off":
+        print(
+            "mcp-code-mode: warning: MCP_CODE_HTTP_STATELESS without MCP_CODE_HTTP_STATE_KEY: "
+            "an approval answer that a balancer sends to another instance than the one that "
+            "asked is refused there; give every instance one key (32+ characters)",
+            file=sys.stderr,
+        )
 
 
 def _uvicorn(gate: Gate) -> uvicorn.Server:

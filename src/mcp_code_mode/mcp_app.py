@@ -130,13 +130,13 @@ def instructions(gateway: Gateway) -> str:
 
 
 def _new_server(gateway: Gateway) -> FastMCP:
-    """The app, its questions' states sealed alike by every instance sharing the token."""
-    token = gateway.settings.http_token
+    """The app, its questions' states sealed alike by every instance sharing the key."""
+    key = gateway.settings.http_state_key
     return FastMCP(
         "mcp-code-mode",
         instructions=instructions(gateway),
         version=__version__,
-        request_state_security=state_security(token.get_secret_value() if token else None),
+        request_state_security=state_security(key.get_secret_value() if key else None),
     )
 
 

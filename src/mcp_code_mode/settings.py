@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from dotenv import dotenv_values
 from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
@@ -143,6 +143,11 @@ class Settings(BaseSettings):
     http_allowed_hosts: str = Field("", validation_alias=_env("MCP_CODE_HTTP_ALLOWED_HOSTS"))
     http_allowed_origins: str = Field("", validation_alias=_env("MCP_CODE_HTTP_ALLOWED_ORIGINS"))
     http_stateless: bool = Field(False, validation_alias=_env("MCP_CODE_HTTP_STATELESS"))
+    # A secret the instances share and clients never see (32+ characters): question states
+    # are sealed under it, so an approval answer reaching another instance is handed on.
+    http_state_key: SecretStr | None = Field(
+        None, min_length=32, validation_alias=_env("MCP_CODE_HTTP_STATE_KEY")
+    )
     # This instance's /mcp URL as the others reach it ("": the address `serve` bound), named
     # in the questions it asks so an answer reaching another instance comes back here.
     http_instance_url: str = Field(
@@ -178,7 +183,8 @@ class Settings(BaseSettings):
             return cls(_env_file=tuple(reversed(env_files(path))), servers_config=path)
         except ValidationError as exc:
             problems = [
-                f"{'.'.join(map(str, e['loc']))}={e['input']!r}: {e['msg']}" for e in exc.errors()
+                f"{'.'.join(map(str, e['loc']))}={_shown_input(e)}: {e['msg']}"
+                for e in exc.errors()
             ]
             message = "invalid setting (environment or .env): " + "; ".join(problems)
             raise ConfigError(message) from None
@@ -189,6 +195,7 @@ class Settings(BaseSettings):
         "wheelhouse",
         "cache_dir",
         "http_token",
+        "http_state_key",
         "runs_db",
         mode="before",
     )
@@ -207,3 +214,15 @@ class Settings(BaseSettings):
         if requested_s is None or not requested_s > 0:  # None, 0, negative, NaN
             return min(self.timeout_s, self.max_timeout_s)
         return min(requested_s, self.max_timeout_s)
+
+
+_SECRET_SETTINGS = ("MCP_CODE_HTTP_TOKEN", "MCP_CODE_HTTP_STATE_KEY")
+
+
+def _shown_input(error: Any) -> str:
+    """A refused setting's value as its error shows it: a secret's never."""
+    return (
+        "***"
+        if any(str(part) in _SECRET_SETTINGS for part in error["loc"])
+        else repr(error["input"])
+    )
