@@ -361,31 +361,45 @@ def test_run_as_the_readme_says_against_a_local_server_with_no_key() -> None:
         assert body["max_tokens"] == body["max_completion_tokens"] == 4000
 
 
-@pytest.mark.parametrize(("answer", "posted"), [("y", True), ("n", False)])
-def test_exec_asks_on_a_terminal(tmp_path: Path, answer: str, posted: bool) -> None:
-    """With stdin a terminal, a call that needs approval is asked about there (contract §8)."""
+def _board_config(tmp_path: Path) -> Path:
+    """A config of one upstream whose `post_message` needs approval."""
     board = str(ROOT / "tests" / "servers" / "approvals_upstream.py")
     config = tmp_path / "mcp_servers.json"
     config.write_text(json.dumps({"servers": {"board": server_entry(board)}}), encoding="utf-8")
-    code = (
-        "try:\n    tools.board.post_message(text='hello')\nexcept ToolError:\n    pass\n"
-        "tools.board.post_message.__name__\nlen(tools.board.read_posts())"
-    )
+    return config
+
+
+POST_THEN_COUNT = (
+    "try:\n    tools.board.post_message(text='hello')\nexcept ToolError:\n    pass\n"
+    "len(tools.board.read_posts())"
+)
+
+
+def _answered_on_a_terminal(args: list[str], answer: str, env: dict[str, str]) -> tuple[str, str]:
+    """Run the CLI with stdin a terminal on which `answer` is typed; its stdout and stderr."""
     controller, terminal = os.openpty()
     try:
         proc = subprocess.Popen(
-            [str(SCRIPT), "exec", "--config", str(config), "--code", code],
+            [str(SCRIPT), *args],
             stdin=terminal,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
-            env={**os.environ, "MCP_CODE_POOL_SIZE": "1"},
+            env={**env, "MCP_CODE_POOL_SIZE": "1"},
         )
         os.close(terminal)
         os.write(controller, f"{answer}\n".encode())
-        stdout, stderr = proc.communicate(timeout=90)
+        return proc.communicate(timeout=120)
     finally:
         os.close(controller)
+
+
+@pytest.mark.parametrize(("answer", "posted"), [("y", True), ("n", False)])
+def test_exec_asks_on_a_terminal(tmp_path: Path, answer: str, posted: bool) -> None:
+    """With stdin a terminal, a call that needs approval is asked about there (contract §8)."""
+    code = POST_THEN_COUNT.replace("len(", "tools.board.post_message.__name__\nlen(")
+    args = ["exec", "--config", str(_board_config(tmp_path)), "--code", code]
+    stdout, stderr = _answered_on_a_terminal(args, answer, dict(os.environ))
     assert "Approve board.post_message for this run? [y/N]" in stderr + stdout
     assert stdout.strip().splitlines()[-1] == ("1" if posted else "0"), stdout + stderr
 
@@ -394,35 +408,15 @@ def test_exec_asks_on_a_terminal(tmp_path: Path, answer: str, posted: bool) -> N
 def test_run_asks_on_a_terminal(tmp_path: Path, answer: str, posted: bool) -> None:
     """`run` gave the agent no way to ask: the model's writes ran unasked under `auto`
     (outside attack 129). On a terminal it asks, as `exec` does."""
-    board = str(ROOT / "tests" / "servers" / "approvals_upstream.py")
-    config = tmp_path / "mcp_servers.json"
-    config.write_text(json.dumps({"servers": {"board": server_entry(board)}}), encoding="utf-8")
-    code = (
-        "try:\n    tools.board.post_message(text='hello')\nexcept ToolError:\n    pass\n"
-        "len(tools.board.read_posts())"
-    )
     replies = [
         chat_reply(answer="OK"),
-        chat_reply(reasoning="Post it.", code=code, finished="True"),
+        chat_reply(reasoning="Post it.", code=POST_THEN_COUNT, finished="True"),
         chat_reply(answer="Done."),
     ]
-    controller, terminal = os.openpty()
     with serve_stub(replies) as stub:
         env = {**os.environ, "DSPY_LM": "openai/local-model", "DSPY_API_BASE": stub.api_base}
-        try:
-            proc = subprocess.Popen(
-                [str(SCRIPT), "run", "--config", str(config), "Post hello to the board."],
-                stdin=terminal,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-                env={**env, "MCP_CODE_POOL_SIZE": "1"},
-            )
-            os.close(terminal)
-            os.write(controller, f"{answer}\n".encode())
-            stdout, stderr = proc.communicate(timeout=120)
-        finally:
-            os.close(controller)
+        args = ["run", "--config", str(_board_config(tmp_path)), "Post hello to the board."]
+        stdout, stderr = _answered_on_a_terminal(args, answer, env)
     assert "Approve board.post_message for this run? [y/N]" in stderr + stdout
     assert f"=> {1 if posted else 0}\n" in stdout, stdout + stderr
 
