@@ -216,6 +216,22 @@ def test_check_the_demo_config() -> None:
     lines = proc.stdout.splitlines()
     assert "notes: ok 7 tools" in lines and "data: ok 4 tools" in lines
     assert any(line.startswith("sandbox local: ") for line in lines)
+    assert any(line.startswith("runs: ok ") for line in lines), lines
+
+
+def test_check_fails_on_a_run_store_it_cannot_open(tmp_path: Path) -> None:
+    """Runs that could not be recorded were found out only by `runs` and `exec`: `check`
+    said nothing and exited 0 (outside attack 129)."""
+    config = tmp_path / "mcp_servers.json"
+    config.write_text(json.dumps({"servers": {"t": server_entry(TEST_SERVER)}}), encoding="utf-8")
+    unusable = {"MCP_CODE_RUNS_DB": "/dev/null/runs.sqlite3"}  # under a file: never a folder
+    proc = cli("check", "--config", str(config), "--json", env=unusable)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    runs = json.loads(proc.stdout)["runs"]
+    assert runs["status"] == "error" and runs["location"] == unusable["MCP_CODE_RUNS_DB"], runs
+    assert runs["error"], runs
+    off = cli("check", "--config", str(config), "--json", env={**unusable, "MCP_CODE_RUNS": "off"})
+    assert off.returncode == 0 and json.loads(off.stdout)["runs"]["status"] == "off", off.stdout
 
 
 def test_check_says_where_settings_came_from_and_what_is_down(tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ command line, or the default), the sandbox's layers, and one line per server. Ex
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 import sys
@@ -20,6 +21,7 @@ from pydantic import SecretStr
 from .config import load_config
 from .encodable import clean_text
 from .gateway import Gateway
+from .runs import RunStoreError, open_backend, shown_location, store_location
 from .settings import CONFIG_VARIABLE, Settings, env_files
 
 # A URL parameter whose value is a credential: `?key=`, `api_key=`, `token=`, `password=` ...
@@ -88,13 +90,30 @@ async def check(settings: Settings, *, as_json: bool) -> int:
         "settings": [{"name": n, "value": v, "from": w} for n, v, w in setting_sources(settings)],
         "sandbox": sandbox,
         "servers": rows,
+        "runs": await asyncio.to_thread(_run_store, settings),
     }
     if as_json:
         print(json.dumps(report, ensure_ascii=False))
     else:
         _print(report)
     down = [row for row in rows if row["status"] not in ("ok", "disabled")]
-    return 1 if down else 0
+    return 1 if down or report["runs"]["status"] == "error" else 0
+
+
+def _run_store(settings: Settings) -> dict[str, Any]:
+    """Where runs are kept (contract §10) and whether that store opens: one it cannot open
+    left runs unrecorded while `check` said nothing (outside attack 129)."""
+    if settings.runs == "off":
+        return {"status": "off", "location": None, "error": None}
+    location = store_location(settings.runs_db, settings.cache_dir)
+    backend = open_backend(location)
+    try:
+        backend.open()
+    except RunStoreError as exc:  # its message shows a URL's password as ***
+        return {"status": "error", "location": shown_location(location), "error": str(exc)}
+    finally:
+        backend.close()
+    return {"status": "ok", "location": shown_location(location), "error": None}
 
 
 def _print(report: dict[str, Any]) -> None:
@@ -116,3 +135,7 @@ def _print(report: dict[str, Any]) -> None:
         print(line, file=sys.stdout)
     if not report["servers"]:
         print(f"no servers in {Path(report['config']).name}")
+    runs = report["runs"]
+    where = f" {runs['location']}" if runs["location"] else ""
+    problem = f": {clean_text(runs['error'])}" if runs["error"] else ""
+    print(f"runs: {runs['status']}{where}{problem}")
