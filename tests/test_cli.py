@@ -241,14 +241,15 @@ def test_check_says_where_settings_came_from_and_what_is_down(tmp_path: Path) ->
     config.write_text(json.dumps({"servers": servers}), encoding="utf-8")
     # As a copy of .env.example beside the config would: it cannot rename the config.
     dotenv = "MCP_CODE_TIMEOUT_S=3\nMCP_SERVERS_CONFIG=mcp_servers.json\n"
-    dotenv += "DSPY_API_BASE=http://me:PWSECRET@127.0.0.1:9/v1\n"  # shown without it (attack 129)
+    dotenv += "DSPY_API_BASE=http://me:PWSECRET@127.0.0.1:9/v1?api_key=QSECRET\n"  # (attack 129)
     (tmp_path / ".env").write_text(dotenv, encoding="utf-8")
     proc = cli("check", "--config", str(config), "--json", cwd=Path("/"))
     assert proc.returncode == 1, proc.stdout + proc.stderr
-    assert "PWSECRET" not in proc.stdout + proc.stderr
+    assert "PWSECRET" not in proc.stdout + proc.stderr and "QSECRET" not in proc.stdout
     report = json.loads(proc.stdout)
     sources = {row["name"]: (row["value"], row["from"]) for row in report["settings"]}
-    assert sources["DSPY_API_BASE"] == ("http://***@127.0.0.1:9/v1", str(tmp_path / ".env"))
+    shown = "http://***@127.0.0.1:9/v1?api_key=***"
+    assert sources["DSPY_API_BASE"] == (shown, str(tmp_path / ".env"))
     assert sources["MCP_CODE_TIMEOUT_S"] == ("3.0", str(tmp_path / ".env"))
     assert sources["MCP_CODE_MEMORY_MB"] == ("256", "default")  # every setting is reported
     assert sources["MCP_SERVERS_CONFIG"] == (str(config), "the command line")

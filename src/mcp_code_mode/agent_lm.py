@@ -23,7 +23,7 @@ import dspy
 from dotenv import load_dotenv
 
 from .agent_replies import ADAPTERS
-from .config import GatewayConfig
+from .config import CREDENTIAL_WORDS, GatewayConfig
 from .encodable import clean_text, clip
 from .errors import CodeModeError
 from .settings import Settings, env_files
@@ -45,7 +45,7 @@ _CHECK_TOKENS = 8
 _CHECK_PROMPT = "Reply with the word OK."
 # Environment variables that hold a provider's credentials (OPENAI_API_KEY, HF_TOKEN, ...).
 _SECRET_NAME = re.compile(r"(?:KEY|TOKEN|SECRET|PASSWORD|CREDENTIALS?)$", re.IGNORECASE)
-_SECRET_PARAMETER = re.compile(r"key|token|secret|password|passwd|pwd|sig|auth", re.IGNORECASE)
+_SECRET_PARAMETER = re.compile(CREDENTIAL_WORDS, re.IGNORECASE)
 _SHORTEST_SECRET = 8  # shorter values are words an error may hold anyway
 _MAX_TOKENS_REPORTED = 10**12  # one call's token count, as an endpoint reports it
 _RETRY_SLACK_S = 30.0  # litellm's backoff between an LM call's attempts

@@ -18,16 +18,14 @@ from typing import Any
 from dotenv import dotenv_values
 from pydantic import SecretStr
 
-from .config import load_config
+from .config import CREDENTIAL_WORDS, load_config
 from .encodable import clean_text
 from .gateway import Gateway
 from .runs import RunStoreError, open_backend, shown_location, store_location
 from .settings import CONFIG_VARIABLE, Settings, env_files
 
 # A URL parameter whose value is a credential: `?key=`, `api_key=`, `token=`, `password=` ...
-_SECRET_PARAMETER = re.compile(
-    r"(?i)([?&;][^=&#;]*(?:key|token|secret|password|passwd|pwd|sig|auth)[^=&#;]*=)[^&#;]*"
-)
+_SECRET_PARAMETER = re.compile(rf"(?i)([?&;][^=&#;]*(?:{CREDENTIAL_WORDS})[^=&#;]*=)[^&#;]*")
 
 __all__ = ["check", "setting_sources"]
 

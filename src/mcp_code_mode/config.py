@@ -24,9 +24,11 @@ from .errors import ConfigError
 from .server_config import ENTRY_KEYS, TRANSPORTS, FieldProblem, ServerConfig
 from .settings import env_files
 
-__all__ = ["GatewayConfig", "load_config"]
+__all__ = ["CREDENTIAL_WORDS", "GatewayConfig", "load_config"]
 
 _PERCENT = re.compile("%[0-9A-F]{2}")
+CREDENTIAL_WORDS = "key|token|secret|password|passwd|pwd|sig|auth"
+"""Words in the name of a URL parameter whose value is a credential (`?api_key=`, `token=`)."""
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 
