@@ -122,6 +122,31 @@ async def test_runner_has_no_server_environment(pyodide_gateway: Gateway) -> Non
         assert SECRET.encode() not in environ and b"MCP_CODE_TEST_SECRET" not in environ
 
 
+async def test_deno_keeps_no_compiled_code_where_others_can_write(
+    pyodide_gateway: Gateway,
+) -> None:
+    """Deno kept its caches in /tmp/.cache/deno, shared by every user, and read compiled
+    code back from there: another user's code ran in place of the runner (attack 131)."""
+    assert (await pyodide_gateway.execute("1 + 1")).result == 2
+    homes = set()
+    for pid in _runners():
+        try:
+            environ = dict(
+                line.split(b"=", 1)
+                for line in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+                if b"=" in line
+            )
+        except OSError:
+            continue  # it finished meanwhile
+        homes.add(environ[b"DENO_DIR"].decode())
+        assert environ[b"HOME"] == environ[b"DENO_DIR"]
+    assert homes
+    for home in map(Path, homes):
+        info = home.stat()
+        assert info.st_uid == os.geteuid() and info.st_mode & 0o777 == 0o700
+        assert not list(home.glob("v8_code_cache*"))  # nothing compiled is kept to read back
+
+
 async def test_js_heap_is_capped_with_the_runner(js_gateway: Gateway) -> None:
     """Reaching the JS bridge (here allowed on purpose) grants no memory beyond the limit:
     RLIMIT_DATA on the Deno process caps JS objects as well as Wasm memory."""

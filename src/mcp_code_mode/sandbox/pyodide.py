@@ -26,7 +26,6 @@ import os
 import resource
 import secrets
 import signal
-import tempfile
 from importlib import resources
 from pathlib import Path
 
@@ -220,7 +219,7 @@ class PyodideLauncher:
     ) -> PyodideRunner:
         assert self._deno is not None and self._dir is not None
         runner_js = str(resources.files("mcp_code_mode.sandbox").joinpath("pyodide_runner.mjs"))
-        home = tempfile.gettempdir()
+        home = self._deno_home()
         readable = ",".join([str(self._dir), *([str(self._snapshot)] if self._snapshot else [])])
         writable = [f"--allow-write={allow_write}"] if allow_write else []
         proc = await asyncio.create_subprocess_exec(
@@ -231,6 +230,7 @@ class PyodideLauncher:
             "--no-config",
             "--no-lock",
             "--no-remote",
+            "--no-code-cache",  # compiled code is never read back from disk (attack 131)
             "--unstable-detect-cjs",
             f"--allow-read={readable}",
             *writable,
@@ -242,11 +242,27 @@ class PyodideLauncher:
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.DEVNULL,  # guest code that reached Deno may write there
             cwd=home,
-            env={"PATH": os.defpath, "HOME": home, "NO_COLOR": "1", "DENO_NO_UPDATE_CHECK": "1"},
+            env={
+                "PATH": os.defpath,
+                "HOME": home,
+                "DENO_DIR": home,
+                "NO_COLOR": "1",
+                "DENO_NO_UPDATE_CHECK": "1",
+            },
             start_new_session=True,
             limit=LINE_LIMIT,
         )
         return PyodideRunner(proc, token=secrets.token_hex(16))
+
+    def _deno_home(self) -> str:
+        """Deno's own folder (its caches), this user's alone: one in /tmp was shared by
+        every user, and code compiled there ran in place of the runner (attack 131)."""
+        home = cache_root(self._cache_dir) / "deno"
+        home.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if home.stat().st_uid != os.geteuid():
+            raise CodeModeError(f"{home} belongs to another user: set MCP_CODE_CACHE_DIR")
+        home.chmod(0o700)
+        return str(home)
 
     async def _ensure_snapshot(self) -> Path | None:
         """A memory snapshot of a prepared interpreter, made once per runtime version."""
