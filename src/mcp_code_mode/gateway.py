@@ -84,6 +84,7 @@ class Gateway:
             startup_timeout_s=settings.startup_timeout_s,
             max_concurrent_starts=settings.max_concurrent_starts,
             max_result_bytes=settings.max_result_bytes,
+            max_upstream_calls=settings.max_upstream_calls,
             known_tools=known,
             on_tools_listed=self._remember_tools,
             log_dir=cache_root(settings.cache_dir) / "logs",  # each upstream's stderr

@@ -37,6 +37,7 @@ from .sandbox.local import LOG_READ_BYTES
 from .sandbox.protocol import MAX_NAME_CHARS, PROGRESS_MESSAGE_CHARS
 from .tool_formatter import load_tokenizer
 from .tool_results import JSON, Reply, ResultBudget
+from .upstreams.fair_share import call_owner
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Span
@@ -178,9 +179,7 @@ class RunRouter:
             if refused is not None
             else self._approved_call(server, tool, args, record, traced)
         )
-        if self.spans is not None and span is not None:
-            call = _made_in(self.spans, span, call)
-        task = asyncio.ensure_future(call)
+        task = asyncio.ensure_future(_made_by(self, call, span))
         self._tasks.add(task)
         try:
             reply = await task
@@ -381,9 +380,13 @@ def _long_name(server: str, tool: str) -> str | None:
     return None
 
 
-async def _made_in(spans: RunSpans, span: Span, call: Awaitable[Reply]) -> Reply:
-    """`call`, made with `span` current: in the call's own task (see `RunSpans.active`)."""
-    with spans.active(span):
+async def _made_by(run: RunRouter, call: Awaitable[Reply], span: Span | None) -> Reply:
+    """`call` in its own task: as `run`'s (an upstream's places go round by run, see
+    `upstreams.fair_share`), with `span` current (see `RunSpans.active`)."""
+    call_owner.set(run)
+    if run.spans is None or span is None:
+        return await call
+    with run.spans.active(span):
         return await call
 
 

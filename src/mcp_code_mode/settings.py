@@ -110,6 +110,9 @@ class Settings(BaseSettings):
     max_concurrent_calls: int = Field(
         16, gt=0, validation_alias=_env("MCP_CODE_MAX_CONCURRENT_CALLS")
     )
+    max_upstream_calls: int = Field(
+        16, gt=0, validation_alias=_env("MCP_CODE_MAX_UPSTREAM_CALLS")
+    )  # in flight to one upstream, all runs together; waiting runs take turns
     max_call_bytes: int = Field(1_000_000, gt=0, validation_alias=_env("MCP_CODE_MAX_CALL_BYTES"))
     max_result_bytes: int = Field(
         10_000_000, gt=0, validation_alias=_env("MCP_CODE_MAX_RESULT_BYTES")

@@ -56,6 +56,23 @@ async def sleep(seconds: float) -> float:
     return seconds
 
 
+_HELD = {"now": 0, "peak": 0, "arrived": 0}
+
+
+@mcp.tool
+async def hold(seconds: float) -> dict:
+    """In flight for `seconds`: its order of arrival and the most calls in flight at once."""
+    _HELD["arrived"] += 1
+    order = _HELD["arrived"]
+    _HELD["now"] += 1
+    _HELD["peak"] = max(_HELD["peak"], _HELD["now"])
+    try:
+        await asyncio.sleep(seconds)
+    finally:
+        _HELD["now"] -= 1
+    return {"order": order, "peak": _HELD["peak"]}
+
+
 @mcp.tool
 def crash() -> str:
     """Kill this server process mid-call."""

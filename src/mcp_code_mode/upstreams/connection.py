@@ -9,12 +9,11 @@ It moves between the `states` only on what the transport and the protocol report
   upstream is never restarted and a guest cannot reset an upstream that others share.
 - `lost | error → reconnecting`: on the next call, or from the supervisor (backoff with
   jitter), one attempt at a time. A call that times out ends its streams (`call_streams`).
-- Start-up converges: attempts pass a `StartGate` (bounded concurrency), and an attempt
-  is not killed for being slow while it is still working: after `startup_timeout_s`
-  without an answer the upstream is reported `starting` with the reason, its gate slot
-  goes to the next one, and it keeps going until `startup_ceiling_s`. A process that
-  exits ends its attempt at once (its pipe closes), so only a live one is waited for.
-- Health: `health` (traffic is the sign of life), `tool_list` (refreshes)."""
+- Start-up converges: attempts pass a `StartGate` (bounded concurrency); after
+  `startup_timeout_s` without an answer the upstream is reported `starting`, its gate slot
+  goes to the next one, and it keeps going until `startup_ceiling_s`. A process that exits
+  ends its attempt at once (its pipe closes), so only a live one is waited for.
+- Health: `health` (traffic is the sign of life); `tool_list` refreshes; `fair_share`."""
 
 from __future__ import annotations
 
@@ -31,6 +30,7 @@ from ..encodable import encodable_text
 from ..errors import ToolCallFailed
 from ..server_config import ServerConfig
 from ..tool_results import error_text
+from .fair_share import FairShare
 from .gate import StartGate
 from .health import ConnectionTiming, answers, check_due, probe, retry_delay_s, wait_for
 from .opening import open_link
@@ -64,6 +64,7 @@ class UpstreamConnection:
         timeout_s: float,
         startup_timeout_s: float,
         max_result_bytes: int,
+        max_calls: int,
         gate: StartGate,
         timing: ConnectionTiming,
         tools: ToolList,
@@ -76,6 +77,7 @@ class UpstreamConnection:
         self.startup_timeout_s = startup_timeout_s
         self.max_result_bytes = max_result_bytes  # of one reply (see `client.bounded`)
         self.tools = tools
+        self.share = FairShare(max_calls)  # calls in flight, in turn between runs
         self.state: UpstreamState = "connecting"
         self.reason: str | None = None  # why it is not `ok`
         self._gate = gate
@@ -122,9 +124,8 @@ class UpstreamConnection:
         task = self.begin() if self.state == "connecting" else self._attempt
         if task is None or task.done():
             return
-        waited = time.monotonic() - self._attempt_started
-        remaining = max(0.0, self.startup_timeout_s - waited)
-        await asyncio.wait({asyncio.shield(task)}, timeout=remaining)
+        remaining = self.startup_timeout_s - (time.monotonic() - self._attempt_started)
+        await asyncio.wait({asyncio.shield(task)}, timeout=max(0.0, remaining))
 
     async def aclose(self, *, exit_grace_s: float | None = None) -> None:
         self._closing = True
@@ -158,13 +159,12 @@ class UpstreamConnection:
 
     def status_reason(self) -> str:
         """Why it is not `ok`, for `list_servers`."""
-        started = self._attempt is not None
-        return state_reason(self.state, self.reason, started=started, slow=self._slow)
+        return state_reason(self.state, self.reason, started=self.started, slow=self._slow)
 
     # ------------------------------------------------------------------ calls
 
     async def call_tool(
-        self, tool: str, arguments: dict[str, Any], *, admit: Admit | None = None
+        self, tool: str, args: dict[str, Any], *, admit: Admit | None = None
     ) -> mcp_types.CallToolResult:
         """Call `tool` and return its successful result; see `MCPServerManager.call_tool`."""
         from . import errors
@@ -172,21 +172,15 @@ class UpstreamConnection:
         for attempt in (0, 1):
             link = await self._ready(tool) if admit is None else await self._admitted(tool, admit)
             try:
-                result = await link.client.call_tool_mcp(tool, arguments, timeout=self.timeout_s)
+                async with self.share.turn():
+                    result = await link.client.call_tool_mcp(tool, args, timeout=self.timeout_s)
             except Exception as exc:  # foreign errors: mapped by `classify`, once
                 failure = errors.classify(exc, session_gone=link.session_gone)
-                if failure.kind is errors.FailureKind.TIMEOUT:
-                    await link.streams.end_overdue(self.timeout_s)
                 if failure.kind is errors.FailureKind.SESSION_GONE and attempt == 0:
                     self._lose(link, failure.message)
                     logger.info("upstream %s: session gone; resending %s once", self.name, tool)
                     continue
-                probe_s = self._timing.health_timeout_s
-                if failure.unconfirmed and await answers(link, timeout_s=probe_s):
-                    failure = errors.Failure(errors.FailureKind.ERROR_REPLY, failure.message)
-                if failure.connection_lost:
-                    await self._stderr_drained()
-                raise self._call_failure(link, tool, failure) from None
+                raise await self._call_failure(link, tool, failure) from None
             break
         self._answered()
         await self.tools.settle_refresh(self.timeout_s)
@@ -194,10 +188,17 @@ class UpstreamConnection:
             raise self._failure(tool, error_text(result))
         return result
 
-    def _call_failure(self, link: Link, tool: str, failure: Failure) -> ToolCallFailed:
+    async def _call_failure(self, link: Link, tool: str, failure: Failure) -> ToolCallFailed:
+        """A failed call's error (a timed-out call's streams ended, a doubtful loss probed)."""
         from . import client, errors
 
+        probe_s = self._timing.health_timeout_s
+        if failure.unconfirmed and await answers(link, timeout_s=probe_s):
+            failure = errors.Failure(errors.FailureKind.ERROR_REPLY, failure.message)
+        if failure.connection_lost:
+            await self._stderr_drained()
         if failure.kind is errors.FailureKind.TIMEOUT:
+            await link.streams.end_overdue(self.timeout_s)
             message = f"timed out after {self.timeout_s:g}s; the call was cancelled upstream"
             return self._failure(tool, message)
         if failure.connection_lost or client.session_ended(link.client):
@@ -396,5 +397,4 @@ class UpstreamConnection:
 
     def _context(self) -> str:
         """`; command: ...; stderr: ...` or `; url: ...`: what a person needs to fix it."""
-        tail = self._stderr.tail() if self._stderr is not None else ""
-        return f"; {self.config.where()}{tail}"
+        return f"; {self.config.where()}{self._stderr.tail() if self._stderr else ''}"

@@ -64,6 +64,8 @@ class MCPServerManager:
         max_concurrent_starts: upstreams starting at once (default: from the CPU count).
         max_result_bytes: the largest reply an upstream may send; a bigger one is cut off
             while it is read and fails its call (`MCP_CODE_MAX_RESULT_BYTES`).
+        max_upstream_calls: calls in flight to one upstream, shared out between runs in
+            turn (`fair_share`; `MCP_CODE_MAX_UPSTREAM_CALLS`).
     """
 
     def __init__(
@@ -75,6 +77,7 @@ class MCPServerManager:
         health_interval_s: float = 10.0,
         max_concurrent_starts: int | None = None,
         max_result_bytes: int = 10_000_000,
+        max_upstream_calls: int = 16,
         known_tools: Mapping[str, list[mcp_types.Tool]] | None = None,
         on_tools_listed: Callable[[str, list[mcp_types.Tool]], None] | None = None,
         log_dir: Path | None = None,
@@ -92,6 +95,7 @@ class MCPServerManager:
                 timeout_s=server.timeout_s or default_timeout_s,
                 startup_timeout_s=server.timeout_s or startup_timeout_s,
                 max_result_bytes=max_result_bytes,
+                max_calls=max_upstream_calls,
                 gate=gate,
                 timing=self.timing,
                 tools=ToolList(name, server, known=known.get(name), on_change=self._changed),
