@@ -11,6 +11,9 @@ Tools: `echo` (a correct reply), `boot` (this process's pid), `content_not_list`
 `resultType`), `garbage_first` (a line that is not JSON, then a correct reply),
 `wire_size` (the size in bytes of the call's `arguments` JSON exactly as it arrived, and
 whether those bytes were valid UTF-8).
+
+With `--pages N --page-tools K` its tools/list comes in N pages (a cursor each): the tools
+above, then K more a page (`paged_<page>_<n>`, each with a 200-character description).
 """
 
 from __future__ import annotations
@@ -25,6 +28,9 @@ MODERN_VERSION = "2026-07-28"
 LEGACY_VERSION = "2025-11-25"
 _NO_ARGS = {"type": "object", "properties": {}}
 _LAST_LINE = [b""]  # the request line being answered, as its bytes arrived
+_ARGS = sys.argv[1:]
+PAGES = int(_ARGS[_ARGS.index("--pages") + 1]) if "--pages" in _ARGS else 1
+PAGE_TOOLS = int(_ARGS[_ARGS.index("--page-tools") + 1]) if "--page-tools" in _ARGS else 0
 TOOLS = [
     {
         "name": "echo",
@@ -140,16 +146,24 @@ def answer(request: dict[str, Any]) -> dict[str, Any] | None:
     if method == "ping":
         return {"result": modern({})}
     if method == "tools/list":
+        page = int(params.get("cursor") or 0)
+        listed: dict[str, Any] = {"tools": _page(page)}
+        if page + 1 < PAGES:
+            listed["nextCursor"] = str(page + 1)
         return {
-            "result": modern(
-                {"tools": TOOLS, "ttlMs": 0, "cacheScope": "private"}
-                if MODERN
-                else {"tools": TOOLS}
-            )
+            "result": modern({**listed, "ttlMs": 0, "cacheScope": "private"} if MODERN else listed)
         }
     if method == "tools/call":
         return {"result": call(str(params.get("name")), params.get("arguments") or {})}
     return {"error": {"code": -32601, "message": f"Method not found: {method}"}}
+
+
+def _page(page: int) -> list[dict[str, Any]]:
+    extra = [
+        {"name": f"paged_{page}_{n}", "description": "x" * 200, "inputSchema": _NO_ARGS}
+        for n in range(PAGE_TOOLS)
+    ]
+    return (TOOLS if page == 0 else []) + extra
 
 
 def main() -> None:

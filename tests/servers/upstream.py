@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import subprocess
 
 from fastmcp import Context, FastMCP
 from fastmcp.exceptions import ToolError
@@ -71,6 +72,12 @@ async def hold(seconds: float) -> dict:
     finally:
         _HELD["now"] -= 1
     return {"order": order, "peak": _HELD["peak"]}
+
+
+@mcp.tool
+def spawn_helper() -> int:
+    """Start a helper process in this server's process group; returns its pid."""
+    return subprocess.Popen(["sleep", "300"]).pid
 
 
 @mcp.tool

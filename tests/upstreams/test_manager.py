@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import time
 from pathlib import Path
 
@@ -111,6 +112,21 @@ async def test_shutdown_leaves_no_upstream_processes(write_config: ConfigWriter)
     assert all(_alive(p) for p in pids)
     await gw.aclose()
     assert not any(_alive(p) for p in pids)
+
+
+async def test_shutdown_ends_the_helpers_an_upstream_started(write_config: ConfigWriter) -> None:
+    """An upstream that exits when its stdin closes left its helpers running (attack 132)."""
+    gw = await start_gateway(write_config({"t": server_entry(TEST_SERVER)}))
+    helper = (await gw.execute("tools.t.spawn_helper()")).result
+    assert isinstance(helper, int) and _alive(helper)
+    await gw.aclose()
+    deadline = time.monotonic() + 10
+    while _alive(helper) and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    left = _alive(helper)
+    if left:
+        os.kill(helper, signal.SIGKILL)
+    assert not left
 
 
 async def test_upstream_env_is_minimal_plus_configured(write_config: ConfigWriter) -> None:

@@ -240,3 +240,40 @@ def _peak_kb() -> int:
         if line.startswith("VmHWM:"):
             return int(line.split()[1])
     raise AssertionError("no VmHWM")
+
+
+PAGED = str(Path(__file__).parents[1] / "servers" / "malformed_upstream.py")
+
+
+async def _paged_gateway(write_config: ConfigWriter, pages: int, per_page: int) -> Gateway:
+    args = [PAGED, "--pages", str(pages), "--page-tools", str(per_page)]
+    entry = {"command": sys.executable, "args": args, "env": dict(QUIET)}
+    settings = make_settings(max_result_bytes=LIMIT)
+    gw = Gateway(settings, load_config(write_config({"paged": entry})), connect="wait")
+    await gw.start()
+    return gw
+
+
+async def test_a_listing_is_bounded_as_one_reply_however_it_is_paged(
+    write_config: ConfigWriter,
+) -> None:
+    """Each page under the limit, 60 pages of 150 KB: fastmcp followed up to 250 pages and
+    the gateway kept every tool (300,000 tools, 2.8 GB, a frozen loop: attack 132)."""
+    gw = await _paged_gateway(write_config, pages=60, per_page=500)
+    try:
+        row = status(gw, "paged")
+        assert row["status"] == "error" and row["tool_count"] == 0, row
+        assert "MCP_CODE_MAX_RESULT_BYTES" in row["error"], row
+        assert (await value(gw, "1 + 1")) == 2
+    finally:
+        await gw.aclose()
+
+
+async def test_a_listing_under_the_bound_has_every_page(write_config: ConfigWriter) -> None:
+    gw = await _paged_gateway(write_config, pages=4, per_page=3)
+    try:
+        assert status(gw, "paged")["tool_count"] == 7 + 3 * 4
+        assert (await value(gw, "tools.paged.echo(text='p')")) == "p"
+        assert "paged_3_2" in await value(gw, "get_tool_docs('paged', 'paged_3_2')")
+    finally:
+        await gw.aclose()

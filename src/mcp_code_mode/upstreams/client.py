@@ -53,6 +53,9 @@ _SESSION_GONE = ("no valid session", "session not found", "invalid session", "un
 _CLIENT_INFO = mcp_types.Implementation(name="mcp-code-mode", version=__version__)
 
 
+_MAX_PAGES = 1000  # of one tools/list: tiny pages cost the gateway a round trip each
+
+
 @dataclass(slots=True, eq=False)
 class Link:
     """One connection attempt's client, and what its HTTP traffic revealed about it."""
@@ -61,6 +64,36 @@ class Link:
     session_gone: bool = False  # an HTTP 404 answered a request that carried our session id
     # the event streams of requests in flight (HTTP): a cancelled call's end
     streams: CallStreams = field(default_factory=CallStreams)
+    listing_bytes: int = 10_000_000  # a whole tools/list, however paged (`list_all_tools`)
+
+
+class ListingTooLarge(Exception):
+    """An upstream's tools/list, its pages together, is bigger than one reply may be."""
+
+
+async def list_all_tools(link: Link) -> list[mcp_types.Tool]:
+    """Every page of the upstream's tools/list, the pages held together to the bound on one
+    reply (`link.listing_bytes`, MCP_CODE_MAX_RESULT_BYTES): 150 pages of 400 KB were
+    300,000 tools, 2.8 GB and a loop frozen for 28 s (attack 132). A cursor seen before
+    ends the listing, as fastmcp's own does."""
+    tools: list[mcp_types.Tool] = []
+    cursor: str | None = None
+    seen: set[str] = set()
+    size = 0
+    for _ in range(_MAX_PAGES):
+        page = await link.client.list_tools_mcp(cursor=cursor)
+        size += len(page.model_dump_json(by_alias=True, exclude_none=True))
+        if size > link.listing_bytes:
+            raise ListingTooLarge(
+                f"its tools/list is bigger than {link.listing_bytes:,} bytes over "
+                f"{len(seen) + 1} pages (MCP_CODE_MAX_RESULT_BYTES bounds a listing as one reply)"
+            )
+        tools.extend(page.tools)
+        cursor = page.next_cursor
+        if cursor is None or cursor in seen:
+            return tools
+        seen.add(cursor)
+    raise ListingTooLarge(f"its tools/list did not end within {_MAX_PAGES:,} pages")
 
 
 def new_client(

@@ -49,7 +49,7 @@ async def open_link(
     """
     from . import client
 
-    link = client.Link()
+    link = client.Link(listing_bytes=max_result_bytes)
     errors = stderr.open(lambda: on_stderr_ended(link)) if stderr is not None else None
     factory = client.http_client_factory(link, lambda: on_session_gone(link), max_result_bytes)
     transport = config.to_transport(stderr=errors, http_client_factory=factory)
@@ -62,7 +62,7 @@ async def open_link(
     try:
         await fresh.__aenter__()  # type: ignore[no-untyped-call]
         client.skip_result_validation(fresh)
-        listed = await fresh.list_tools() if list_tools else None
+        listed = await client.list_all_tools(link) if list_tools else None
     except BaseException:
         await asyncio.shield(client.close(fresh))
         raise

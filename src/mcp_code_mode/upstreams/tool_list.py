@@ -150,12 +150,14 @@ class ToolList:
         """List until no change is announced meanwhile. Each listing waits until the last
         one's cost has passed `_REST_FACTOR` times over: an upstream announcing changes
         in a loop gets at most a fifth of the gateway's time, however big its list."""
+        from . import client
+
         while self._wanted and self._link is link:
             await asyncio.sleep(max(0.0, self._rested_at - time.monotonic()))
             self._wanted = False
             started = time.monotonic()
             try:
-                tools = await link.client.list_tools()
+                tools = await client.list_all_tools(link)
             except Exception as exc:  # the next call or health check will tell more
                 # the upstream's words, cleaned and cut (2 MB with escapes each: attack 120)
                 reason = shown(str(exc), _REASON_CHARS)
