@@ -13,7 +13,8 @@ Tools: `echo` (a correct reply), `boot` (this process's pid), `content_not_list`
 whether those bytes were valid UTF-8).
 
 With `--pages N --page-tools K` its tools/list comes in N pages (a cursor each): the tools
-above, then K more a page (`paged_<page>_<n>`, each with a 200-character description).
+above, then K more a page (`paged_<page>_<n>`, each described by `--description-chars`
+characters, default 200).
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ _LAST_LINE = [b""]  # the request line being answered, as its bytes arrived
 _ARGS = sys.argv[1:]
 PAGES = int(_ARGS[_ARGS.index("--pages") + 1]) if "--pages" in _ARGS else 1
 PAGE_TOOLS = int(_ARGS[_ARGS.index("--page-tools") + 1]) if "--page-tools" in _ARGS else 0
+_DESCRIBED = "--description-chars"
+DESCRIPTION_CHARS = int(_ARGS[_ARGS.index(_DESCRIBED) + 1]) if _DESCRIBED in _ARGS else 200
 TOOLS = [
     {
         "name": "echo",
@@ -160,7 +163,11 @@ def answer(request: dict[str, Any]) -> dict[str, Any] | None:
 
 def _page(page: int) -> list[dict[str, Any]]:
     extra = [
-        {"name": f"paged_{page}_{n}", "description": "x" * 200, "inputSchema": _NO_ARGS}
+        {
+            "name": f"paged_{page}_{n}",
+            "description": "x" * DESCRIPTION_CHARS,
+            "inputSchema": _NO_ARGS,
+        }
         for n in range(PAGE_TOOLS)
     ]
     return (TOOLS if page == 0 else []) + extra

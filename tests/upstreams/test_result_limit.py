@@ -98,6 +98,23 @@ async def test_a_reply_over_the_limit_fails_its_call_and_keeps_the_connection(
         await gw.aclose()
 
 
+async def test_a_small_result_limit_bounds_results_not_the_handshake_or_listing(
+    entry: dict[str, Any], write_config: ConfigWriter
+) -> None:
+    """The limit is on results (contract §5): at 100,000 a 600-tool upstream, its listing
+    196 KB, never started, and every call to it failed (attack 133)."""
+    gw = await _gateway(write_config({"b": entry}), limit=300)
+    try:
+        assert status(gw, "b")["status"] == "ok", status(gw, "b")
+        assert await value(gw, "tools.b.echo(text='small')") == "small"
+        out = await run(gw, "tools.b.big(size=5_000)", timeout_s=60)
+        assert out["error"]["type"] == "TOOL_ERROR", out
+        assert "MCP_CODE_MAX_RESULT_BYTES (300)" in out["error"]["message"], out["error"]
+        assert await value(gw, "tools.b.echo(text='after')") == "after"
+    finally:
+        await gw.aclose()
+
+
 async def test_a_line_that_is_not_json_rpc_is_answered_not_timed_out(
     write_config: ConfigWriter,
 ) -> None:
@@ -245,8 +262,11 @@ def _peak_kb() -> int:
 PAGED = str(Path(__file__).parents[1] / "servers" / "malformed_upstream.py")
 
 
-async def _paged_gateway(write_config: ConfigWriter, pages: int, per_page: int) -> Gateway:
+async def _paged_gateway(
+    write_config: ConfigWriter, pages: int, per_page: int, described: int = 200
+) -> Gateway:
     args = [PAGED, "--pages", str(pages), "--page-tools", str(per_page)]
+    args += ["--description-chars", str(described)]
     entry = {"command": sys.executable, "args": args, "env": dict(QUIET)}
     settings = make_settings(max_result_bytes=LIMIT)
     gw = Gateway(settings, load_config(write_config({"paged": entry})), connect="wait")
@@ -257,13 +277,13 @@ async def _paged_gateway(write_config: ConfigWriter, pages: int, per_page: int) 
 async def test_a_listing_is_bounded_as_one_reply_however_it_is_paged(
     write_config: ConfigWriter,
 ) -> None:
-    """Each page under the limit, 60 pages of 150 KB: fastmcp followed up to 250 pages and
+    """Each page under the bound, 30 pages of 1 MB: fastmcp followed up to 250 pages and
     the gateway kept every tool (300,000 tools, 2.8 GB, a frozen loop: attack 132)."""
-    gw = await _paged_gateway(write_config, pages=60, per_page=500)
+    gw = await _paged_gateway(write_config, pages=30, per_page=50, described=20_000)
     try:
         row = status(gw, "paged")
         assert row["status"] == "error" and row["tool_count"] == 0, row
-        assert "MCP_CODE_MAX_RESULT_BYTES" in row["error"], row
+        assert "bigger than 10,000,000 bytes" in row["error"], row
         assert (await value(gw, "1 + 1")) == 2
     finally:
         await gw.aclose()

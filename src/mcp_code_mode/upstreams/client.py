@@ -28,7 +28,7 @@ from .. import __version__
 from .call_streams import CallStreams
 from .http_limit import IDENTITY, bound_response, request_head
 from .server_log import UpstreamLog, quiet_sdk_logs
-from .stdio import BoundedStdioTransport
+from .stdio import OTHER_REPLY_BYTES, BoundedStdioTransport
 
 __all__ = [
     "Link",
@@ -53,6 +53,7 @@ _SESSION_GONE = ("no valid session", "session not found", "invalid session", "un
 _CLIENT_INFO = mcp_types.Implementation(name="mcp-code-mode", version=__version__)
 
 
+_NOT_A_CALL = "mcp_code_mode_not_a_call"  # a request extension: the POST is not tools/call
 _MAX_PAGES = 1000  # of one tools/list: tiny pages cost the gateway a round trip each
 
 
@@ -64,7 +65,7 @@ class Link:
     session_gone: bool = False  # an HTTP 404 answered a request that carried our session id
     # the event streams of requests in flight (HTTP): a cancelled call's end
     streams: CallStreams = field(default_factory=CallStreams)
-    listing_bytes: int = 10_000_000  # a whole tools/list, however paged (`list_all_tools`)
+    listing_bytes: int = OTHER_REPLY_BYTES  # a whole tools/list, however paged
 
 
 class ListingTooLarge(Exception):
@@ -73,9 +74,8 @@ class ListingTooLarge(Exception):
 
 async def list_all_tools(link: Link) -> list[mcp_types.Tool]:
     """Every page of the upstream's tools/list, the pages held together to the bound on one
-    reply (`link.listing_bytes`, MCP_CODE_MAX_RESULT_BYTES): 150 pages of 400 KB were
-    300,000 tools, 2.8 GB and a loop frozen for 28 s (attack 132). A cursor seen before
-    ends the listing, as fastmcp's own does."""
+    such reply (`link.listing_bytes`): 150 pages of 400 KB were 300,000 tools, 2.8 GB and a
+    loop frozen for 28 s (attack 132). A cursor seen before ends it, as fastmcp's does."""
     tools: list[mcp_types.Tool] = []
     cursor: str | None = None
     seen: set[str] = set()
@@ -86,7 +86,7 @@ async def list_all_tools(link: Link) -> list[mcp_types.Tool]:
         if size > link.listing_bytes:
             raise ListingTooLarge(
                 f"its tools/list is bigger than {link.listing_bytes:,} bytes over "
-                f"{len(seen) + 1} pages (MCP_CODE_MAX_RESULT_BYTES bounds a listing as one reply)"
+                f"{len(seen) + 1} pages (a listing, its pages together, is bounded as one reply)"
             )
         tools.extend(page.tools)
         cursor = page.next_cursor
@@ -255,8 +255,13 @@ def _event_hooks(
     """httpx event hooks: each response bounded (its event stream kept under its request's
     id while it lasts), the session's end noticed, a cancelled call's stream ended."""
 
+    other_bytes = max(max_result_bytes, OTHER_REPLY_BYTES)  # a reply that is not a call's
+
     async def on_response(response: httpx2.Response) -> None:
-        events = bound_response(response, max_result_bytes=max_result_bytes)
+        other = response.request.extensions.get(_NOT_A_CALL, False)
+        events = bound_response(
+            response, max_result_bytes=other_bytes if other else max_result_bytes
+        )
         if events is not None:
             link.streams.adopt(events, response.request)
         if await refuses_session(response):
@@ -273,6 +278,8 @@ def _event_hooks(
         if "method" in message and "id" in message:  # a request of ours: a call's is timed
             if message["method"] == "tools/call":
                 link.streams.sent(message["id"])
+            else:  # its reply is bounded as a listing's, not as a result's
+                request.extensions[_NOT_A_CALL] = True
         else:  # an answer or a notification: its HTTP answer is not waited for long
             request.extensions["timeout"] = httpx2.Timeout(_ANSWER_WAIT_S).as_dict()
         # the SDK keeps reading a cancelled request's stream while the upstream keeps it open

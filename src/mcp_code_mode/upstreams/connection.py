@@ -35,7 +35,7 @@ from .gate import StartGate
 from .health import ConnectionTiming, answers, check_due, probe, retry_delay_s, wait_for
 from .opening import open_link
 from .server_log import UpstreamLog
-from .states import UpstreamState, check_move, state_reason
+from .states import UpstreamState, check_move, slow_reason, state_reason
 from .stderr_log import StderrLog, log_path
 from .tool_list import ToolList
 
@@ -320,11 +320,10 @@ class UpstreamConnection:
 
     def _on_slow(self) -> None:
         self._slow = True
-        self.reason = self._redact(
-            f"no answer within {self.startup_timeout_s:g}s yet; still waiting while it "
-            f"works (up to {self.startup_timeout_s * self._timing.startup_ceiling_factor:g}s)"
-            + self._context()
-        )
+        ceiling_s = self.startup_timeout_s * self._timing.startup_ceiling_factor
+        last = self.reason if self.state == "reconnecting" else None  # its context included
+        tail = "" if last else self._context()
+        self.reason = self._redact(slow_reason(last, self.startup_timeout_s, ceiling_s) + tail)
         logger.warning("upstream %s: %s", self.name, self.reason)
 
     async def _open(self, *, list_tools: bool) -> tuple[Link, list[mcp_types.Tool] | None]:

@@ -48,8 +48,9 @@ async def open_link(
             knows the session, that the upstream announced `tools/list_changed`.
     """
     from . import client
+    from .stdio import OTHER_REPLY_BYTES
 
-    link = client.Link(listing_bytes=max_result_bytes)
+    link = client.Link(listing_bytes=max(max_result_bytes, OTHER_REPLY_BYTES))
     errors = stderr.open(lambda: on_stderr_ended(link)) if stderr is not None else None
     factory = client.http_client_factory(link, lambda: on_session_gone(link), max_result_bytes)
     transport = config.to_transport(stderr=errors, http_client_factory=factory)

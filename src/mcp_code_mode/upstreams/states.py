@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-__all__ = ["UpstreamState", "check_move", "state_reason"]
+__all__ = ["UpstreamState", "check_move", "slow_reason", "state_reason"]
 
 UpstreamState = Literal["connecting", "ok", "lost", "reconnecting", "error"]
 _TRANSITIONS: dict[UpstreamState, frozenset[UpstreamState]] = {
@@ -42,3 +42,13 @@ def state_reason(state: UpstreamState, reason: str | None, *, started: bool, slo
         return "still starting: it has not answered yet"
     reason = reason or f"upstream is {state}"
     return f"reconnecting; {reason}" if state == "reconnecting" else reason
+
+
+def slow_reason(last_failure: str | None, startup_s: float, ceiling_s: float) -> str:
+    """Why an attempt past `startup_s` is still waited for. On a retry the last attempt's
+    failure stays in front: "still waiting (up to 50s)" alone, shown after a first attempt
+    had failed at 50 s, read as if that deadline had not passed (attack 132)."""
+    waiting = (
+        f"no answer within {startup_s:g}s yet; still waiting while it works (up to {ceiling_s:g}s)"
+    )
+    return waiting if last_failure is None else f"{last_failure}; trying again: {waiting}"

@@ -5,10 +5,12 @@ environment, working folder and stderr file; fastmcp's `Client` on top) with its
 pipe tasks instead of the MCP SDK's `stdio_client`, which reads each whole line of the
 upstream's stdout into memory before parsing it. Here each line passes a `LineSplitter`:
 
-- a line over `max_line_bytes` is cut off while it is read (the rest is dropped up to its
-  end) and answered with a JSON-RPC error reply for the id found in its first or last few
-  KB, so the call waiting for it fails at once with a message naming its size and
-  `MCP_CODE_MAX_RESULT_BYTES`; the connection stays up (it is not a transport failure);
+- a tool call's reply over `max_line_bytes` (any other reply: over `max_other_bytes`, at
+  least `OTHER_REPLY_BYTES`, so a small result limit leaves a catalog listable) is cut off
+  while it is read (the rest is dropped up to its end) and answered with a JSON-RPC error
+  reply for the id found in its first or last few KB, so the call waiting for it fails at
+  once with a message naming its size and `MCP_CODE_MAX_RESULT_BYTES`; the connection
+  stays up (it is not a transport failure);
 - a line that is not a JSON-RPC message is answered the same way when it carries the id
   of a reply, instead of leaving its call to time out.
 
@@ -31,6 +33,7 @@ import os
 import signal
 import sys
 from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
@@ -49,14 +52,16 @@ from typing_extensions import Unpack
 from ..encodable import MAX_DEPTH
 from ..offload import offloaded
 from .framing import (
+    HEAD_BYTES,
     RESULT_TOO_LARGE_CODE,
+    TAIL_BYTES,
     LineSplitter,
     Oversized,
     reply_id,
     too_large_message,
 )
 
-__all__ = ["BoundedStdioTransport", "error_reply"]
+__all__ = ["OTHER_REPLY_BYTES", "BoundedStdioTransport", "error_reply"]
 
 logger = logging.getLogger(__name__)
 _PARSED_IN_THREAD = 256 * 1024  # a longer line is parsed off the event loop
@@ -66,6 +71,9 @@ _KILL_S = 2.0  # from SIGTERM to SIGKILL of its process group, and again to see 
 _FLUSH_S = 0.5  # for the writer to send what it accepted before stdin closes
 
 _Inbound = SessionMessage | Exception
+# What a reply that is not a call's may be, however small MCP_CODE_MAX_RESULT_BYTES: the
+# limit is on results; at 100,000 a 600-tool upstream never started (attack 133).
+OTHER_REPLY_BYTES = 10_000_000
 
 
 class BoundedStdioTransport(ClientTransport):
@@ -77,7 +85,8 @@ class BoundedStdioTransport(ClientTransport):
         self.env = dict(source.env or {})
         self.cwd = source.cwd
         self.log_file = source.log_file  # a file, a path to append to, or None (our stderr)
-        self.max_line_bytes = max_line_bytes
+        self.max_line_bytes = max_line_bytes  # of a tool call's reply
+        self.max_other_bytes = max(max_line_bytes, OTHER_REPLY_BYTES)  # any other reply
         # For the upstream to exit after its stdin closes; a stop on a signal shortens it
         # (`client.close(..., exit_grace_s=...)`): its process group is ended sooner.
         self.exit_grace_s = _GRACE_S
@@ -118,8 +127,11 @@ class BoundedStdioTransport(ClientTransport):
         outbound, outbound_reader = anyio.create_memory_object_stream[SessionMessage](0)
         writer_done = anyio.Event()
         async with anyio.create_task_group() as tg:
-            tg.start_soon(_read_stdout, process, inbound_writer, self.max_line_bytes)
-            tg.start_soon(_write_stdin, process, outbound_reader, inbound_writer, writer_done)
+            limits = _Limits(self.max_line_bytes, self.max_other_bytes)
+            tg.start_soon(_read_stdout, process, inbound_writer, limits)
+            tg.start_soon(
+                _write_stdin, process, outbound_reader, inbound_writer, writer_done, limits
+            )
             try:
                 yield inbound, outbound
             finally:
@@ -187,32 +199,67 @@ def _loads(line: bytes) -> object:
     return value
 
 
+@dataclass(slots=True)
+class _Limits:
+    """A call's reply is bounded at `calls` bytes, any other reply at `others` (the ids of
+    requests in flight that are not calls are in `roomy`, put there as they are written)."""
+
+    calls: int
+    others: int
+    roomy: set[int | str] = field(default_factory=set)
+
+    def within(self, line: bytes | Oversized) -> bytes | Oversized:
+        """`line`, or as Oversized when it is a call's reply (or no known reply) past `calls`."""
+        if isinstance(line, Oversized) or len(line) <= self.calls:
+            return line
+        head, tail = line[:HEAD_BYTES], line[-TAIL_BYTES:]
+        found = reply_id(head, tail)
+        if found is not None and found in self.roomy:
+            self.roomy.discard(found)
+            return line
+        return Oversized(len(line), head, tail)
+
+    def limit_of(self, line: bytes | Oversized) -> int:
+        """The limit a refusal of `line` names: a call's, unless it answers another request."""
+        if isinstance(line, Oversized) and reply_id(line.head, line.tail) in self.roomy:
+            return self.others
+        return self.calls
+
+    def answered(self, item: _Inbound | None) -> None:
+        if isinstance(item, SessionMessage) and self.roomy:
+            root = item.message
+            if isinstance(root, mcp_types.JSONRPCResponse | mcp_types.JSONRPCError):
+                self.roomy.discard(root.id)
+
+
 async def _read_stdout(
-    process: Process, sink: MemoryObjectSendStream[_Inbound], limit: int
+    process: Process, sink: MemoryObjectSendStream[_Inbound], limits: _Limits
 ) -> None:
     """Lines of stdout to the session, bounded; after the session is gone, drain stdout
     (an upstream blocked on writing could not exit)."""
     assert process.stdout is not None
-    splitter = LineSplitter(limit)
+    splitter = LineSplitter(limits.others)
     delivering = True
     with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
         async with sink:
             async for chunk in process.stdout:
                 if delivering:
-                    delivering = await _deliver(splitter.feed(chunk), sink, limit)
+                    delivering = await _deliver(splitter.feed(chunk), sink, limits)
             if delivering:
-                await _deliver(splitter.finish(), sink, limit)
+                await _deliver(splitter.finish(), sink, limits)
 
 
 async def _deliver(
-    lines: list[bytes | Oversized], sink: MemoryObjectSendStream[_Inbound], limit: int
+    lines: list[bytes | Oversized], sink: MemoryObjectSendStream[_Inbound], limits: _Limits
 ) -> bool:
     """Send each line's message; False once the session no longer takes them."""
-    for line in lines:
+    for line in map(limits.within, lines):
+        limit = limits.limit_of(line)
         if isinstance(line, bytes) and len(line) > _PARSED_IN_THREAD:
             item = await offloaded(_inbound, line, limit)  # off the event loop
         else:
             item = _inbound(line, limit)
+        limits.answered(item)
         if item is None:
             continue
         try:
@@ -227,11 +274,15 @@ async def _write_stdin(
     source: MemoryObjectReceiveStream[SessionMessage],
     inbound: MemoryObjectSendStream[_Inbound],
     done: anyio.Event,
+    limits: _Limits,
 ) -> None:
     assert process.stdin is not None
     try:
         async with source:
             async for message in source:
+                root = message.message
+                if isinstance(root, mcp_types.JSONRPCRequest) and root.method != "tools/call":
+                    limits.roomy.add(root.id)
                 text = message.message.model_dump_json(by_alias=True, exclude_unset=True)
                 await process.stdin.send((text + "\n").encode())
     except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
