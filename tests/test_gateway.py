@@ -120,6 +120,10 @@ async def test_timeout_keeps_what_the_run_produced(any_gateway: Gateway) -> None
 async def test_unknown_tool_names_the_closest(any_gateway: Gateway) -> None:
     out = await run(any_gateway, "tools.testsrv.ecko(text='x')")
     assert out["error"]["type"] == "TOOL_ERROR" and "echo" in out["error"]["message"]
+    # At most 5 names (contract §6), then how many and what lists them: every tool was
+    # listed, 4 KB of names in one error at 2,000 tools (attack 133).
+    assert "in all: get_tool_docs('testsrv') lists them" in out["error"]["message"]
+    assert "spawn_helper" not in out["error"]["message"]
     out = await run(any_gateway, "call_tool('notez', 'list_notes')")
     assert out["error"]["type"] == "TOOL_ERROR" and "notes" in out["error"]["message"]
 

@@ -137,7 +137,10 @@ class _Server(Frozen):
             raise AttributeError(name)
         if self._error:
             raise UnknownName(self._name, name, self._error)
-        raise UnknownName(self._name, name, f"no tool {name!r}{_closest(name, self._tools)}")
+        listing = f"get_tool_docs({self._name!r})"
+        raise UnknownName(
+            self._name, name, f"no tool {name!r}{_closest(name, self._tools, listing)}"
+        )
 
     def __dir__(self) -> Iterable[str]:
         return list(self._tools)
@@ -178,7 +181,9 @@ class Tools(Frozen):
             return server
         if name.startswith("_"):
             raise AttributeError(name)
-        raise UnknownName(name, "", f"unknown server{_closest(name, self._names)}")
+        raise UnknownName(
+            name, "", f"unknown server{_closest(name, self._names, 'list_servers()')}"
+        )
 
     def __dir__(self) -> Iterable[str]:
         return list(self._names)
@@ -194,16 +199,21 @@ def _exact(name: str) -> str:
     return name if type(name) is str else str.__str__(name)
 
 
+_CLOSE = 5  # names an unknown-name error offers
 # What ordinary lookup finds on the class before `__getattr__` is asked.
 _SERVER_ATTRIBUTES = tuple(dir(_Server))
 _TOOLS_ATTRIBUTES = tuple(dir(Tools))
 
 
-def _closest(name: str, candidates: Iterable[str]) -> str:
+def _closest(name: str, candidates: Iterable[str], listing: str) -> str:
+    """At most 5 names (contract §6): the close ones, or all when there are no more; past
+    that, how many and what lists them (every name, 4 KB of them, was one error's text)."""
     options = list(candidates)
-    close = difflib.get_close_matches(name, options, n=3, cutoff=0.5)
+    close = difflib.get_close_matches(name, options, n=_CLOSE, cutoff=0.5)
     hint = f"; did you mean {', '.join(close)}?" if close else ""
-    return f"{hint} (available: {', '.join(options) or 'none'})"
+    if len(options) <= _CLOSE:
+        return f"{hint} (available: {', '.join(options) or 'none'})"
+    return f"{hint} ({len(options):,} in all: {listing} lists them)"
 
 
 def is_identifier_of(obj: Any, name: object) -> bool:
