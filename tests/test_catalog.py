@@ -253,6 +253,15 @@ def test_empty_catalog() -> None:
         c.get("x", "y")
 
 
+def test_a_name_with_its_case_ranks_first() -> None:
+    """`get-user` and `Get-User` both match `Get-User` in any case; the one spelt as asked
+    comes first, whatever the catalog order (attack 133)."""
+    c = Catalog({"s": [tool("get-user", "One user."), tool("Get-User", "The same.")]})
+    assert names(c.search("Get-User"))[0] == ("s", "Get-User")
+    assert names(c.search("get-user"))[0] == ("s", "get-user")
+    assert names(c.search("GET-USER")) == [("s", "get-user"), ("s", "Get-User")]
+
+
 def test_server_without_tools() -> None:
     c = Catalog({"empty": [], "one": [tool("ping", "Ping.")]})
     assert c.tools_of("empty") == []

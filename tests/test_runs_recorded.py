@@ -157,6 +157,10 @@ def test_the_runs_command_lists_and_shows_from_another_process(tmp_path: Path) -
         [*command, "runs", "0" * 32], env=env, capture_output=True, text=True, timeout=60
     )
     assert missing.returncode == 2 and "no run" in missing.stderr
+    none = subprocess.run(  # it said "no runs recorded yet", with a run there (attack 133)
+        [*command, "runs", "--last", "0"], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert none.returncode == 2 and "1 or more" in none.stderr
 
 
 BIG = str(ROOT / "tests" / "servers" / "big_reply_upstream.py")

@@ -61,7 +61,9 @@ def _parser() -> argparse.ArgumentParser:
 
     runs = commands.add_parser("runs", help="the recorded runs, newest first, or one run")
     runs.add_argument("id", nargs="?", help="show this run with its nested calls")
-    runs.add_argument("--last", type=int, default=20, metavar="N", help="runs to list (20)")
+    runs.add_argument(
+        "--last", type=_at_least_one, default=20, metavar="N", help="runs to list (20)"
+    )
     _common(runs)
 
     ui = commands.add_parser("ui", help="serve the runs page on 127.0.0.1")
@@ -72,6 +74,13 @@ def _parser() -> argparse.ArgumentParser:
     setup = commands.add_parser("setup", help="install optional runtimes")
     setup.add_argument("what", choices=["pyodide"], help="the runtime to install")
     return parser
+
+
+def _at_least_one(text: str) -> int:
+    """A count of 1 or more (`--last 0` said "no runs recorded yet" with runs there)."""
+    if not text.strip().isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of 1 or more, not {text!r}")
+    return int(text)
 
 
 def _version() -> str:

@@ -177,6 +177,7 @@ class SearchIndex:
             caches = TermCache(cache), IndexSnapshots(cache)
             joined = _joined(groups, len(names), ranking, store, *caches)
             self._by_name = _Positions([n.tool.lower() for n in names])
+            self._by_case = _Positions([n.tool for n in names])
             self._by_path = _Positions([f"{n.server}.{n.tool}".lower() for n in names])
             self._by_id = _Positions([n.tool_id.lower() for n in names])
             for group in groups:
@@ -223,9 +224,11 @@ class SearchIndex:
 
     def exact(self, query: str) -> list[int]:
         """Positions of the tools named exactly like the query (any case): by original name
-        or `server.tool` first, then by identifier; each in catalog order."""
+        with its case first (`Get-User` before `get-user`: attack 133), then by original
+        name or `server.tool`, then by identifier; each in catalog order."""
         q = query.strip().lower()
-        named = sorted({*self._by_name.get(q), *self._by_path.get(q)})
+        cased = self._by_case.get(query.strip())
+        named = cased + sorted({*self._by_name.get(q), *self._by_path.get(q)} - set(cased))
         return named + [i for i in self._by_id.get(q) if i not in named]
 
 
