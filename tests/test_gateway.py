@@ -117,6 +117,14 @@ async def test_timeout_keeps_what_the_run_produced(any_gateway: Gateway) -> None
     assert (await run(any_gateway, "1+1"))["result"] == 2
 
 
+async def test_a_call_the_time_limit_cut_is_timed_until_then(any_gateway: Gateway) -> None:
+    """It was listed with 0 ms, having run until the run's limit (attack 133)."""
+    out = await run(any_gateway, "tools.testsrv.sleep(seconds=30)", timeout_s=2.0)
+    assert out["error"]["type"] == "TIMEOUT", out
+    (call,) = out["tool_calls"]
+    assert call["tool"] == "sleep" and not call["ok"] and call["ms"] >= 1000, out
+
+
 async def test_unknown_tool_names_the_closest(any_gateway: Gateway) -> None:
     out = await run(any_gateway, "tools.testsrv.ecko(text='x')")
     assert out["error"]["type"] == "TOOL_ERROR" and "echo" in out["error"]["message"]

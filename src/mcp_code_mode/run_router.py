@@ -247,12 +247,14 @@ class RunRouter:
 
         async with self._slots:
             started, paused = time.perf_counter(), self._approvals.paused_s
+            record.in_flight(started)
             try:
                 reply = await self._host.send(server, tool, args, admit=admit)
                 record.ok = True
                 return reply
             finally:
                 # A person's time is not the call's (the run's pauses: at least this one's).
+                record.in_flight(None)
                 elapsed = time.perf_counter() - started - (self._approvals.paused_s - paused)
                 record.ms = round(max(0.0, elapsed) * 1000, 1)
 
@@ -323,7 +325,7 @@ class RunRouter:
         raise CodeModeError(f"unknown query {kind!r}")
 
     def records(self) -> list[ToolCallRecord]:
-        return list(self._records)
+        return [record.as_of(time.perf_counter()) for record in self._records]
 
     def _message(self, text: str) -> str:
         """A progress message as sent: cleaned, then redacted (a NUL in a secret hid it),

@@ -7,7 +7,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, PrivateAttr
 
 from ..errors import ErrorType
 from ..tool_results import ResultBudget
@@ -77,6 +77,18 @@ class ToolCallRecord(BaseModel):
     tool: str
     ms: float
     ok: bool
+    _since: float | None = PrivateAttr(None)  # time.perf_counter() while it is in flight
+
+    def in_flight(self, since: float | None) -> None:
+        """The call went out at `since` (None: it has ended, `ms` is set)."""
+        self._since = since
+
+    def as_of(self, now: float) -> ToolCallRecord:
+        """This record; a call still in flight timed until `now` (a run its time limit cut
+        reported 0 ms for a call that had run 2 s: attack 133)."""
+        if self._since is None:
+            return self
+        return self.model_copy(update={"ms": round(max(0.0, now - self._since) * 1000, 1)})
 
 
 class ToolCallGroup(BaseModel):
