@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -73,3 +75,29 @@ def test_prune_runs_after_the_writes_handed_over_before_it(tmp_path: Path) -> No
     disk_cache.prune_later(tmp_path, "*.x", 2, "test cache")
     disk_cache.flush()
     assert len(list(tmp_path.glob("*.x"))) == 2
+
+
+def test_a_write_handed_over_as_the_process_exits_is_dropped_quietly(tmp_path: Path) -> None:
+    """A search index built after `exec` had ended wrote its cache as Python exited: a
+    traceback of "cannot schedule new futures after interpreter shutdown" (attack 132)."""
+    script = (
+        "import sys, threading, time\n"
+        "from pathlib import Path\n"
+        "from mcp_code_mode import disk_cache\n"
+        "def late():\n"
+        "    time.sleep(0.5)\n"
+        "    done = disk_cache.write_later(Path(sys.argv[1]), b'v', bytes, 'late')\n"
+        "    disk_cache.prune_later(Path(sys.argv[1]).parent, '*.x', 1, 'late')\n"
+        "    print('written:', done.result())\n"
+        "threading.Thread(target=late).start()\n"
+    )
+    ran = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path / "late.bin")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert ran.returncode == 0 and "Traceback" not in ran.stderr, ran.stderr
+    assert ran.stdout.strip() == "written: False"
+    assert not (tmp_path / "late.bin").exists()

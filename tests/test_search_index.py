@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import time
+from concurrent.futures import Future
 
 import numpy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from mcp_code_mode.search_index import top_positions
+from mcp_code_mode.search_index import SearchIndex, answering, top_positions
 
 
 def reference(scores: numpy.ndarray, k: int) -> list[int]:
@@ -52,3 +53,12 @@ def test_search_at_ten_thousand_tools_answers_in_milliseconds() -> None:
     # ~1.5 ms here; generous for a loaded CI machine (the cost used to be 100+ ms a query)
     assert (time.perf_counter() - started) / len(queries) < 0.03
     assert catalog.search(named)[0].tool == named
+
+
+def test_an_index_dropped_as_the_process_exits_leaves_its_waiter_cancelled() -> None:
+    """The builder's pending work is cancelled at exit: reading the cancelled build's
+    exception raised in its callback, a traceback as `exec` ended (attack 132)."""
+    index: Future[SearchIndex] = Future()
+    done = answering(index)
+    assert index.cancel()
+    assert done.cancelled()

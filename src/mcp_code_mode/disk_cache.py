@@ -37,7 +37,15 @@ def write_later(path: Path, value: T, encode: Callable[[T], bytes], what: str) -
     writer thread; the future says whether it was written. `pending(path)` is `value` until."""
     with _lock:
         _pending[path] = value
-    return _writer().submit(_write, path, value, encode, what)
+    try:
+        return _writer().submit(_write, path, value, encode, what)
+    except RuntimeError:  # the interpreter is exiting: a build that ended late writes nothing
+        with _lock:
+            _pending.pop(path, None)
+        logger.debug("%s not written: the process is exiting", what)
+        skipped: Future[bool] = Future()
+        skipped.set_result(False)
+        return skipped
 
 
 def pending(path: Path) -> Any | None:
@@ -48,7 +56,8 @@ def pending(path: Path) -> Any | None:
 
 def prune_later(directory: Path, pattern: str, keep: int, what: str) -> None:
     """`prune_oldest`, in the writer thread after the writes handed to it before."""
-    _writer().submit(prune_oldest, directory, pattern, keep, what)
+    with contextlib.suppress(RuntimeError):  # the interpreter is exiting: pruned next time
+        _writer().submit(prune_oldest, directory, pattern, keep, what)
 
 
 def flush() -> None:

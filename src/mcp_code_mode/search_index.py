@@ -353,6 +353,9 @@ def answering(index: Future[SearchIndex]) -> Future[None]:
     done: Future[None] = Future()
 
     def built(future: Future[SearchIndex]) -> None:
+        if future.cancelled():  # the process is exiting: its builder dropped the build
+            done.cancel()
+            return
         failure = future.exception()
         if failure is not None:
             done.set_exception(failure)
