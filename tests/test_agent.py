@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 
@@ -66,6 +67,26 @@ async def test_tool_error_is_fed_back(gateway: Gateway) -> None:
     assert prediction.steps[0]["error"]["type"] == "TOOL_ERROR"
     assert "quota exceeded" in lm.history[1]["messages"][-1]["content"]
     assert prediction.steps[1]["result"] == "recovered"
+
+
+async def test_a_step_out_of_time_gets_advice_its_callers_can_follow(gateway: Gateway) -> None:
+    """It told the model and `run_task`'s client to pass a larger `timeout_s` or
+    `--timeout`, which neither has."""
+    lm = DummyLM(
+        [
+            {"reasoning": "a", "code": "tools.testsrv.sleep(seconds=30)", "finished": False},
+            {"reasoning": "b", "code": "tools.testsrv.echo(text='quick')", "finished": True},
+            {"answer": "quick"},
+        ]
+    )
+    run_code = functools.partial(gateway.execute, timeout_s=1.0)
+    runner = agent.CodeExecutionAgent(run_code, max_steps=3)
+    with dspy.context(lm=lm):
+        prediction = await runner.acall(task="be quick")
+    error = prediction.steps[0]["error"]
+    assert error["type"] == "TIMEOUT" and "1s time limit" in error["message"], error
+    assert "timeout_s" not in error["message"] and "--timeout" not in error["message"]
+    assert "do less in one step" in lm.history[1]["messages"][-1]["content"]
 
 
 async def test_gives_up_at_max_steps_without_inventing_an_answer(gateway: Gateway) -> None:

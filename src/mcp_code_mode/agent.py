@@ -280,7 +280,7 @@ class _Loop:
             code=code,
             ok=result.ok,
             result=result.result,
-            error=result.error.model_dump(mode="json") if result.error else None,
+            error=Step.run_error(result.error.model_dump(mode="json") if result.error else None),
             stdout=result.stdout,
             logs=list(result.logs),
             produced=result.ok and produced,

@@ -6,6 +6,10 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from .sandbox.child.outcome import TIMEOUT_ADVICE
+
+_TIMEOUT_ADVICE = "; do less in one step (fewer or smaller calls; call_tools makes several at once)"
+
 __all__ = ["TRAJECTORY_CHARS", "Step", "clip", "trajectory"]
 
 _RESULT_CHARS = 2000
@@ -53,6 +57,15 @@ class Step:
             return f"## Step {number} (shortened)\n`{first}`: ran ok, a result of {size} chars"
         kind = (self.error or {}).get("type")
         return f"## Step {number} (shortened)\n`{first}`: failed with {kind}"
+
+    @staticmethod
+    def run_error(error: dict[str, Any] | None) -> dict[str, Any] | None:
+        """A run's error as a step holds it: a time limit's advice is the agent's, whose
+        callers have no `timeout_s` to raise (it told the model and them to pass one)."""
+        if error is None or error.get("type") != "TIMEOUT":
+            return error
+        message = str(error.get("message", "")).removesuffix(TIMEOUT_ADVICE)
+        return {**error, "message": message + _TIMEOUT_ADVICE}
 
     @classmethod
     def refused(cls, code: str, kind: str, message: str) -> Step:

@@ -25,6 +25,7 @@ from ..errors import ErrorType, WorkerCrashed
 from ..settings import DEFAULT_ALLOWED_IMPORTS, Settings
 from .backend import Launcher
 from .base import ExecutionResult, GuestIndex, Limits, Session, ToolRouter
+from .child.outcome import TIMEOUT_ADVICE
 from .child.rules import ALWAYS_IMPORTABLE, CHECKED_EXTRAS, UNGUARDED_MODULES
 from .conversation import Conversation, Hold
 from .launchers import launcher_for
@@ -165,9 +166,7 @@ class SandboxExecutor:
         except TimeoutError:
             result = ExecutionResult.failure(
                 ErrorType.TIMEOUT,
-                f"the run exceeded its {timeout_s:g}s time limit and was killed "
-                "(pass a larger timeout_s, or --timeout on the command line, "
-                "up to MCP_CODE_MAX_TIMEOUT_S)",
+                f"the run exceeded its {timeout_s:g}s time limit and was killed" + TIMEOUT_ADVICE,
             )
         except WorkerCrashed as exc:
             result = ExecutionResult.failure(ErrorType.EXECUTOR_ERROR, str(exc))

@@ -21,6 +21,7 @@ from mcp_code_mode.sandbox.child.tools_view import ToolError
 from mcp_code_mode.sandbox.protocol import ErrorCode, ErrorInfo
 
 __all__ = [
+    "TIMEOUT_ADVICE",
     "error_for",
     "format_traceback",
     "guest_line",
@@ -29,6 +30,12 @@ __all__ = [
     "result_value",
     "safe_str",
 ]
+
+TIMEOUT_ADVICE = (
+    " (pass a larger timeout_s, or --timeout on the command line, up to MCP_CODE_MAX_TIMEOUT_S)"
+)
+"""How a TIMEOUT's message ends, whichever side timed the run out; the agent, whose
+callers pass no `timeout_s`, gives its model other advice instead."""
 
 
 def error_for(exc: BaseException, source: str, tripped: Fatal | None = None) -> ErrorInfo:

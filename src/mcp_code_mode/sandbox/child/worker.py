@@ -20,7 +20,12 @@ from types import CodeType, FrameType
 from typing import TYPE_CHECKING, Any
 
 from mcp_code_mode.sandbox.child.guest import Fatal, GuestRuntime, Submitted
-from mcp_code_mode.sandbox.child.outcome import error_for, make_error, result_value
+from mcp_code_mode.sandbox.child.outcome import (
+    TIMEOUT_ADVICE,
+    error_for,
+    make_error,
+    result_value,
+)
 from mcp_code_mode.sandbox.child.rewrite import RESULT_NAME, compile_guest
 from mcp_code_mode.sandbox.child.rules import GUEST_MODULE, TOO_DEEP
 from mcp_code_mode.sandbox.child.tools_view import GuestIndex, freeze_index
@@ -331,9 +336,7 @@ def _on_alarm(run: Run, timeout_s: float) -> Callable[[int, FrameType | None], N
     def on_alarm(signum: int, frame: FrameType | None) -> None:
         raise run.trip(
             "TIMEOUT",
-            f"the run exceeded its {timeout_s:g}s time limit "
-            "(pass a larger timeout_s, or --timeout on the command line, "
-            "up to MCP_CODE_MAX_TIMEOUT_S)",
+            f"the run exceeded its {timeout_s:g}s time limit" + TIMEOUT_ADVICE,
         )
 
     return on_alarm
