@@ -89,6 +89,23 @@ async def test_a_step_out_of_time_gets_advice_its_callers_can_follow(gateway: Ga
     assert "do less in one step" in lm.history[1]["messages"][-1]["content"]
 
 
+async def test_a_refused_long_reply_is_not_echoed_whole_in_the_steps(gateway: Gateway) -> None:
+    long_code = "x = 1\n" + "# padding\n" * 10_000  # 100,000 characters: refused by size
+    lm = DummyLM(
+        [
+            {"reasoning": "a", "code": long_code, "finished": False},
+            {"reasoning": "b", "code": "tools.testsrv.echo(text='short')", "finished": True},
+            {"answer": "short"},
+        ]
+    )
+    runner = agent.CodeExecutionAgent(gateway.execute, max_steps=3)
+    with dspy.context(lm=lm):
+        prediction = await runner.acall(task="be brief")
+    first = prediction.steps[0]
+    assert first["error"]["type"] == "POLICY_VIOLATION", first["error"]
+    assert len(first["code"]) < 8_100 and first["code"].endswith("more chars]")
+
+
 async def test_gives_up_at_max_steps_without_inventing_an_answer(gateway: Gateway) -> None:
     lm = DummyLM(
         [

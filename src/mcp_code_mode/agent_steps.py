@@ -31,7 +31,10 @@ class Step:
     produced: bool = False  # ran and returned, printed or called something
 
     def to_json(self) -> dict[str, Any]:
-        return {"code": self.code, "ok": self.ok, "result": self.result, "error": self.error}
+        """The step for `run_task`'s reply: code as long as may run, at most (a refused
+        100,000-character reply was echoed whole in each step that repeated it)."""
+        code = clip(self.code, _CODE_CHARS)
+        return {"code": code, "ok": self.ok, "result": self.result, "error": self.error}
 
     def render(self, number: int) -> str:
         code = clip(self.code, _CODE_CHARS) if self.code else "(no code)"
