@@ -6,11 +6,11 @@ pipe tasks instead of the MCP SDK's `stdio_client`, which reads each whole line 
 upstream's stdout into memory before parsing it. Here each line passes a `LineSplitter`:
 
 - a tool call's reply over `max_line_bytes` (any other reply: over `max_other_bytes`, at
-  least `OTHER_REPLY_BYTES`, so a small result limit leaves a catalog listable) is cut off
-  while it is read (the rest is dropped up to its end) and answered with a JSON-RPC error
-  reply for the id found in its first or last few KB, so the call waiting for it fails at
-  once with a message naming its size and `MCP_CODE_MAX_RESULT_BYTES`; the connection
-  stays up (it is not a transport failure);
+  least `OTHER_REPLY_BYTES`, so a small result limit leaves a catalog listable) is
+  answered with a JSON-RPC error reply for the id found in its first or last few KB, so
+  the call waiting for it fails at once with a message naming its size and
+  `MCP_CODE_MAX_RESULT_BYTES`; a line is held up to `max_other_bytes` at most, the rest is
+  dropped up to its end as it is read; the connection stays up (no transport failure);
 - a line that is not a JSON-RPC message is answered the same way when it carries the id
   of a reply, instead of leaving its call to time out.
 
