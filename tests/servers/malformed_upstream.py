@@ -12,9 +12,14 @@ Tools: `echo` (a correct reply), `boot` (this process's pid), `content_not_list`
 `wire_size` (the size in bytes of the call's `arguments` JSON exactly as it arrived, and
 whether those bytes were valid UTF-8).
 
+`crossed` (a 3 MB result sent on a line whose first `"id"` is the tools/list the gateway
+sends after the call's `tools/list_changed`, and whose last, the one JSON keeps, is the
+call's).
+
 With `--pages N --page-tools K` its tools/list comes in N pages (a cursor each): the tools
 above, then K more a page (`paged_<page>_<n>`, each described by `--description-chars`
-characters, default 200).
+characters, default 200); with `--junk-chars N` each page also carries N characters
+under a `_meta` given twice (the parser keeps the second, empty one).
 """
 
 from __future__ import annotations
@@ -29,9 +34,11 @@ MODERN_VERSION = "2026-07-28"
 LEGACY_VERSION = "2025-11-25"
 _NO_ARGS = {"type": "object", "properties": {}}
 _LAST_LINE = [b""]  # the request line being answered, as its bytes arrived
+_CROSSED: list[Any] = []  # the id of a `crossed` call waiting for the next tools/list
 _ARGS = sys.argv[1:]
 PAGES = int(_ARGS[_ARGS.index("--pages") + 1]) if "--pages" in _ARGS else 1
 PAGE_TOOLS = int(_ARGS[_ARGS.index("--page-tools") + 1]) if "--page-tools" in _ARGS else 0
+JUNK_CHARS = int(_ARGS[_ARGS.index("--junk-chars") + 1]) if "--junk-chars" in _ARGS else 0
 _DESCRIBED = "--description-chars"
 DESCRIPTION_CHARS = int(_ARGS[_ARGS.index(_DESCRIBED) + 1]) if _DESCRIBED in _ARGS else 200
 TOOLS = [
@@ -65,6 +72,7 @@ TOOLS = [
         "description": "The size in bytes of this call's arguments as they arrived.",
         "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}},
     },
+    {"name": "crossed", "description": "A big result under two ids.", "inputSchema": _NO_ARGS},
     {
         "name": "garbage_first",
         "description": "Writes a line that is not JSON, then a correct reply.",
@@ -148,11 +156,28 @@ def answer(request: dict[str, Any]) -> dict[str, Any] | None:
         }
     if method == "ping":
         return {"result": modern({})}
+    if method == "tools/list" and _CROSSED:
+        body = json.dumps(text("C" * 3_000_000))
+        ids = json.dumps(request["id"]), json.dumps(_CROSSED.pop())
+        sys.stdout.write(
+            f'{{"jsonrpc": "2.0", "id": {ids[0]}, "result": {body}, "id": {ids[1]}}}\n'
+        )
+    if method == "tools/call" and params.get("name") == "crossed":
+        _CROSSED.append(request["id"])
+        send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+        return None
     if method == "tools/list":
         page = int(params.get("cursor") or 0)
         listed: dict[str, Any] = {"tools": _page(page)}
         if page + 1 < PAGES:
             listed["nextCursor"] = str(page + 1)
+        if JUNK_CHARS:  # a page big on the wire, small once parsed: its `_meta` given twice
+            small = json.dumps({**listed, "_meta": {}})
+            junk = f'{{"_meta": "{"x" * JUNK_CHARS}", {small[1:]}'
+            sys.stdout.write(
+                f'{{"jsonrpc": "2.0", "id": {json.dumps(request["id"])}, "result": {junk}}}\n'
+            )
+            return None
         return {
             "result": modern({**listed, "ttlMs": 0, "cacheScope": "private"} if MODERN else listed)
         }

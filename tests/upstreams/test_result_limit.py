@@ -263,10 +263,10 @@ PAGED = str(Path(__file__).parents[1] / "servers" / "malformed_upstream.py")
 
 
 async def _paged_gateway(
-    write_config: ConfigWriter, pages: int, per_page: int, described: int = 200
+    write_config: ConfigWriter, pages: int, per_page: int, described: int = 200, junk: int = 0
 ) -> Gateway:
     args = [PAGED, "--pages", str(pages), "--page-tools", str(per_page)]
-    args += ["--description-chars", str(described)]
+    args += ["--description-chars", str(described), "--junk-chars", str(junk)]
     entry = {"command": sys.executable, "args": args, "env": dict(QUIET)}
     settings = make_settings(max_result_bytes=LIMIT)
     gw = Gateway(settings, load_config(write_config({"paged": entry})), connect="wait")
@@ -289,11 +289,65 @@ async def test_a_listing_is_bounded_as_one_reply_however_it_is_paged(
         await gw.aclose()
 
 
+async def test_a_listing_is_counted_as_it_came_not_as_it_parsed(
+    write_config: ConfigWriter,
+) -> None:
+    """Pages of 4 MB on the wire under a key given twice, ~100 bytes once parsed: counted
+    as parsed, 10 pages of 9 MB passed the 10 MB bound (attack 134)."""
+    gw = await _paged_gateway(write_config, pages=4, per_page=1, junk=4_000_000)
+    try:
+        row = status(gw, "paged")
+        assert row["status"] == "error" and "bigger than 10,000,000 bytes" in row["error"], row
+    finally:
+        await gw.aclose()
+
+
 async def test_a_listing_under_the_bound_has_every_page(write_config: ConfigWriter) -> None:
     gw = await _paged_gateway(write_config, pages=4, per_page=3)
     try:
-        assert status(gw, "paged")["tool_count"] == 7 + 3 * 4
+        assert status(gw, "paged")["tool_count"] == 8 + 3 * 4
         assert (await value(gw, "tools.paged.echo(text='p')")) == "p"
         assert "paged_3_2" in await value(gw, "get_tool_docs('paged', 'paged_3_2')")
     finally:
         await gw.aclose()
+
+
+async def test_a_result_sent_as_another_requests_reply_is_held_to_the_limit(
+    write_config: ConfigWriter,
+) -> None:
+    """A 3 MB result on a line whose first `"id"` was a pending tools/list's (allowed 10 MB)
+    and whose last, the one the parser keeps, the call's: it reached the code past a
+    100 KB limit (attack 134)."""
+    entry = {"command": sys.executable, "args": [PAGED], "env": dict(QUIET)}
+    gw = await _gateway(write_config({"raw": entry}), limit=100_000)
+    try:
+        out = await run(gw, "len(tools.raw.crossed())", timeout_s=60)
+        assert not out["ok"] and out["error"]["type"] == "TOOL_ERROR", out["result"]
+        assert "MCP_CODE_MAX_RESULT_BYTES (100,000)" in out["error"]["message"], out["error"]
+        assert await value(gw, "tools.raw.echo(text='after')") == "after"
+    finally:
+        await gw.aclose()
+
+
+async def test_an_http_result_sent_as_another_requests_reply_is_held_to_the_limit(
+    write_config: ConfigWriter,
+) -> None:
+    """A 3 MB result sent as the JSON reply to the tools/list POST the gateway sent after
+    the call's `tools/list_changed` (bounded at 10 MB), under the call's id: the MCP SDK
+    handed it to the waiting call past a 100 KB limit (attack 134)."""
+    port = free_port()
+    server = str(Path(__file__).parents[1] / "servers" / "crossed_http_upstream.py")
+    proc = subprocess.Popen([sys.executable, server, str(port)], stderr=subprocess.DEVNULL)
+    try:
+        await _listening(port, proc)
+        url = f"http://127.0.0.1:{port}/mcp"
+        gw = await _gateway(write_config({"web": {"url": url}}), limit=100_000)
+        try:
+            out = await run(gw, "len(tools.web.crossed())", timeout_s=60)
+            assert not out["ok"] and out["error"]["type"] == "TOOL_ERROR", out["result"]
+            assert await value(gw, "tools.web.echo(text='after')") == "after"
+        finally:
+            await gw.aclose()
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)

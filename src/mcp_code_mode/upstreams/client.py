@@ -26,7 +26,7 @@ from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
 from .. import __version__
 from .call_streams import CallStreams
-from .http_limit import IDENTITY, bound_response, request_head
+from .http_limit import IDENTITY, OtherReply, bound_response, request_head
 from .server_log import UpstreamLog, quiet_sdk_logs
 from .stdio import OTHER_REPLY_BYTES, BoundedStdioTransport
 
@@ -66,6 +66,10 @@ class Link:
     # the event streams of requests in flight (HTTP): a cancelled call's end
     streams: CallStreams = field(default_factory=CallStreams)
     listing_bytes: int = OTHER_REPLY_BYTES  # a whole tools/list, however paged
+    other_bytes: int = 0  # of the replies that were not a call's, as they came on the wire
+
+    def count_other(self, size: int) -> None:
+        self.other_bytes += size
 
 
 class ListingTooLarge(Exception):
@@ -79,11 +83,11 @@ async def list_all_tools(link: Link) -> list[mcp_types.Tool]:
     tools: list[mcp_types.Tool] = []
     cursor: str | None = None
     seen: set[str] = set()
-    size = 0
+    size, wire = 0, link.other_bytes  # the pages as parsed, and as they came (attack 134)
     for _ in range(_MAX_PAGES):
         page = await link.client.list_tools_mcp(cursor=cursor)
         size += len(page.model_dump_json(by_alias=True, exclude_none=True))
-        if size > link.listing_bytes:
+        if max(size, link.other_bytes - wire) > link.listing_bytes:
             raise ListingTooLarge(
                 f"its tools/list is bigger than {link.listing_bytes:,} bytes over "
                 f"{len(seen) + 1} pages (a listing, its pages together, is bounded as one reply)"
@@ -141,6 +145,7 @@ def bounded(
     *,
     max_result_bytes: int,
     http_client_factory: Callable[..., httpx2.AsyncClient],
+    link: Link,
 ) -> ClientTransport:
     """`transport` with each reply of its upstream bounded at `max_result_bytes`.
 
@@ -149,7 +154,9 @@ def bounded(
     `to_transport`), whose responses `BoundedHTTPTransport` bounds.
     """
     if isinstance(transport, StdioTransport):
-        return BoundedStdioTransport(transport, max_line_bytes=max_result_bytes)
+        return BoundedStdioTransport(
+            transport, max_line_bytes=max_result_bytes, on_other_bytes=link.count_other
+        )
     if isinstance(transport, SSETransport) and transport.httpx_client_factory is None:
         transport.httpx_client_factory = http_client_factory
     return transport
@@ -258,10 +265,9 @@ def _event_hooks(
     other_bytes = max(max_result_bytes, OTHER_REPLY_BYTES)  # a reply that is not a call's
 
     async def on_response(response: httpx2.Response) -> None:
-        other = response.request.extensions.get(_NOT_A_CALL, False)
-        events = bound_response(
-            response, max_result_bytes=other_bytes if other else max_result_bytes
-        )
+        asked = response.request.extensions.get(_NOT_A_CALL)  # the id of a request, not a call
+        other = None if asked is None else OtherReply(asked, other_bytes, link.count_other)
+        events = bound_response(response, max_result_bytes=max_result_bytes, other=other)
         if events is not None:
             link.streams.adopt(events, response.request)
         if await refuses_session(response):
@@ -279,7 +285,7 @@ def _event_hooks(
             if message["method"] == "tools/call":
                 link.streams.sent(message["id"])
             else:  # its reply is bounded as a listing's, not as a result's
-                request.extensions[_NOT_A_CALL] = True
+                request.extensions[_NOT_A_CALL] = message["id"]
         else:  # an answer or a notification: its HTTP answer is not waited for long
             request.extensions["timeout"] = httpx2.Timeout(_ANSWER_WAIT_S).as_dict()
         # the SDK keeps reading a cancelled request's stream while the upstream keeps it open

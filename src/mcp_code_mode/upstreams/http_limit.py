@@ -36,10 +36,12 @@ import json
 import re
 import zlib
 from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 
 import httpx2
 
 from .framing import (
+    HEAD_BYTES,
     RESULT_TOO_LARGE_CODE,
     LineSplitter,
     Oversized,
@@ -51,6 +53,7 @@ __all__ = [
     "IDENTITY",
     "SDK_EVENT_BYTES",
     "BoundedEvents",
+    "OtherReply",
     "ResultTooLarge",
     "bound_response",
     "request_head",
@@ -74,9 +77,23 @@ class ResultTooLarge(httpx2.StreamError):
     """An upstream's reply is bigger than `MCP_CODE_MAX_RESULT_BYTES`."""
 
 
-def bound_response(response: httpx2.Response, *, max_result_bytes: int) -> BoundedEvents | None:
-    """Bound `response`'s body at `max_result_bytes` before anyone reads it (see the module);
-    an event stream's wrapper is returned.
+@dataclass(frozen=True, slots=True)
+class OtherReply:
+    """The reply to a POST that is not `tools/call` (a listing, a ping): it may be `limit`
+    bytes; a JSON body longer than a result may be must answer `request_id`; its size on
+    the wire is told to `count`."""
+
+    request_id: int | str
+    limit: int
+    count: Callable[[int], None]
+
+
+def bound_response(
+    response: httpx2.Response, *, max_result_bytes: int, other: OtherReply | None = None
+) -> BoundedEvents | None:
+    """Bound `response`'s body at `max_result_bytes` (a reply that is not a call's: at
+    `other.limit`) before anyone reads it (see the module); an event stream's wrapper is
+    returned.
 
     Call it from an httpx response hook: hooks run before a streamed body is read.
     """
@@ -88,13 +105,17 @@ def bound_response(response: httpx2.Response, *, max_result_bytes: int) -> Bound
         stream = _Inflated(stream, coding)
         del response.headers["content-encoding"]  # inflated here: the client must not
     kind = response.headers.get("content-type", "").partition(";")[0].strip().lower()
+    limit = max_result_bytes if other is None else other.limit
     if kind == "text/event-stream":
-        events = BoundedEvents(stream, response.request, max_result_bytes)
+        events = BoundedEvents(stream, response.request, limit)
+        events.on_bytes = None if other is None else other.count
         response.stream = events
         return events
     declared = response.headers.get("content-length", "")
     size = int(declared) if declared.isdigit() else None
-    response.stream = _BoundedBody(stream, max_result_bytes, size)
+    response.stream = _BoundedBody(stream, limit, size)
+    if other is not None:
+        response.stream = _OwnReply(response.stream, max_result_bytes, other)
     return None
 
 
@@ -151,6 +172,43 @@ class _BoundedBody(httpx2.AsyncByteStream):
         await self._inner.aclose()
 
 
+class _OwnReply(httpx2.AsyncByteStream):
+    """A reply that is not a call's, counted; past a result's limit it must answer its own
+    request: an upstream answered our tools/list with a call's 3 MB result under the
+    call's id, and the MCP SDK passed it to the waiting call (attack 134)."""
+
+    def __init__(self, inner: httpx2.AsyncByteStream, result_limit: int, other: OtherReply):
+        self._inner = inner
+        self._result_limit = result_limit
+        self._other = other
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        chunks: list[bytes] = []
+        async for chunk in self._inner:
+            self._other.count(len(chunk))
+            chunks.append(chunk)
+            yield chunk
+        body = b"".join(chunks)
+        if len(body) > self._result_limit and not _answers(body, self._other.request_id):
+            raise ResultTooLarge(
+                f"{too_large_message(len(body), self._result_limit)}, and it does not answer "
+                "the request it came for"
+            )
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+def _answers(body: bytes, request_id: int | str) -> bool:
+    """Whether `body` is the reply to `request_id` by its first and by its last `"id"`."""
+    try:
+        parsed = json.loads(body)
+    except ValueError:
+        return False
+    first = reply_id(body[:HEAD_BYTES], b"")
+    return isinstance(parsed, dict) and parsed.get("id") == request_id and first == request_id
+
+
 class BoundedEvents(httpx2.AsyncByteStream):
     """An event stream whose lines over the limit become error replies, ended early by
     `abandon()`; `request_id`: the request whose POST it answers, if any."""
@@ -164,13 +222,14 @@ class BoundedEvents(httpx2.AsyncByteStream):
         self.request_id: int | str | None = self._request_id()
         self.on_end: Callable[[], None] | None = None  # told once, when the stream ends
         self.on_event_id: Callable[[str], None] | None = None  # told each `id:` it passes
+        self.on_bytes: Callable[[int], None] | None = None  # told the size of each chunk
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         splitter = LineSplitter(self._line_limit)
         try:
             if self._abandoned:  # a resumption of a call already abandoned
                 raise httpx2.SSEError("the call was abandoned (it timed out)")
-            async for chunk in self._inner:
+            async for chunk in self._counted():
                 if self._abandoned:
                     break
                 if out := self._lines(splitter.feed(chunk)):
@@ -186,6 +245,12 @@ class BoundedEvents(httpx2.AsyncByteStream):
         finally:
             if self.on_end is not None:
                 self.on_end()
+
+    async def _counted(self) -> AsyncIterator[bytes]:
+        async for chunk in self._inner:
+            if self.on_bytes is not None:
+                self.on_bytes(len(chunk))
+            yield chunk
 
     async def abandon(self) -> None:
         """End the stream: a read under way fails, and the SDK stops reading it."""

@@ -55,7 +55,9 @@ async def open_link(
     factory = client.http_client_factory(link, lambda: on_session_gone(link), max_result_bytes)
     transport = config.to_transport(stderr=errors, http_client_factory=factory)
     fresh = client.new_client(
-        client.bounded(transport, max_result_bytes=max_result_bytes, http_client_factory=factory),
+        client.bounded(
+            transport, max_result_bytes=max_result_bytes, http_client_factory=factory, link=link
+        ),
         link,
         log=log,
         on_tools_changed=lambda: on_tools_changed(link),

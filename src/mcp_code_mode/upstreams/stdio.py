@@ -32,7 +32,7 @@ import logging
 import os
 import signal
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
@@ -79,7 +79,13 @@ OTHER_REPLY_BYTES = 10_000_000
 class BoundedStdioTransport(ClientTransport):
     """A stdio upstream (as `source` describes it) read through a bounded line reader."""
 
-    def __init__(self, source: StdioTransport, *, max_line_bytes: int) -> None:
+    def __init__(
+        self,
+        source: StdioTransport,
+        *,
+        max_line_bytes: int,
+        on_other_bytes: Callable[[int], None] | None = None,
+    ) -> None:
         self.command = source.command
         self.args = list(source.args)
         self.env = dict(source.env or {})
@@ -87,6 +93,7 @@ class BoundedStdioTransport(ClientTransport):
         self.log_file = source.log_file  # a file, a path to append to, or None (our stderr)
         self.max_line_bytes = max_line_bytes  # of a tool call's reply
         self.max_other_bytes = max(max_line_bytes, OTHER_REPLY_BYTES)  # any other reply
+        self.on_other_bytes = on_other_bytes  # told the size of each reply that is not a call's
         # For the upstream to exit after its stdin closes; a stop on a signal shortens it
         # (`client.close(..., exit_grace_s=...)`): its process group is ended sooner.
         self.exit_grace_s = _GRACE_S
@@ -127,7 +134,7 @@ class BoundedStdioTransport(ClientTransport):
         outbound, outbound_reader = anyio.create_memory_object_stream[SessionMessage](0)
         writer_done = anyio.Event()
         async with anyio.create_task_group() as tg:
-            limits = _Limits(self.max_line_bytes, self.max_other_bytes)
+            limits = _Limits(self.max_line_bytes, self.max_other_bytes, self.on_other_bytes)
             tg.start_soon(_read_stdout, process, inbound_writer, limits)
             tg.start_soon(
                 _write_stdin, process, outbound_reader, inbound_writer, writer_done, limits
@@ -206,6 +213,7 @@ class _Limits:
 
     calls: int
     others: int
+    count: Callable[[int], None] | None = None  # told each other reply's size on the wire
     roomy: set[int | str] = field(default_factory=set)
 
     def within(self, line: bytes | Oversized) -> bytes | Oversized:
@@ -215,8 +223,7 @@ class _Limits:
         head, tail = line[:HEAD_BYTES], line[-TAIL_BYTES:]
         found = reply_id(head, tail)
         if found is not None and found in self.roomy:
-            self.roomy.discard(found)
-            return line
+            return line  # parsed, then checked again by the id the parser kept
         return Oversized(len(line), head, tail)
 
     def limit_of(self, line: bytes | Oversized) -> int:
@@ -225,11 +232,31 @@ class _Limits:
             return self.others
         return self.calls
 
-    def answered(self, item: _Inbound | None) -> None:
-        if isinstance(item, SessionMessage) and self.roomy:
-            root = item.message
-            if isinstance(root, mcp_types.JSONRPCResponse | mcp_types.JSONRPCError):
-                self.roomy.discard(root.id)
+    def checked(self, item: _Inbound | None, line: bytes | Oversized) -> _Inbound | None:
+        """`item` as parsed from `line`: a line past `calls` only as the reply, by the id
+        the parser kept, to a request that is not a call (a line with two `"id"` members
+        was sized by the first and parsed by the last: a call's result of 3 MB got past a
+        100 KB limit; attack 134)."""
+        root = item.message if isinstance(item, SessionMessage) else None
+        ident = (
+            root.id
+            if isinstance(root, mcp_types.JSONRPCResponse | mcp_types.JSONRPCError)
+            else None
+        )
+        size = line.size if isinstance(line, Oversized) else len(line)
+        if ident is not None and ident in self.roomy:
+            self.roomy.discard(ident)
+            if self.count is not None:
+                self.count(size)
+            return item
+        if isinstance(line, bytes) and size > self.calls:
+            message = too_large_message(size, self.calls)
+            return (
+                ValueError(message)
+                if ident is None
+                else error_reply(ident, RESULT_TOO_LARGE_CODE, message)
+            )
+        return item
 
 
 async def _read_stdout(
@@ -259,7 +286,7 @@ async def _deliver(
             item = await offloaded(_inbound, line, limit)  # off the event loop
         else:
             item = _inbound(line, limit)
-        limits.answered(item)
+        item = limits.checked(item, line)
         if item is None:
             continue
         try:
