@@ -51,6 +51,26 @@ async def test_a_run_waiting_for_its_first_call_goes_ahead_of_a_busy_run(
     assert sorted(hit["order"] for hit in done["result"]) != list(range(1, 9))
 
 
+async def test_a_call_waiting_while_its_upstream_dies_goes_to_the_new_one(
+    write_config: ConfigWriter,
+) -> None:
+    """It was sent on the dead connection once it had a place, and failed "connection
+    lost" without ever having been sent (attack 134)."""
+    path = write_config({"testsrv": server_entry(TEST_SERVER)})
+    gw = await start_gateway(path, pool_size=2, max_upstream_calls=1)
+    try:
+        dying = asyncio.create_task(gw.execute("tools.testsrv.crash_after(seconds=1)"))
+        share = gw.manager._upstreams["testsrv"].share
+        while not dying.done() and share.busy < 1:
+            await asyncio.sleep(0.01)
+        waiting = (await gw.execute("tools.testsrv.echo(text='queued')", timeout_s=30)).to_json()
+        died = (await dying).to_json()
+    finally:
+        await gw.aclose()
+    assert died["error"]["type"] == "TOOL_ERROR", died
+    assert waiting["ok"] and waiting["result"] == "queued", waiting["error"]
+
+
 async def test_cancelled_waiters_give_their_places_on() -> None:
     share = FairShare(1)
     release = asyncio.Event()

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
+from mcp_code_mode.errors import CodeModeError
 from mcp_code_mode.gateway import Gateway
 from mcp_code_mode.sandbox.pyodide import PyodideLauncher
 from mcp_code_mode.settings import DEFAULT_ALLOWED_IMPORTS
@@ -467,3 +468,21 @@ async def test_a_runner_starts_after_its_snapshot_was_removed(write_config: Conf
         assert snapshot.is_file()
     finally:
         await gw.aclose()
+
+
+@pytest.mark.parametrize("case", ["deno is a link", "others may write the folder"])
+def test_deno_keeps_its_caches_only_in_a_folder_of_the_users_own(tmp_path: Path, case: str) -> None:
+    """A `deno` link, or a cache folder others may write (`MCP_CODE_CACHE_DIR=/tmp`), let
+    another user choose where Deno's caches go (attack 134)."""
+    root = tmp_path / "mcp-code-mode"
+    root.mkdir()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir(mode=0o755)
+    if case == "deno is a link":
+        (root / "deno").symlink_to(elsewhere)
+    else:
+        root.chmod(0o777)
+    launcher = PyodideLauncher(allowed_imports=[], cache_dir=str(tmp_path))
+    with pytest.raises(CodeModeError, match="not this user's own folder"):
+        launcher._deno_home()
+    assert elsewhere.stat().st_mode & 0o777 == 0o755  # not made 0700 through the link

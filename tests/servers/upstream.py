@@ -81,6 +81,13 @@ def spawn_helper() -> int:
 
 
 @mcp.tool
+async def crash_after(seconds: float) -> str:
+    """Work `seconds`, then kill this server process mid-call."""
+    await asyncio.sleep(seconds)
+    os._exit(3)
+
+
+@mcp.tool
 def crash() -> str:
     """Kill this server process mid-call."""
     os._exit(3)

@@ -26,6 +26,7 @@ import os
 import resource
 import secrets
 import signal
+import stat
 from importlib import resources
 from pathlib import Path
 
@@ -257,10 +258,15 @@ class PyodideLauncher:
     def _deno_home(self) -> str:
         """Deno's own folder (its caches), this user's alone: one in /tmp was shared by
         every user, and code compiled there ran in place of the runner (attack 131)."""
-        home = cache_root(self._cache_dir) / "deno"
+        root = cache_root(self._cache_dir)
+        home = root / "deno"
         home.mkdir(mode=0o700, parents=True, exist_ok=True)
-        if home.stat().st_uid != os.geteuid():
-            raise CodeModeError(f"{home} belongs to another user: set MCP_CODE_CACHE_DIR")
+        # neither it nor the folder holding it another's, writable by others, or (it) a link
+        for folder, info in ((root, root.stat()), (home, home.lstat())):
+            if info.st_uid != os.geteuid() or info.st_mode & 0o002 or stat.S_ISLNK(info.st_mode):
+                raise CodeModeError(
+                    f"{folder} is not this user's own folder: set MCP_CODE_CACHE_DIR to one"
+                )
         home.chmod(0o700)
         return str(home)
 

@@ -89,6 +89,7 @@ class UpstreamConnection:
         self._failures = 0  # failed attempts and losses since it last answered
         self._attempt: asyncio.Task[None] | None = None
         self._attempt_started = 0.0
+        self.started = False  # an attempt was ever made
         self._slow = False  # the attempt in flight is past startup_timeout_s
         self._last_answer = 0.0  # monotonic time of the last successful request
         self._wake = asyncio.Event()  # tells the supervisor: lost, or check now
@@ -98,16 +99,12 @@ class UpstreamConnection:
 
     # ------------------------------------------------------------------ life cycle
 
-    @property
-    def started(self) -> bool:
-        return self._attempt is not None
-
     def begin(self) -> asyncio.Task[None]:
         """The connection attempt in flight, started now if there is none."""
         task = self._attempt
         if task is None or task.done():
             self._attempt_started = time.monotonic()
-            self._slow = False
+            self.started, self._slow = True, False
             task = self._attempt = asyncio.create_task(self._connect_once())
         return task
 
@@ -169,19 +166,24 @@ class UpstreamConnection:
         """Call `tool` and return its successful result; see `MCPServerManager.call_tool`."""
         from . import errors
 
-        for attempt in (0, 1):
+        for attempt in (0, 1, 2):
             link = await self._ready(tool) if admit is None else await self._admitted(tool, admit)
-            try:
-                async with self.share.turn():
+            # held until a failure is judged: a call waiting for it sees the loss (attack 134)
+            async with self.share.turn():
+                if self._link is not link or not self.is_ok():
+                    continue  # lost while it waited: not sent; the next attempt reconnects
+                try:
                     result = await link.client.call_tool_mcp(tool, args, timeout=self.timeout_s)
-            except Exception as exc:  # foreign errors: mapped by `classify`, once
-                failure = errors.classify(exc, session_gone=link.session_gone)
-                if failure.kind is errors.FailureKind.SESSION_GONE and attempt == 0:
-                    self._lose(link, failure.message)
-                    logger.info("upstream %s: session gone; resending %s once", self.name, tool)
-                    continue
-                raise await self._call_failure(link, tool, failure) from None
+                except Exception as exc:  # foreign errors: mapped by `classify`, once
+                    failure = errors.classify(exc, session_gone=link.session_gone)
+                    if failure.kind is errors.FailureKind.SESSION_GONE and attempt == 0:
+                        self._lose(link, failure.message)
+                        logger.info("upstream %s: session gone; resending %s once", self.name, tool)
+                        continue
+                    raise await self._call_failure(link, tool, failure) from None
             break
+        else:
+            raise self._failure(tool, "its connection kept failing while the call waited; not sent")
         self._answered()
         await self.tools.settle_refresh(self.timeout_s)
         if result.is_error:
@@ -192,8 +194,7 @@ class UpstreamConnection:
         """A failed call's error (a timed-out call's streams ended, a doubtful loss probed)."""
         from . import client, errors
 
-        probe_s = self._timing.health_timeout_s
-        if failure.unconfirmed and await answers(link, timeout_s=probe_s):
+        if failure.unconfirmed and await answers(link, timeout_s=self._timing.health_timeout_s):
             failure = errors.Failure(errors.FailureKind.ERROR_REPLY, failure.message)
         if failure.connection_lost:
             await self._stderr_drained()
