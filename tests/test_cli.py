@@ -78,6 +78,7 @@ def test_exec_failure_exits_1(tmp_path: Path) -> None:
     assert "RUNTIME_ERROR (line 1)" in readable.stderr and "ZeroDivisionError" in readable.stderr
 
 
+@pytest.mark.timeout(300)  # five gateway starts: past 90 s beside a CI run and two hogs
 def test_tools_listing_search_and_json() -> None:
     listing = cli("tools", "--server", "data")
     assert listing.returncode == 0, listing.stderr
@@ -285,6 +286,12 @@ def test_an_upstreams_stderr_is_kept_in_its_log_file(tmp_path: Path) -> None:
     (log,) = (tmp_path / "c" / "mcp-code-mode" / "logs").glob("crashy-*.log")
     assert f"(all of it: {log})" in row["error"] and "line 39" in row["error"]
     assert log.read_text().splitlines()[:40] == [f"line {i}" for i in range(40)]
+    # the user's alone: an upstream's stderr may hold its secrets, the runs its arguments;
+    # both were readable by every local user (attack 136)
+    root = tmp_path / "c" / "mcp-code-mode"
+    assert root.stat().st_mode & 0o777 == 0o700
+    assert log.stat().st_mode & 0o777 == 0o600
+    assert (root / "logs").stat().st_mode & 0o777 == 0o700
 
 
 def test_exec_without_a_config_runs_with_no_servers(tmp_path: Path) -> None:

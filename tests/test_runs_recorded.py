@@ -142,6 +142,8 @@ def test_the_runs_command_lists_and_shows_from_another_process(tmp_path: Path) -
         check=False,
     )
     assert ran.returncode == 1, ran.stderr
+    store = tmp_path / "mcp-code-mode" / "runs.sqlite3"  # the user's alone (attack 136)
+    assert store.stat().st_mode & 0o777 == 0o600
     listed = subprocess.run(
         [*command, "runs", "--json"], env=env, capture_output=True, text=True, timeout=60
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 from typing import Any, Literal
@@ -50,9 +51,19 @@ DEFAULT_ALLOWED_IMPORTS: tuple[str, ...] = (
 
 
 def cache_root(base: str | None = None) -> Path:
-    """`<base>/mcp-code-mode`; base: MCP_CODE_CACHE_DIR, else XDG_CACHE_HOME, else ~/.cache."""
+    """`<base>/mcp-code-mode`; base: MCP_CODE_CACHE_DIR, else XDG_CACHE_HOME, else ~/.cache.
+
+    Made if need be, and this user's alone (0700): its runs, logs and caches hold code,
+    arguments, results and what upstreams print (runs and logs were readable by every
+    local user; attack 136). A folder that cannot be made is left to its users to report.
+    """
     base = base or os.environ.get("MCP_CODE_CACHE_DIR") or os.environ.get("XDG_CACHE_HOME")
-    return Path(base or Path.home() / ".cache").expanduser() / "mcp-code-mode"
+    root = Path(base or Path.home() / ".cache").expanduser() / "mcp-code-mode"
+    with contextlib.suppress(OSError):
+        root.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if root.stat().st_uid == os.geteuid() and root.stat().st_mode & 0o077:
+            root.chmod(0o700)
+    return root
 
 
 def env_files(config_path: str | Path) -> list[Path]:

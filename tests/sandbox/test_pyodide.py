@@ -470,18 +470,20 @@ async def test_a_runner_starts_after_its_snapshot_was_removed(write_config: Conf
         await gw.aclose()
 
 
-@pytest.mark.parametrize("case", ["deno is a link", "others may write the folder"])
+@pytest.mark.parametrize("case", ["deno is a link", "another user's cache folder"])
 def test_deno_keeps_its_caches_only_in_a_folder_of_the_users_own(tmp_path: Path, case: str) -> None:
-    """A `deno` link, or a cache folder others may write (`MCP_CODE_CACHE_DIR=/tmp`), let
-    another user choose where Deno's caches go (attack 134)."""
+    """A `deno` link, or a cache folder of another user's (`MCP_CODE_CACHE_DIR=/tmp`), let
+    that user choose where Deno's caches go (attack 134)."""
     root = tmp_path / "mcp-code-mode"
-    root.mkdir()
+    root.mkdir(mode=0o777)
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir(mode=0o755)
     if case == "deno is a link":
         (root / "deno").symlink_to(elsewhere)
+    elif os.geteuid() != 0:
+        pytest.skip("giving a folder to another user needs root")
     else:
-        root.chmod(0o777)
+        os.chown(root, 65534, 65534)
     launcher = PyodideLauncher(allowed_imports=[], cache_dir=str(tmp_path))
     with pytest.raises(CodeModeError, match="not this user's own folder"):
         launcher._deno_home()

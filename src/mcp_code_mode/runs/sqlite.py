@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import sqlite3
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -78,7 +79,8 @@ class SQLiteRunBackend:
     def open(self) -> None:
         self.close()
         with _mapped(self.path, "open"):
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            os.close(os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600))  # new: the user's alone
             conn = sqlite3.connect(self.path, timeout=_BUSY_S, isolation_level=None)
             try:
                 conn.execute("PRAGMA journal_mode = WAL")  # readers never wait for the writer

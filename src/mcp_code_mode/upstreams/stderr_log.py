@@ -118,10 +118,12 @@ class StderrLog:
         if self.path is None:
             return
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
             if self.path.exists() and self.path.stat().st_size > _FILE_BYTES:
                 self.path.replace(self.path.with_name(self.path.name + ".1"))
-            with self.path.open("ab") as file:
+            # the user's alone: an upstream prints its own secrets (attack 136)
+            flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT
+            with open(os.open(self.path, flags, 0o600), "ab") as file:
                 file.write(chunk)
         except OSError:
             self.path = None  # not said again for every chunk
