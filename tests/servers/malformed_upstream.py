@@ -12,7 +12,8 @@ Tools: `echo` (a correct reply), `boot` (this process's pid), `content_not_list`
 `wire_size` (the size in bytes of the call's `arguments` JSON exactly as it arrived, and
 whether those bytes were valid UTF-8).
 
-`crossed` (a 3 MB result sent on a line whose first `"id"` is the tools/list the gateway
+`announce` (tools/list_changed every 2 ms for `seconds`, from a thread), `listed`
+(that count), `crossed` (a 3 MB result sent on a line whose first `"id"` is the tools/list the gateway
 sends after the call's `tools/list_changed`, and whose last, the one JSON keeps, is the
 call's).
 
@@ -27,6 +28,8 @@ from __future__ import annotations
 import json
 import os
 import sys
+import threading
+import time
 from typing import Any
 
 MODERN = "--modern" in sys.argv
@@ -35,6 +38,8 @@ LEGACY_VERSION = "2025-11-25"
 _NO_ARGS = {"type": "object", "properties": {}}
 _LAST_LINE = [b""]  # the request line being answered, as its bytes arrived
 _CROSSED: list[Any] = []  # the id of a `crossed` call waiting for the next tools/list
+_LISTED = [0]  # tools/list requests answered
+_WRITING = threading.Lock()  # replies and announcements, one line at a time
 _ARGS = sys.argv[1:]
 PAGES = int(_ARGS[_ARGS.index("--pages") + 1]) if "--pages" in _ARGS else 1
 PAGE_TOOLS = int(_ARGS[_ARGS.index("--page-tools") + 1]) if "--page-tools" in _ARGS else 0
@@ -74,6 +79,16 @@ TOOLS = [
     },
     {"name": "crossed", "description": "A big result under two ids.", "inputSchema": _NO_ARGS},
     {
+        "name": "announce",
+        "description": "Announces tools/list_changed every 2 ms for `seconds`.",
+        "inputSchema": {"type": "object", "properties": {"seconds": {"type": "number"}}},
+    },
+    {
+        "name": "listed",
+        "description": "How many tools/list were answered.",
+        "inputSchema": _NO_ARGS,
+    },
+    {
         "name": "garbage_first",
         "description": "Writes a line that is not JSON, then a correct reply.",
         "inputSchema": _NO_ARGS,
@@ -82,8 +97,17 @@ TOOLS = [
 
 
 def send(message: dict[str, Any]) -> None:
-    sys.stdout.write(json.dumps(message) + "\n")
-    sys.stdout.flush()
+    with _WRITING:
+        sys.stdout.write(json.dumps(message) + "\n")
+        sys.stdout.flush()
+
+
+def _announcing(seconds: float) -> None:
+    """`tools/list_changed` every 2 ms for `seconds`, beside the replies."""
+    ends = time.monotonic() + seconds
+    while time.monotonic() < ends:
+        send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+        time.sleep(0.002)
 
 
 def modern(result: dict[str, Any]) -> dict[str, Any]:
@@ -162,6 +186,14 @@ def answer(request: dict[str, Any]) -> dict[str, Any] | None:
         sys.stdout.write(
             f'{{"jsonrpc": "2.0", "id": {ids[0]}, "result": {body}, "id": {ids[1]}}}\n'
         )
+    if method == "tools/list":
+        _LISTED[0] += 1
+    if method == "tools/call" and params.get("name") == "announce":
+        seconds = float((params.get("arguments") or {}).get("seconds", 1))
+        threading.Thread(target=_announcing, args=(seconds,), daemon=True).start()
+        return {"result": text(str(_LISTED[0]))}
+    if method == "tools/call" and params.get("name") == "listed":
+        return {"result": text(str(_LISTED[0]))}
     if method == "tools/call" and params.get("name") == "crossed":
         _CROSSED.append(request["id"])
         send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})

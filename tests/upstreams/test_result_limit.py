@@ -305,7 +305,7 @@ async def test_a_listing_is_counted_as_it_came_not_as_it_parsed(
 async def test_a_listing_under_the_bound_has_every_page(write_config: ConfigWriter) -> None:
     gw = await _paged_gateway(write_config, pages=4, per_page=3)
     try:
-        assert status(gw, "paged")["tool_count"] == 8 + 3 * 4
+        assert status(gw, "paged")["tool_count"] == 10 + 3 * 4
         assert (await value(gw, "tools.paged.echo(text='p')")) == "p"
         assert "paged_3_2" in await value(gw, "get_tool_docs('paged', 'paged_3_2')")
     finally:
@@ -351,3 +351,47 @@ async def test_an_http_result_sent_as_another_requests_reply_is_held_to_the_limi
     finally:
         proc.kill()
         proc.wait(timeout=10)
+
+
+async def test_an_http_upstreams_own_requests_are_taken_at_a_bounded_rate(
+    write_config: ConfigWriter,
+) -> None:
+    """2,000 pings on the GET stream: each answer is a POST, sent one at a time, and they
+    piled up without bound (355 → 468 MB in 50 s, no call made; attack 135)."""
+    port = free_port()
+    server = str(Path(__file__).parents[1] / "servers" / "asking_http_upstream.py")
+    proc = subprocess.Popen([sys.executable, server, str(port), "2000"], stderr=subprocess.DEVNULL)
+    try:
+        await _listening(port, proc)
+        gw = await _gateway(write_config({"asker": {"url": f"http://127.0.0.1:{port}/mcp"}}))
+        try:
+            started = time.monotonic()
+            assert await value(gw, "tools.asker.echo(text='x')") == "{'text': 'x'}"
+            await asyncio.sleep(3)
+            answered = int(await value(gw, "tools.asker.answers()"))
+            elapsed = time.monotonic() - started
+            assert 0 < answered <= 50 + 20 * elapsed + 20, (answered, elapsed)
+        finally:
+            await gw.aclose()
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+
+
+async def test_announcements_in_a_flood_are_listed_at_a_bounded_rate(
+    write_config: ConfigWriter,
+) -> None:
+    """2,000 `tools/list_changed` a second made 20 listings a second of a small list, a
+    third of a core (attack 135): listings rest at least a quarter second."""
+    entry = {"command": sys.executable, "args": [PAGED], "env": dict(QUIET)}
+    gw = await _gateway(write_config({"raw": entry}))
+    try:
+        before = int(await value(gw, "tools.raw.listed()"))
+        started = time.monotonic()
+        await value(gw, "tools.raw.announce(seconds=2)")
+        await asyncio.sleep(2.5)
+        listings = int(await value(gw, "tools.raw.listed()")) - before
+        elapsed = time.monotonic() - started
+        assert 1 <= listings <= 2 + elapsed / 0.25, (listings, elapsed)
+    finally:
+        await gw.aclose()

@@ -25,6 +25,7 @@ from fastmcp.client.transports import ClientTransport, SSETransport, StdioTransp
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
 from .. import __version__
+from .asks import AskBudget
 from .call_streams import CallStreams
 from .http_limit import IDENTITY, OtherReply, bound_response, request_head
 from .server_log import UpstreamLog, quiet_sdk_logs
@@ -67,6 +68,7 @@ class Link:
     streams: CallStreams = field(default_factory=CallStreams)
     listing_bytes: int = OTHER_REPLY_BYTES  # a whole tools/list, however paged
     other_bytes: int = 0  # of the replies that were not a call's, as they came on the wire
+    asks: AskBudget = field(default_factory=AskBudget)  # the upstream's own requests taken
 
     def count_other(self, size: int) -> None:
         self.other_bytes += size
@@ -269,6 +271,7 @@ def _event_hooks(
         other = None if asked is None else OtherReply(asked, other_bytes, link.count_other)
         events = bound_response(response, max_result_bytes=max_result_bytes, other=other)
         if events is not None:
+            events.asks = link.asks
             link.streams.adopt(events, response.request)
         if await refuses_session(response):
             link.session_gone = True

@@ -40,6 +40,7 @@ from dataclasses import dataclass
 
 import httpx2
 
+from .asks import AskBudget, holds_request
 from .framing import (
     HEAD_BYTES,
     RESULT_TOO_LARGE_CODE,
@@ -223,6 +224,9 @@ class BoundedEvents(httpx2.AsyncByteStream):
         self.on_end: Callable[[], None] | None = None  # told once, when the stream ends
         self.on_event_id: Callable[[str], None] | None = None  # told each `id:` it passes
         self.on_bytes: Callable[[int], None] | None = None  # told the size of each chunk
+        self.asks: AskBudget | None = None  # the upstream's own requests it passes on
+        self._event: list[bytes] = []  # the lines of the event being read (with `asks`)
+        self._held = 0  # their bytes
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         splitter = LineSplitter(self._line_limit)
@@ -236,7 +240,7 @@ class BoundedEvents(httpx2.AsyncByteStream):
                     yield out
             if self._abandoned:  # SSEError: the SDK answers the request and does not resume
                 raise httpx2.SSEError("the call was abandoned (it timed out)")
-            if out := self._lines(splitter.finish()):
+            if out := self._lines(splitter.finish()) + self._rest():
                 yield out
         except httpx2.TransportError:
             if self._abandoned:
@@ -270,7 +274,29 @@ class BoundedEvents(httpx2.AsyncByteStream):
             for line in parts:
                 if line is not None and line.startswith(b"id:"):
                     self.on_event_id(line[3:].strip().decode("utf-8", "replace"))
-        return b"".join(part + b"\n" for part in parts if part is not None)
+        kept = [part for part in parts if part is not None]
+        return b"".join(part + b"\n" for part in self._asked(kept))
+
+    def _asked(self, lines: list[bytes]) -> list[bytes]:
+        """`lines`, whole events at a time, less the upstream's requests past `asks`."""
+        if self.asks is None:
+            return lines
+        out: list[bytes] = []
+        for line in lines:
+            self._event.append(line)
+            self._held += len(line)
+            if line.strip() and self._held <= SDK_EVENT_BYTES:  # the event goes on
+                continue
+            event, self._event, self._held = self._event, [], 0
+            # an event longer than the SDK takes goes on as it comes (no request to drop)
+            if line.strip() or not (holds_request(event) and not self.asks.take()):
+                out += event
+        return out
+
+    def _rest(self) -> bytes:
+        """An event the stream ended in the middle of, as it came."""
+        rest, self._event, self._held = self._event, [], 0
+        return b"".join(line + b"\n" for line in rest)
 
     def _replace(self, line: Oversized) -> bytes | None:
         """A `data:` line answering the cut line's request; None drops it."""

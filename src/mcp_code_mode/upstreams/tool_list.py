@@ -24,6 +24,9 @@ if TYPE_CHECKING:
 __all__ = ["ToolList"]
 
 _REST_FACTOR = 4.0  # a refresh waits this many times the last one's cost
+# and at least this long: a small list costs next to nothing, and 2,000 announcements a
+# second made 20 listings a second, a third of a core (outside attack 135)
+_REST_S = 0.25
 _REASON_CHARS = 500  # of an upstream's error, as logged
 
 logger = logging.getLogger(__name__)
@@ -167,7 +170,7 @@ class ToolList:
                 self.replace(tools, link)
                 logger.info("upstream %s: tools listed (%d tools)", self.name, len(self.exposed))
             ended = time.monotonic()
-            self._rested_at = ended + _REST_FACTOR * (ended - started)
+            self._rested_at = ended + max(_REST_S, _REST_FACTOR * (ended - started))
         self._announced = False
 
 
