@@ -8,11 +8,12 @@ HTTP with JSON bodies, and streamable HTTP with event-stream bodies, behind a re
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -46,25 +47,33 @@ async def _listening(port: int, proc: subprocess.Popen[bytes]) -> None:
     raise AssertionError("the HTTP upstream did not start listening")
 
 
+@contextlib.asynccontextmanager
+async def _http_upstream(args: Callable[[int], list[str]]) -> AsyncIterator[str]:
+    """The URL of a test upstream serving HTTP on a free port, while it runs; `args`: its
+    script and arguments given the port."""
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, *args(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        await _listening(port, proc)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+
+
 @pytest_asyncio.fixture(params=KINDS)
 async def entry(request: pytest.FixtureRequest) -> AsyncIterator[dict[str, Any]]:
     """A config entry for the big-reply upstream of each transport kind."""
     if request.param == "stdio":
         yield {"command": "python", "args": [SERVER], "env": dict(QUIET)}
         return
-    port = free_port()
-    args = [sys.executable, SERVER, "--http", str(port)]
-    proc = subprocess.Popen(
-        [*args, "--sse"] if request.param == "http-sse" else args,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        await _listening(port, proc)
-        yield {"url": f"http://127.0.0.1:{port}/mcp", "transport": "http"}
-    finally:
-        proc.kill()
-        proc.wait(timeout=10)
+    sse = ["--sse"] if request.param == "http-sse" else []
+    async with _http_upstream(lambda port: [SERVER, "--http", str(port), *sse]) as url:
+        yield {"url": url, "transport": "http"}
 
 
 async def _gateway(path: Path, limit: int = LIMIT) -> Gateway:
@@ -312,45 +321,35 @@ async def test_a_listing_under_the_bound_has_every_page(write_config: ConfigWrit
         await gw.aclose()
 
 
+CROSSED_HTTP = str(Path(__file__).parents[1] / "servers" / "crossed_http_upstream.py")
+
+
+@contextlib.asynccontextmanager
+async def _crossed(kind: str) -> AsyncIterator[dict[str, Any]]:
+    """An upstream whose `crossed` tool sends a 3 MB result as another request's reply."""
+    if kind == "stdio":
+        yield {"command": sys.executable, "args": [PAGED], "env": dict(QUIET)}
+        return
+    async with _http_upstream(lambda port: [CROSSED_HTTP, str(port)]) as url:
+        yield {"url": url}
+
+
+@pytest.mark.parametrize("kind", ["stdio", "http"])
 async def test_a_result_sent_as_another_requests_reply_is_held_to_the_limit(
-    write_config: ConfigWriter,
+    write_config: ConfigWriter, kind: str
 ) -> None:
-    """A 3 MB result on a line whose first `"id"` was a pending tools/list's (allowed 10 MB)
-    and whose last, the one the parser keeps, the call's: it reached the code past a
-    100 KB limit (attack 134)."""
-    entry = {"command": sys.executable, "args": [PAGED], "env": dict(QUIET)}
-    gw = await _gateway(write_config({"raw": entry}), limit=100_000)
-    try:
-        out = await run(gw, "len(tools.raw.crossed())", timeout_s=60)
-        assert not out["ok"] and out["error"]["type"] == "TOOL_ERROR", out["result"]
-        assert "MCP_CODE_MAX_RESULT_BYTES (100,000)" in out["error"]["message"], out["error"]
-        assert await value(gw, "tools.raw.echo(text='after')") == "after"
-    finally:
-        await gw.aclose()
-
-
-async def test_an_http_result_sent_as_another_requests_reply_is_held_to_the_limit(
-    write_config: ConfigWriter,
-) -> None:
-    """A 3 MB result sent as the JSON reply to the tools/list POST the gateway sent after
-    the call's `tools/list_changed` (bounded at 10 MB), under the call's id: the MCP SDK
-    handed it to the waiting call past a 100 KB limit (attack 134)."""
-    port = free_port()
-    server = str(Path(__file__).parents[1] / "servers" / "crossed_http_upstream.py")
-    proc = subprocess.Popen([sys.executable, server, str(port)], stderr=subprocess.DEVNULL)
-    try:
-        await _listening(port, proc)
-        url = f"http://127.0.0.1:{port}/mcp"
-        gw = await _gateway(write_config({"web": {"url": url}}), limit=100_000)
+    """A 3 MB result past a 100 KB limit (attack 134): over stdio on a line whose first
+    `"id"` was a pending tools/list's (allowed 10 MB) and whose last, the one the parser
+    keeps, the call's; over HTTP as the JSON reply to the tools/list POST the gateway sent
+    after the call's `tools/list_changed`, under the call's id (the SDK handed it on)."""
+    async with _crossed(kind) as entry:
+        gw = await _gateway(write_config({"raw": entry}), limit=100_000)
         try:
-            out = await run(gw, "len(tools.web.crossed())", timeout_s=60)
+            out = await run(gw, "len(tools.raw.crossed())", timeout_s=60)
             assert not out["ok"] and out["error"]["type"] == "TOOL_ERROR", out["result"]
-            assert await value(gw, "tools.web.echo(text='after')") == "after"
+            assert await value(gw, "tools.raw.echo(text='after')") == "after"
         finally:
             await gw.aclose()
-    finally:
-        proc.kill()
-        proc.wait(timeout=10)
 
 
 async def test_an_http_upstreams_own_requests_are_taken_at_a_bounded_rate(
@@ -358,12 +357,9 @@ async def test_an_http_upstreams_own_requests_are_taken_at_a_bounded_rate(
 ) -> None:
     """2,000 pings on the GET stream: each answer is a POST, sent one at a time, and they
     piled up without bound (355 → 468 MB in 50 s, no call made; attack 135)."""
-    port = free_port()
     server = str(Path(__file__).parents[1] / "servers" / "asking_http_upstream.py")
-    proc = subprocess.Popen([sys.executable, server, str(port), "2000"], stderr=subprocess.DEVNULL)
-    try:
-        await _listening(port, proc)
-        gw = await _gateway(write_config({"asker": {"url": f"http://127.0.0.1:{port}/mcp"}}))
+    async with _http_upstream(lambda port: [server, str(port), "2000"]) as url:
+        gw = await _gateway(write_config({"asker": {"url": url}}))
         try:
             started = time.monotonic()
             assert await value(gw, "tools.asker.echo(text='x')") == "{'text': 'x'}"
@@ -373,9 +369,6 @@ async def test_an_http_upstreams_own_requests_are_taken_at_a_bounded_rate(
             assert 0 < answered <= 50 + 20 * elapsed + 20, (answered, elapsed)
         finally:
             await gw.aclose()
-    finally:
-        proc.kill()
-        proc.wait(timeout=10)
 
 
 async def test_announcements_in_a_flood_are_listed_at_a_bounded_rate(
