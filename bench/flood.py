@@ -12,12 +12,14 @@ flooding run ends at its time limit.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import socket
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +51,31 @@ async def _wait_ready(url: str, proc: subprocess.Popen[bytes]) -> None:
         except Exception:  # not listening yet
             await asyncio.sleep(0.1)
     raise RuntimeError("the gateway did not start within 60 s")
+
+
+@contextlib.asynccontextmanager
+async def served_gateway(config: Path, env: dict[str, str]) -> AsyncIterator[str]:
+    """`mcp-code-mode serve` over streamable HTTP on a free port, its own process, with
+    `config` and `env`: its /mcp URL once it answers, while it runs."""
+    port = _free_port()
+    command = [sys.executable, "-m", "mcp_code_mode.cli", "serve", "--transport", "http"]
+    proc = subprocess.Popen(
+        [*command, "--port", str(port), "--config", str(config)],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}/mcp"
+    try:
+        await _wait_ready(url, proc)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
 
 
 async def _one_plus_one(url: str, stop: asyncio.Event, samples: list[float]) -> None:
@@ -88,41 +115,14 @@ async def _flood(url: str) -> tuple[float, dict[str, Any]]:
 async def run(seconds: float = 6.0) -> Section:
     with tempfile.TemporaryDirectory() as tmp:
         config = write_config(Path(tmp), demo_servers())
-        port = _free_port()
         env = clean_environ(MCP_CODE_MAX_TOOL_CALLS="0", MCP_CODE_POOL_SIZE="4")
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "mcp_code_mode.cli",
-                "serve",
-                "--transport",
-                "http",
-                "--port",
-                str(port),
-                "--config",
-                str(config),
-            ],
-            cwd=ROOT,
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        url = f"http://127.0.0.1:{port}/mcp"
-        try:
-            await _wait_ready(url, proc)
+        async with served_gateway(config, env) as url:
             await _bystanders(url, WARM_UP_S)  # untimed: first sessions, first runs
             idle = await _bystanders(url, seconds)
             flood_task = asyncio.create_task(_flood(url))
             await asyncio.sleep(0.3)  # the flood is under way
             busy = await _bystanders(url, seconds)
             flood_s, flood = await flood_task
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
     table = Table(["case", "runs", "p50 ms", "p95 ms", "p95 vs idle"])
     table.rows.append(
         [

@@ -15,7 +15,6 @@ before).
 from __future__ import annotations
 
 import asyncio
-import subprocess
 import sys
 import tempfile
 import time
@@ -23,8 +22,8 @@ from pathlib import Path
 
 from fastmcp import Client
 
-from bench.common import ROOT, Table, clean_environ, demo_servers, p50, p95, write_config
-from bench.flood import _free_port, _wait_ready
+from bench.common import Table, clean_environ, demo_servers, p50, p95, write_config
+from bench.flood import served_gateway
 
 RUNS = 6
 BUSY = (
@@ -56,22 +55,11 @@ async def _bystander(url: str, seconds: float) -> list[float]:
 async def _case(upstream_calls: int | None, runs: int, seconds: float) -> list[float]:
     with tempfile.TemporaryDirectory() as tmp:
         config = write_config(Path(tmp), demo_servers())
-        port = _free_port()
-        extra = (
+        limit = (
             {} if upstream_calls is None else {"MCP_CODE_MAX_UPSTREAM_CALLS": str(upstream_calls)}
         )
-        env = clean_environ(MCP_CODE_POOL_SIZE="8", MCP_CODE_RUNS="off", **extra)
-        command = [sys.executable, "-m", "mcp_code_mode.cli", "serve", "--transport", "http"]
-        proc = subprocess.Popen(
-            [*command, "--port", str(port), "--config", str(config)],
-            cwd=ROOT,
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        url = f"http://127.0.0.1:{port}/mcp"
-        try:
-            await _wait_ready(url, proc)
+        env = clean_environ(MCP_CODE_POOL_SIZE="8", MCP_CODE_RUNS="off", **limit)
+        async with served_gateway(config, env) as url:
             await _bystander(url, 1.0)  # untimed: first sessions, first runs
             stop = asyncio.Event()
             busy = [asyncio.create_task(_busy(url, stop)) for _ in range(runs)]
@@ -80,12 +68,6 @@ async def _case(upstream_calls: int | None, runs: int, seconds: float) -> list[f
             stop.set()
             await asyncio.gather(*busy)
             return samples
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
 
 
 async def run(seconds: float = 15.0) -> Table:
