@@ -264,11 +264,11 @@ def _event_hooks(
     """httpx event hooks: each response bounded (its event stream kept under its request's
     id while it lasts), the session's end noticed, a cancelled call's stream ended."""
 
-    other_bytes = max(max_result_bytes, OTHER_REPLY_BYTES)  # a reply that is not a call's
+    other_limit = max(max_result_bytes, OTHER_REPLY_BYTES)  # a reply that is not a call's
 
     async def on_response(response: httpx2.Response) -> None:
         asked = response.request.extensions.get(_NOT_A_CALL)  # the id of a request, not a call
-        other = None if asked is None else OtherReply(asked, other_bytes, link.count_other)
+        other = None if asked is None else OtherReply(asked, other_limit, link.count_other)
         events = bound_response(response, max_result_bytes=max_result_bytes, other=other)
         if events is not None:
             events.asks = link.asks
