@@ -166,6 +166,7 @@ def test_the_model_check_names_what_to_fix() -> None:
     with serve_stub([chat_reply(answer="OK")]) as stub:
         check_lm(agent.make_lm(lm_settings(stub.api_base)))
         assert stub.requests[0]["max_tokens"] == 8
+        assert stub.requests[0]["max_completion_tokens"] == 8, "the check's bound under both names"
 
 
 # ---------------------------------------------------------------- parsing, generated

@@ -231,6 +231,11 @@ def test_check_fails_on_a_run_store_it_cannot_open(tmp_path: Path) -> None:
     runs = json.loads(proc.stdout)["runs"]
     assert runs["status"] == "error" and runs["location"] == unusable["MCP_CODE_RUNS_DB"], runs
     assert runs["error"], runs
+    shown = cli("check", "--config", str(config), env=unusable).stdout
+    runs_line = next(line for line in shown.splitlines() if line.startswith("runs:"))
+    assert runs_line.count(unusable["MCP_CODE_RUNS_DB"]) == 1, runs_line
+    listed = cli("runs", env=unusable)
+    assert "none can be: /dev/null is not a folder" in listed.stderr, listed.stderr
     off = cli("check", "--config", str(config), "--json", env={**unusable, "MCP_CODE_RUNS": "off"})
     assert off.returncode == 0 and json.loads(off.stdout)["runs"]["status"] == "off", off.stdout
 
@@ -455,3 +460,31 @@ def test_serve_refuses_a_port_out_of_range(port: str) -> None:
         timeout=60,
     )
     assert done.returncode == 2 and "--port" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_serve_help_gives_the_default_port() -> None:
+    """The README's 8765 was nowhere in `serve --help` (outside attack 136)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "mcp_code_mode.cli", "serve", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0 and "default 8765" in done.stdout, done.stdout + done.stderr
+
+
+def test_check_names_a_misspelt_setting(tmp_path: Path) -> None:
+    """`MCP_CODE_TIMEOUT=5` (the setting is MCP_CODE_TIMEOUT_S) was ignored without a word,
+    in the environment as in `.env` (outside attack 136)."""
+    config = tmp_path / "mcp_servers.json"
+    config.write_text(json.dumps({"servers": {}}), encoding="utf-8")
+    (tmp_path / ".env").write_text("MCP_CODE_POOL_SZE=2\nDSPY_CACHEDIR=/tmp\n", encoding="utf-8")
+    proc = cli("check", "--config", str(config), "--json", env={"MCP_CODE_TIMEOUT": "5"})
+    unknown = {row["name"]: row for row in json.loads(proc.stdout)["unknown_settings"]}
+    assert unknown["MCP_CODE_TIMEOUT"]["closest"] == "MCP_CODE_TIMEOUT_S", unknown
+    assert unknown["MCP_CODE_TIMEOUT"]["from"] == "the environment"
+    assert unknown["MCP_CODE_POOL_SZE"]["closest"] == "MCP_CODE_POOL_SIZE", unknown
+    assert unknown["MCP_CODE_POOL_SZE"]["from"] == str(tmp_path / ".env")
+    assert "DSPY_CACHEDIR" not in unknown, "dspy's own variables are not ours to judge"
+    text = cli("check", "--config", str(config), env={"MCP_CODE_TIMEOUT": "5"}).stdout
+    assert "MCP_CODE_TIMEOUT (from the environment); did you mean MCP_CODE_TIMEOUT_S?" in text

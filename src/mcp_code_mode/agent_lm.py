@@ -135,7 +135,7 @@ def _url_credentials(url: str) -> list[str]:
 def check_lm(lm: dspy.LM) -> None:
     """One short call; raises LMUnreachable with what went wrong and what to check."""
     try:
-        lm(_CHECK_PROMPT, max_tokens=_CHECK_TOKENS)
+        lm(_CHECK_PROMPT, **_check_bounds(lm))
     except Exception as exc:  # whatever the provider raised: told, not re-raised raw
         raise _unreachable(lm, lm_error(exc, lm, 600)) from None
 
@@ -145,11 +145,21 @@ async def acheck_lm(lm: dspy.LM, limit_s: float) -> None:
     per-read timeout, and a check in a thread kept the process for as long (attack 129)."""
     try:
         async with asyncio.timeout(limit_s):
-            await lm.acall(_CHECK_PROMPT, max_tokens=_CHECK_TOKENS)
+            await lm.acall(_CHECK_PROMPT, **_check_bounds(lm))
     except TimeoutError:
         raise _unreachable(lm, f"no answer within {limit_s:g} s, DSPY_TIMEOUT_S") from None
     except Exception as exc:  # whatever the provider raised: told, not re-raised raw
         raise _unreachable(lm, lm_error(exc, lm, 600)) from None
+
+
+def _check_bounds(lm: dspy.LM) -> dict[str, Any]:
+    """The check's few tokens, under both names where `make_lm` sends both (outside attack
+    136: an endpoint that honours only `max_completion_tokens` was asked for DSPY_MAX_TOKENS)."""
+    bounds: dict[str, Any] = {"max_tokens": _CHECK_TOKENS}
+    extra = lm.kwargs.get("extra_body")
+    if isinstance(extra, dict) and "max_completion_tokens" in extra:
+        bounds["extra_body"] = {**extra, "max_completion_tokens": _CHECK_TOKENS}
+    return bounds
 
 
 def _unreachable(lm: dspy.LM, reason: str) -> LMUnreachable:

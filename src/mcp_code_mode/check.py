@@ -22,7 +22,7 @@ from .config import CREDENTIAL_WORDS, load_config
 from .encodable import clean_text
 from .gateway import Gateway
 from .runs import RunStoreError, open_backend, shown_location, store_location
-from .settings import CONFIG_VARIABLE, Settings, env_files
+from .settings import CONFIG_VARIABLE, Settings, env_files, unknown_settings
 
 # A URL parameter whose value is a credential: `?key=`, `api_key=`, `token=`, `password=` ...
 _SECRET_PARAMETER = re.compile(rf"(?i)([?&;][^=&#;]*(?:{CREDENTIAL_WORDS})[^=&#;]*=)[^&#;]*")
@@ -86,6 +86,10 @@ async def check(settings: Settings, *, as_json: bool) -> int:
         "config": str(config.path),
         "env_files": [str(p) for p in env_files(settings.servers_config)],
         "settings": [{"name": n, "value": v, "from": w} for n, v, w in setting_sources(settings)],
+        "unknown_settings": [
+            {"name": n, "from": w, "closest": c}
+            for n, w, c in unknown_settings(settings.servers_config)
+        ],
         "sandbox": sandbox,
         "servers": rows,
         "runs": await asyncio.to_thread(_run_store, settings),
@@ -121,6 +125,9 @@ def _print(report: dict[str, Any]) -> None:
     for row in report["settings"]:
         where = "" if row["from"] == "default" else f"  (from {row['from']})"
         print(f"  {row['name']}={row['value']}{where}")
+    for row in report["unknown_settings"]:
+        closest = f"; did you mean {row['closest']}?" if row["closest"] else ""
+        print(f"  not a setting, ignored: {row['name']} (from {row['from']}){closest}")
     sandbox = report["sandbox"]
     print(f"sandbox {sandbox['executor']}: {', '.join(sandbox['layers'])}")
     if sandbox["inactive"]:
@@ -134,6 +141,7 @@ def _print(report: dict[str, Any]) -> None:
     if not report["servers"]:
         print(f"no servers in {Path(report['config']).name}")
     runs = report["runs"]
-    where = f" {runs['location']}" if runs["location"] else ""
-    problem = f": {clean_text(runs['error'])}" if runs["error"] else ""
-    print(f"runs: {runs['status']}{where}{problem}")
+    if runs["error"]:  # the store's error names its location: once is enough (attack 136)
+        print(f"runs: {runs['status']}: {clean_text(runs['error'])}")
+    else:
+        print(f"runs: {runs['status']}" + (f" {runs['location']}" if runs["location"] else ""))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -44,10 +45,27 @@ def show_runs(settings: Settings, *, last: int, run_id: str | None, as_json: boo
     if as_json:
         print(json.dumps([dataclasses.asdict(row) for row in runs]))
     elif not runs:
-        print(f"no runs recorded yet in {shown_location(location)}", file=sys.stderr)
+        print(
+            f"no runs recorded yet in {shown_location(location)}{_unmade(location)}",
+            file=sys.stderr,
+        )
     else:
         print("\n".join(_row(row) for row in runs))
     return 0
+
+
+def _unmade(location: str | Path) -> str:
+    """Why a SQLite store that is not there cannot be made either, if so (attack 136: "no
+    runs recorded yet" where no run could ever be recorded)."""
+    if not isinstance(location, Path) or location.exists():
+        return ""
+    folder = next((p for p in location.parents if p.exists()), None)
+    if folder is not None and folder.is_dir() and os.access(folder, os.W_OK | os.X_OK):
+        return ""
+    return (
+        f"; none can be: {folder} is not a folder this user may write"
+        " (set MCP_CODE_RUNS_DB or MCP_CODE_CACHE_DIR)"
+    )
 
 
 def _when(epoch: float) -> str:

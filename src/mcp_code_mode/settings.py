@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import difflib
 import os
 from pathlib import Path
 from typing import Any, Literal
@@ -21,6 +22,7 @@ __all__ = [
     "cache_root",
     "config_from_env",
     "env_files",
+    "unknown_settings",
 ]
 
 ExecutorName = Literal["local", "pyodide"]
@@ -231,6 +233,26 @@ class Settings(BaseSettings):
 
 
 _SECRET_SETTINGS = ("MCP_CODE_HTTP_TOKEN", "MCP_CODE_HTTP_STATE_KEY")
+
+
+def unknown_settings(config_path: str | Path) -> list[tuple[str, str, str | None]]:
+    """(name, where, the closest setting) of each `MCP_CODE_*` variable in the environment or
+    a `.env` file that is no setting (outside attack 136: `MCP_CODE_TIMEOUT=5` was ignored
+    without a word); a `DSPY_*` one only when it is close to ours (dspy reads others)."""
+    known = [str(info.validation_alias.choices[0]) for info in Settings.model_fields.values()]  # type: ignore[union-attr]
+    found = dict.fromkeys(os.environ, "the environment")
+    for path in env_files(config_path):
+        for name in dotenv_values(path):
+            found.setdefault(name, str(path))
+    unknown = []
+    for name, where in sorted(found.items()):
+        if name in known or not name.startswith(("MCP_CODE_", "DSPY_")):
+            continue
+        ours = name.startswith("MCP_CODE_")
+        close = difflib.get_close_matches(name, known, n=1, cutoff=0.6 if ours else 0.8)
+        if ours or close:
+            unknown.append((name, where, close[0] if close else None))
+    return unknown
 
 
 def _shown_input(error: Any) -> str:

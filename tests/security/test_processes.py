@@ -254,3 +254,17 @@ async def test_sibling_worker_cannot_be_killed(os_gateway: Gateway) -> None:
         assert killed == [], f"the guest signalled other workers: {killed}"
     victim_out = await victim
     assert victim_out["result"] == "alive:ok", f"the concurrent run was killed: {victim_out}"
+
+
+async def test_a_wakeup_fd_cannot_be_set_and_clearing_none_is_a_no_op(os_gateway: Gateway) -> None:
+    """`signal.set_wakeup_fd(-1)` while none is set changes nothing: it is the call asyncio's
+    at-fork hook makes in every worker forked from the locked-down zygote on Python 3.12+
+    (refused, it printed "Exception ignored in a finalizer" once per worker: outside attack
+    136). Setting one stays refused."""
+    code = (
+        "import signal\nnoop = signal.set_wakeup_fd(-1)\n"
+        "try:\n    signal.set_wakeup_fd(2)\n    set_one = 'set'\n"
+        "except ValueError as e:\n    set_one = str(e)\n[noop, set_one]"
+    )
+    out = await attempt(os_gateway, code)
+    assert out["result"] == [-1, "signal.set_wakeup_fd() is not allowed in the sandbox"], out

@@ -358,13 +358,28 @@ def refuse_calls(module: Any, names: tuple[str, ...]) -> None:
     asyncio's `Runner` already expects. One wall for every route, beside the subclass
     refusal and the names blocked on the way."""
     for name in names:
-        if getattr(module, name, None) is not None:
-            setattr(module, name, _refusing(f"{module.__name__}.{name}"))
+        real = getattr(module, name, None)
+        if real is not None:
+            setattr(module, name, _refusing(f"{module.__name__}.{name}", real))
 
 
-def _refusing(name: str) -> Callable[..., Any]:
+def _refusing(name: str, real: Callable[..., Any]) -> Callable[..., Any]:
     def refused(*args: Any, **kwargs: Any) -> Any:
+        if name == "signal.set_wakeup_fd" and _changes_nothing(real, args, kwargs):
+            return -1
         raise ValueError(f"{name}() is not allowed in the sandbox")
 
     refused.__name__ = refused.__qualname__ = name.rpartition(".")[2]
     return refused
+
+
+def _changes_nothing(set_wakeup_fd: Callable[..., Any], args: Any, kwargs: Any) -> bool:
+    """`set_wakeup_fd(-1)` while none is set: the call asyncio's at-fork hook makes in
+    every process forked from a locked-down zygote on Python 3.12+ (refused, it printed
+    "Exception ignored in a finalizer" once for each worker: outside attack 136)."""
+    if kwargs or len(args) != 1 or type(args[0]) is not int or args[0] != -1:
+        return False
+    held = set_wakeup_fd(-1)
+    if held != -1:  # one was set: put back, and refused
+        set_wakeup_fd(held)
+    return bool(held == -1)
