@@ -69,6 +69,13 @@ CASES: list[tuple[str, BaseException, FailureKind]] = [
         TRANSPORT,
     ),
     ("grouped transport", BaseExceptionGroup("g", [anyio.EndOfStream()]), TRANSPORT),
+    (  # fastmcp's client after its session ended (its text once reached guest code)
+        "fastmcp client not connected",
+        RuntimeError(
+            "Client is not connected. Use the 'async with client:' context manager first."
+        ),
+        TRANSPORT,
+    ),
     # An answer, however unwelcome: that request fails, the connection stays.
     ("upstream's own -32000", MCPError(-32000, "quota exceeded"), REPLY),
     ("invalid params", MCPError(mcp_types.INVALID_PARAMS, "bad args"), REPLY),
@@ -85,7 +92,7 @@ def test_classify(exc: BaseException, kind: FailureKind) -> None:
     failure = classify(exc)
     assert failure.kind is kind
     assert failure.connection_lost is (kind is TRANSPORT)
-    assert failure.message
+    assert failure.message and "async with" not in failure.message
 
 
 @pytest.mark.parametrize(

@@ -67,6 +67,9 @@ _TRANSPORT_ERRORS: tuple[type[BaseException], ...] = (
 _SDK_CLOSED_MESSAGES = ("Connection closed", "SSE stream ended")
 
 
+_CLIENT_NOT_CONNECTED = "Client is not connected."
+
+
 def classify(exc: BaseException, *, session_gone: bool = False) -> Failure:
     """What `exc`, raised by a request to an upstream, means for its connection.
 
@@ -83,6 +86,9 @@ def classify(exc: BaseException, *, session_gone: bool = False) -> Failure:
         return Failure(FailureKind.TRANSPORT, f"connection lost: {describe(exc)}")
     if _closed(exc):
         return Failure(FailureKind.TRANSPORT, f"connection lost: {describe(exc)}", True)
+    if isinstance(exc, RuntimeError) and str(exc).startswith(_CLIENT_NOT_CONNECTED):
+        # fastmcp's word, for a programmer, that our client's session ended (attack 135)
+        return Failure(FailureKind.TRANSPORT, "connection lost: the connection closed")
     if isinstance(exc, ValidationError):
         return Failure(FailureKind.MALFORMED, f"the upstream sent a malformed reply: {_first(exc)}")
     if isinstance(exc, MCPError):
