@@ -60,7 +60,7 @@ def test_freezing_marks_existing_classes_and_spares_those_written_at_run_time() 
         import io, json, weakref, zipfile
         from mcp_code_mode.sandbox.child.frozen_classes import freeze_classes
         marked = freeze_classes()
-        out = [marked > 300, freeze_classes()]
+        out = [marked > 250, freeze_classes()]  # 289 here on 3.13, more on 3.11
         try:
             json.JSONDecoder.parse_float = int
         except TypeError:

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import typing
 
+import pytest
+
 from mcp_code_mode.gateway import Gateway
 from mcp_code_mode.sandbox.child.library_caches import cached_getitems
 
@@ -74,6 +76,7 @@ async def test_flag_pseudo_members_are_filed_under_exact_ints(sec_gateway: Gatew
     assert out["result"] == ["re.IGNORECASE|re.MULTILINE", 10, True, "refused"], out
 
 
+@pytest.mark.skipif(hasattr(typing, "_caches"), reason="3.12+ keeps them in typing._caches")
 def test_every_cached_subscript_of_typing_is_found() -> None:
     """3.11 keeps each cache in a closure: the walk finds as many as typing made."""
     cleanups = getattr(typing, "_cleanups", [])

@@ -72,6 +72,8 @@ STDLIB = (
         under=("traceback",),
     ),
     Helper("asyncio.events", "Handle.__init__", ("sys._getframe",)),
+    # 3.12+: where to point "There is no current event loop" (it walks the frames' globals)
+    Helper("asyncio.events", "BaseDefaultEventLoopPolicy.get_event_loop", ("sys._getframe",)),
     Helper("traceback", "extract_stack", ("sys._getframe", *reads("f_code"), "open"), under=LINES),
     # a function's flags (asyncio.iscoroutinefunction); where a log line was made (text)
     Helper("inspect", "_has_code_flag", (*reads("__code__"),)),
