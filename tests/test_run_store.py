@@ -37,6 +37,8 @@ from mcp_code_mode.runs import (
     clip,
     default_path,
 )
+from mcp_code_mode.runs_cli import show_runs
+from mcp_code_mode.settings import Settings
 
 LOGGER = "mcp_code_mode.runs.store"
 
@@ -587,3 +589,52 @@ def test_a_run_after_a_pause_is_written_at_once(tmp_path: Path) -> None:
         assert store.list_runs() and time.monotonic() - started < 2.5
     finally:
         store.close()
+
+
+def test_past_10000_calls_the_approved_and_the_good_ones_are_kept_and_the_cut_said(
+    store: RunStore,
+) -> None:
+    """Outside attack 137: 10,000 failing calls, then an approved write that reached its
+    upstream; the record kept the first 10,000 and dropped the write without a word."""
+    failing = [
+        CallRecord(order=i, server="s", tool=f"nope{i}", arguments="{}", ok=False, error="no")
+        for i in range(10_050)
+    ]
+    write = CallRecord(
+        order=10_050, server="s", tool="delete_note", arguments="{}", ok=True, approval="approved"
+    )
+    run = a_run(1.0, calls=[*failing, write])
+    store.record(run)
+    assert store.flush() and store.dropped == 0
+    back = store.get(run.id)
+    assert back is not None and len(back.calls) == 10_000
+    assert [c.order for c in back.calls] == sorted(c.order for c in back.calls)
+    assert back.calls[-2].tool == "delete_note" and back.calls[-2].approval == "approved"
+    note = back.calls[-1]
+    assert note.tool == "(not kept)" and note.error is not None
+    assert note.error.startswith("52 of the run's 10,051 calls are not kept"), note.error
+
+
+def test_a_run_shown_has_one_line_a_call_whatever_its_texts_hold(
+    store: RunStore, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Outside attack 137: line breaks in a tool name `call_tool` was given, in an
+    upstream's error and in the run's error printed call lines and a "started" line that
+    were never made; arguments were cut at 200 characters with no mark."""
+    fake = "#9     +    1.0 ms      1.0 ms  s.delete_note({}) ok, 9 bytes  approval: approved"
+    calls = [
+        CallRecord(order=0, server="s", tool=f"read\n{fake}", arguments="{}", ok=False, error="x"),
+        CallRecord(order=1, server="s", tool="fail", arguments="{}", ok=False, error=f"a\n{fake}"),
+        CallRecord(
+            order=2, server="s", tool="d", arguments='{"id": "a' + " " * 300 + 'b"}', ok=True
+        ),
+    ]
+    run = a_run(1.0, calls=calls, ok=False, error="boom\u2028started 2026-01-01, took 0 s, ok")
+    store.record(run)
+    assert store.flush()
+    settings = Settings(runs_db=str(tmp_path / "cache" / "runs.sqlite3"))
+    assert show_runs(settings, last=1, run_id=run.id, as_json=False) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len([line for line in lines if line.startswith("#")]) == 3, lines
+    assert len([line for line in lines if line.startswith("started ")]) == 1, lines
+    assert any("more characters cut]" in line for line in lines if line.startswith("#2")), lines

@@ -191,3 +191,27 @@ async def test_a_big_result_is_measured_and_counted_from_the_text_the_wire_carri
     ]
     # Counted on the first 2,000,000 characters, then scaled to all 3,001,001 of them.
     assert run.tokens["upstream_results"] > run.tokens["reply"] * 100
+
+
+async def test_an_unapproved_write_stays_in_the_reply_past_unknown_names_and_an_output_cut(
+    write_config: ConfigWriter, tmp_path: Path
+) -> None:
+    """Outside attack 137: twenty unknown tool names called first put the write in
+    `(others)`, and logs past the output limit cut the note that it ran unapproved: the
+    reply named neither the tool nor the approval."""
+    code = (
+        "for i in range(20):\n    try:\n        call_tool('testsrv', 'nope%d' % i, {})\n"
+        "    except ToolError:\n        pass\n"
+        "tools.board.post_message(text='x')\n"
+        "for i in range(300):\n    log(i, 'y' * 400)\n"
+    )
+    gateway = await start_gateway(
+        write_config(_servers()), runs_db=str(tmp_path / "runs.db"), max_output_chars=20_000
+    )
+    try:
+        reply = await gateway.execute(code, client="no-asker")
+    finally:
+        await gateway.aclose()
+    assert reply.error is not None and reply.error.type == "OUTPUT_LIMIT", reply
+    assert ("board", "post_message") in {(c.server, c.tool) for c in reply.tool_calls}
+    assert "approval: board.post_message needs approval and ran without it" in reply.logs[0]

@@ -37,6 +37,7 @@ logger = logging.getLogger(__name__)
 ApprovalMode = Literal["auto", "required", "off"]
 
 _ARGS_CHARS = 400
+_NOTED = 5  # tools named in the note on calls that ran unapproved; then how many more
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,10 +171,15 @@ class RunApprovals:
 
     def notes(self) -> list[str]:
         """Lines for the run's logs about its calls that ran unapproved."""
+        names = list(self.unasked)
+        if not names:
+            return []
+        more = f" and {len(names) - _NOTED} more" if len(names) > _NOTED else ""
+        shown = ", ".join(clip(name, 200) for name in names[:_NOTED]) + more
+        need = "needs" if len(names) == 1 else "need"
         return [
-            f"approval: {name} needs approval and ran without it (the client cannot ask a "
-            "person; MCP_CODE_APPROVAL=required would refuse it)"
-            for name in self.unasked
+            f"approval: {shown} {need} approval and ran without it (the client cannot ask "
+            "a person; MCP_CODE_APPROVAL=required would refuse it)"
         ]
 
     def _preview(self, args: dict[str, Any]) -> str:

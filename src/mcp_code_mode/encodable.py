@@ -26,6 +26,7 @@ __all__ = [
     "clip",
     "encodable_text",
     "make_encodable",
+    "one_line",
     "wire_size",
 ]
 
@@ -78,6 +79,14 @@ def clean_text(text: str) -> str:
     if _OPENER.search(text):  # scanning for sequences costs more than looking for an opener
         text = _SEQUENCE.sub("", text)
     return encodable_text(text).translate(_DROPPED)
+
+
+def one_line(text: str) -> str:
+    """`clean_text` on one line: every line break (U+2028 and the like too) a space. For a
+    name or a message shown where a line of its own could pass for the view's own lines
+    (outside attack 137: a call line forged by a tool name `call_tool` was given)."""
+    cleaned = clean_text(text)
+    return cleaned if cleaned.isprintable() else " ".join(cleaned.splitlines())
 
 
 def make_encodable(value: Any, *, max_depth: int = MAX_DEPTH) -> Any:

@@ -233,7 +233,7 @@ class Gateway:
             )
         finally:
             router.close()  # work still in flight for this run is cancelled
-        result.logs += router.notes()
+        result.logs = router.notes() + result.logs  # first: an output cut keeps them (attack 137)
         if result.error is not None:  # it may quote an upstream's names: shown to a model
             result.error.message = clean_text(result.error.message)
         redact = self.config if self.config.secrets else None

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from .approval import RunApprovals
 from .call_args import NOT_KEPT, Checked, bounded_args, size_at_least
-from .encodable import clean_text, clip
+from .encodable import clean_text, clip, one_line
 from .errors import CodeModeError, ToolCallFailed, ToolCallLimitExceeded, UnknownToolError
 from .runs.log_stream import RunLogStream
 from .runs.progress import MESSAGE_CHARS, RunProgress, progress_args
@@ -368,7 +368,7 @@ def _over_budget(budget: ResultBudget) -> str:
 
 def _shown(name: str) -> str:
     """A name as records and errors show it: clipped, without escapes or controls."""
-    return clean_text(clip(name, RECORD_NAME_CHARS))
+    return one_line(clip(name, RECORD_NAME_CHARS))
 
 
 def _long_name(server: str, tool: str) -> str | None:

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .encodable import clean_text
+from .encodable import clean_text, clip, one_line
 from .errors import CodeModeError
 from .runs import RunRecord, RunSummary, open_backend, shown_location, store_location
 from .settings import Settings
@@ -91,7 +91,7 @@ def _detail(run: RunRecord) -> str:
     ]
     if run.error:
         line = f" (line {run.error_line})" if run.error_line else ""
-        head.append(f"error{line}: {run.error}")
+        head.append(f"error{line}: {_indented(run.error)}")
     if run.tokens:
         head.append("tokens: " + ", ".join(f"{k} {v}" for k, v in run.tokens.items()))
     parts = ["\n".join(head), _numbered(run.code)]
@@ -99,7 +99,7 @@ def _detail(run: RunRecord) -> str:
         parts.append("\n".join(_call(call) for call in run.calls))
     for label, text in (("stdout", run.stdout), ("logs", run.logs), ("result", run.result)):
         if text:
-            parts.append(f"{label}:\n{text}")
+            parts.append(f"{label}:\n  {_indented(text, '  ')}")
     return clean_text("\n\n".join(parts))
 
 
@@ -107,11 +107,20 @@ def _numbered(code: str) -> str:
     return "\n".join(f"{n:4} | {line}" for n, line in enumerate(code.splitlines(), 1))
 
 
+def _indented(text: str, pad: str = "    ") -> str:
+    """`text`'s lines after its first indented by `pad`: no line of it reads as one of the
+    view's own (outside attack 137: a run's error forged a second "started" line)."""
+    return ("\n" + pad).join(clean_text(text).splitlines())
+
+
 def _call(call: Any) -> str:
-    state = "ok" if call.ok else f"failed: {call.error}"
-    approval = f"  approval: {call.approval}" if call.approval else ""
-    arguments = call.arguments[:_PREVIEW_CHARS]
+    """One line a call, whatever its names, arguments or error hold (outside attack 137:
+    line breaks in them printed call lines that were never made); arguments say when cut."""
+    state = "ok" if call.ok else f"failed: {one_line(call.error or '')}"
+    approval = f"  approval: {one_line(call.approval)}" if call.approval else ""
+    arguments = one_line(clip(call.arguments, _PREVIEW_CHARS))
     return (
         f"#{call.order:<3} +{call.started_ms:8.1f} ms {call.ms:8.1f} ms  "
-        f"{call.server}.{call.tool}({arguments}) {state}, {call.bytes_out} bytes{approval}"
+        f"{one_line(call.server)}.{one_line(call.tool)}({arguments}) {state}, "
+        f"{call.bytes_out} bytes{approval}"
     )

@@ -152,9 +152,35 @@ def as_stored(record: _Record) -> _Record:
         if stored is not value:
             changes[name] = stored
     if isinstance(record, RunRecord):
-        changes["calls"] = _calls_stored(record.calls[:_MAX_CALLS])
+        changes["calls"] = _calls_stored(_kept(record.calls))
         changes["tokens"] = {clip(k, _NAME_CHARS): _int64(n) for k, n in record.tokens.items()}
     return replace(record, **changes) if changes else record
+
+
+def _kept(calls: list[CallRecord]) -> list[CallRecord]:
+    """At most `_MAX_CALLS` of a run's calls, in order: the first half of that, then of
+    the rest those with an approval decision, those that succeeded and the last ones; and
+    a last entry saying how many are not kept (outside attack 137: past 10,000 failed calls
+    an approved write that reached its upstream was dropped without a word)."""
+    if len(calls) <= _MAX_CALLS:
+        return calls
+    head, rest = calls[: _MAX_CALLS // 2], calls[_MAX_CALLS // 2 :]
+    ranked = sorted(range(len(rest)), key=lambda i: (not rest[i].approval, not rest[i].ok, -i))
+    chosen = [rest[i] for i in sorted(ranked[: _MAX_CALLS - len(head) - 1])]
+    note = (
+        f"{len(rest) - len(chosen):,} of the run's {len(calls):,} calls are not kept (a run "
+        f"keeps {_MAX_CALLS:,}: the first {len(head):,}, then those with an approval "
+        "decision, those that succeeded and the last)"
+    )
+    last = CallRecord(
+        order=calls[-1].order + 1,
+        server="(gateway)",
+        tool="(not kept)",
+        arguments="",
+        ok=False,
+        error=note,
+    )
+    return [*head, *chosen, last]
 
 
 def _calls_stored(calls: list[CallRecord]) -> list[CallRecord]:

@@ -149,10 +149,11 @@ def group_calls(
             call.model_copy(update={"server": _name(call.server), "tool": _name(call.tool)})
             for call in calls
         ]
+    own = _own_groups(calls)
     groups: dict[tuple[str, str], ToolCallGroup] = {}
     for call in calls:
         key = (call.server, call.tool)
-        if key not in groups and len(groups) >= _MAX_GROUPS:
+        if key not in own:
             key = (_OTHERS, _OTHERS)
         group = groups.get(key)
         if group is None:
@@ -167,6 +168,19 @@ def group_calls(
         group.ms = round(group.ms + call.ms, 1)
         group.ok = group.failed == 0
     return list(groups.values())
+
+
+def _own_groups(calls: Sequence[ToolCallRecord | ToolCallGroup]) -> set[tuple[str, str]]:
+    """The (server, tool) pairs that get a group of their own: those with a call that
+    succeeded first, then the rest, each in first-call order (outside attack 137: twenty
+    unknown names called first put a write that reached its upstream in `(others)`)."""
+    first: dict[tuple[str, str], bool] = {}
+    for call in calls:
+        succeeded = call.count > call.failed if isinstance(call, ToolCallGroup) else call.ok
+        key = (call.server, call.tool)
+        first[key] = first.get(key, False) or succeeded
+    ranked = sorted(first, key=lambda key: not first[key])  # stable: first-call order kept
+    return set(ranked[:_MAX_GROUPS])
 
 
 def _name(name: str, limit: int = _NAME_CHARS) -> str:
