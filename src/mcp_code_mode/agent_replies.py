@@ -104,7 +104,8 @@ class _Lenient:
         try:
             parsed: dict[str, Any] = super().parse(signature, strip_thinking(completion))  # type: ignore[misc]
             return parsed
-        except (AdapterParseError, RecursionError) as exc:  # deep nesting: no reply either
+        except (AdapterParseError, RecursionError, ValueError) as exc:  # deep nesting: no reply
+            # (json_repair on 3.13 says so with a ValueError)
             fields = lenient_fields(signature, completion)
             if fields is not None:
                 return fields
