@@ -3,11 +3,14 @@ store, and `mcp-code-mode runs` reads it back from another process."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from mcp_code_mode.approval import ApprovalRequest
 from mcp_code_mode.runs import RunRecord, RunStore, RunSummary
@@ -215,3 +218,25 @@ async def test_an_unapproved_write_stays_in_the_reply_past_unknown_names_and_an_
     assert reply.error is not None and reply.error.type == "OUTPUT_LIMIT", reply
     assert ("board", "post_message") in {(c.server, c.tool) for c in reply.tool_calls}
     assert "approval: board.post_message needs approval and ran without it" in reply.logs[0]
+
+
+async def test_a_run_its_client_cancelled_is_recorded_with_its_calls(
+    write_config: ConfigWriter, tmp_path: Path
+) -> None:
+    """Outside attack 138: 32 runs cancelled or dropped by their clients, each after an
+    upstream call, left no record (a cancellation skipped the recorder)."""
+    code = "tools.testsrv.echo(text='before')\nimport asyncio\nawait asyncio.sleep(60)"
+    gateway = await start_gateway(write_config(_servers()), runs_db=str(tmp_path / "runs.db"))
+    try:
+        run = asyncio.create_task(gateway.execute(code, client="leaves"))
+        await asyncio.sleep(3)  # its call is made in milliseconds; its sleep has a minute
+        assert not run.done()
+        run.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await run
+    finally:
+        await gateway.aclose()
+    summary, record = _the_one_run(gateway.recorder.path)
+    assert record is not None and summary.ok is False and summary.client == "leaves"
+    assert record.error is not None and "cancelled" in record.error, record.error
+    assert [(c.tool, c.ok) for c in record.calls] == [("echo", True)]

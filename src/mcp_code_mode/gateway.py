@@ -225,12 +225,12 @@ class Gateway:
             result = await self._run(code, input, limit_s, session, router)
         except Exception as exc:  # a host-side failure is a result value, never a crash
             logger.exception("execute_code failed on the host side")
-            result = ExecutionResult.failure(
-                ErrorType.EXECUTOR_ERROR,
-                f"the gateway could not run the code: {type(exc).__name__}: {exc}",
-                tool_calls=router.records(),
-                duration_ms=round((time.perf_counter() - started) * 1000, 1),
-            )
+            why = f"the gateway could not run the code: {type(exc).__name__}: {exc}"
+            result = _failure(router, started, why)
+        except asyncio.CancelledError:  # by its client, or as it went away: kept (attack 138)
+            cut = _failure(router, started, "the client cancelled the run before it ended")
+            self.recorder.finish(trace, lambda: cut.model_dump(mode="json"))
+            raise
         finally:
             router.close()  # work still in flight for this run is cancelled
         result.logs = router.notes() + result.logs  # first: an output cut keeps them (attack 137)
@@ -295,11 +295,8 @@ class Gateway:
     def sandbox_info(self) -> dict[str, Any]:
         """The executor and its active isolation layers."""
         layers = self.executor.layers()
-        return {
-            "executor": self.executor.name,
-            "layers": [k for k, on in layers.items() if on],
-            "inactive": [k for k, on in layers.items() if not on],
-        }
+        on, off = [k for k, v in layers.items() if v], [k for k, v in layers.items() if not v]
+        return {"executor": self.executor.name, "layers": on, "inactive": off}
 
     def router(self, approver: Approver | None = None, trace: RunTrace | None = None) -> RunRouter:
         """A new run's router: its calls are bounded, approved and recorded there (§7, §8,
@@ -320,13 +317,9 @@ class Gateway:
         )
 
     async def call_tool(self, server: str, tool: str, args: dict[str, Any]) -> JSON:
-        """Call one upstream tool by original names, as a run of one call that cannot ask
-        for approval, and unwrap its result."""
-        router = self.router()
-        try:
+        """One upstream call, by original names, as a run that cannot ask for approval."""
+        with contextlib.closing(self.router()) as router:
             return await router.call(server, tool, args)
-        finally:
-            router.close()
 
     async def resolve(self, server: str, tool: str) -> None:
         """Wait until `server` has tried to connect (starting it if need be) and check that
@@ -398,3 +391,10 @@ class Gateway:
             )
         self._index = (source, GuestIndex.of(index))
         return self._index[1]
+
+
+def _failure(router: RunRouter, started: float, why: str) -> ExecutionResult:
+    took, calls = round((time.perf_counter() - started) * 1000, 1), router.records()
+    return ExecutionResult.failure(
+        ErrorType.EXECUTOR_ERROR, why, tool_calls=calls, duration_ms=took
+    )
