@@ -11,6 +11,7 @@ import socket
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -430,3 +431,37 @@ def _alive(pid: int) -> bool:
     with contextlib.suppress(OSError):
         return (Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]) != "Z"
     return False
+
+
+def test_an_upstream_still_starting_ends_with_a_server_killed_outright(tmp_path: Path) -> None:
+    """A desktop client that kills the server (or a killed terminal) while an upstream had
+    not answered yet left that upstream running for good: it has a session of its own and
+    nobody told it (outside attack 138)."""
+    marker = f"never-answers-{uuid.uuid4().hex}"
+    sleep = ["-c", "import time; time.sleep(600)", marker]
+    proc = _serve(tmp_path, {"sloth": {"command": sys.executable, "args": sleep}})
+    try:
+        found: list[int] = []
+        deadline = time.monotonic() + 60
+        while not found and time.monotonic() < deadline:
+            time.sleep(0.05)
+            found = [pid for pid in _all_pids() if marker in _cmdline(pid)]
+        assert found, "the upstream did not start"
+    finally:
+        proc.kill()
+        proc.wait()
+        for pipe in (proc.stdin, proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()
+    for _ in range(200):
+        if not [pid for pid in found if _alive(pid)]:
+            break
+        time.sleep(0.05)
+    left = [pid for pid in found if _alive(pid)]
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)
+    assert not left, "an upstream still starting outlived the server"
+
+
+def _all_pids() -> list[int]:
+    return [int(entry.name) for entry in Path("/proc").iterdir() if entry.name.isdigit()]

@@ -30,6 +30,7 @@ import contextlib
 import json
 import logging
 import os
+import shutil
 import signal
 import sys
 from collections.abc import AsyncIterator, Callable
@@ -122,9 +123,10 @@ class BoundedStdioTransport(ClientTransport):
         tuple[MemoryObjectReceiveStream[_Inbound], MemoryObjectSendStream[SessionMessage]]
     ]:
         with _errlog(self.log_file) as errlog:
+            env = get_default_environment() | self.env
             process = await anyio.open_process(
-                [self.command, *self.args],
-                env=get_default_environment() | self.env,
+                _dying_with_us(self.command, self.args, env, self.cwd),
+                env=env,
                 stderr=errlog,
                 cwd=self.cwd,
                 start_new_session=True,
@@ -149,6 +151,34 @@ class BoundedStdioTransport(ClientTransport):
                         await writer_done.wait()
                     await _stop(process, self.exit_grace_s)
                 tg.cancel_scope.cancel()
+
+
+# Run in the upstream's process before its command: SIGTERM when the gateway dies, however
+# it dies (PR_SET_PDEATHSIG = 1, kept across exec), unless it is gone already.
+_WITH_PARENT = (
+    "import ctypes,os,sys\nctypes.CDLL(None).prctl(1,15)\n"
+    "if os.getppid()!=int(sys.argv[1]):os._exit(1)\nos.execv(sys.argv[2],sys.argv[3:])"
+)
+
+
+def _dying_with_us(
+    command: str, args: list[str], env: dict[str, str], cwd: str | Path | None
+) -> list[str]:
+    """The upstream's argv, started so that it ends with the gateway: in a session of its
+    own, it outlived a gateway its client killed outright (a desktop client that gave it
+    no time to close, or a killed terminal: outside attack 138). Linux only; a command not
+    found is left to fail as it would."""
+    if not sys.platform.startswith("linux"):
+        return [command, *args]
+    if os.sep in command:
+        path = os.path.join(cwd or os.getcwd(), command)
+        found = path if os.access(path, os.X_OK) else None
+    else:
+        found = shutil.which(command, path=env.get("PATH") or os.defpath)
+    if found is None:
+        return [command, *args]
+    runner = [sys.executable, "-I", "-S", "-c", _WITH_PARENT, str(os.getpid())]
+    return [*runner, found, command, *args]
 
 
 def _errlog(log_file: Path | TextIO | None) -> contextlib.AbstractContextManager[TextIO]:
