@@ -1,7 +1,10 @@
 """A streamable HTTP upstream (stdlib only) that floods requests of its own.
 
-`python asking_http_upstream.py PORT COUNT`: once a client opens its GET stream, COUNT
-`ping` requests go down it as fast as they can be written, then the stream stays open.
+`python asking_http_upstream.py PORT COUNT [SPELLING]`: once a client opens its GET stream,
+COUNT `ping` requests go down it as fast as they can be written, then the stream stays
+open. SPELLING is how each event is written, all read alike by the MCP SDK: `plain`,
+`escaped` (the `id` key as `"\\u0069d"`), `cr` (lines ended by a bare `\r`), `space` (the
+data in two lines with a line of one space between them: not an event's end).
 Tools: `echo`, and `answers` (how many answers to those pings have come back so far).
 """
 
@@ -15,9 +18,22 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 COUNT = int(sys.argv[2])
+SPELLING = sys.argv[3] if len(sys.argv) > 3 else "plain"
 TOOLS = [{"name": name, "inputSchema": {"type": "object"}} for name in ("echo", "answers")]
 _ANSWERS = [0]
 _LOCK = threading.Lock()
+
+
+def _event(n: int) -> str:
+    ping = json.dumps({"jsonrpc": "2.0", "id": f"ping-{n}", "method": "ping"})
+    if SPELLING == "escaped":
+        return "event: message\ndata: " + ping.replace('"id"', '"\\u0069d"') + "\n\n"
+    if SPELLING == "cr":  # a `\n` after ten such events: whole lines to a reader of `\n`
+        return f"event: message\rdata: {ping}\r\r" + ("\n" if n % 10 == 9 else "")
+    if SPELLING == "space":
+        head, _, tail = ping.partition(", ")
+        return f"event: message\ndata: {head},\n \ndata: {tail}\n\n"
+    return f"event: message\ndata: {ping}\n\n"
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -46,8 +62,7 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("mcp-session-id", "asking")
         self.end_headers()
         for n in range(COUNT):
-            ping = json.dumps({"jsonrpc": "2.0", "id": f"ping-{n}", "method": "ping"})
-            self.wfile.write(f"event: message\ndata: {ping}\n\n".encode())
+            self.wfile.write(_event(n).encode())
         self.wfile.flush()
         time.sleep(120)
 

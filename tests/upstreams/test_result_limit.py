@@ -22,6 +22,7 @@ import pytest_asyncio
 
 from mcp_code_mode.config import load_config
 from mcp_code_mode.gateway import Gateway
+from mcp_code_mode.upstreams.asks import AskBudget, unasked
 
 from ..support import QUIET, ConfigWriter, make_settings
 from ..test_upstream_healing import free_port, run, status, value
@@ -352,13 +353,16 @@ async def test_a_result_sent_as_another_requests_reply_is_held_to_the_limit(
             await gw.aclose()
 
 
+@pytest.mark.parametrize("spelling", ["plain", "escaped", "cr", "space"])
 async def test_an_http_upstreams_own_requests_are_taken_at_a_bounded_rate(
-    write_config: ConfigWriter,
+    write_config: ConfigWriter, spelling: str
 ) -> None:
     """2,000 pings on the GET stream: each answer is a POST, sent one at a time, and they
-    piled up without bound (355 → 468 MB in 50 s, no call made; attack 135)."""
+    piled up without bound (355 → 468 MB in 50 s, no call made; attack 135). Spelt as the
+    SDK reads them and a check of the text did not (an escaped `id`, lines ended by `\r`,
+    a line of one space inside an event), they passed uncounted (attack 137)."""
     server = str(Path(__file__).parents[1] / "servers" / "asking_http_upstream.py")
-    async with _http_upstream(lambda port: [server, str(port), "2000"]) as url:
+    async with _http_upstream(lambda port: [server, str(port), "2000", spelling]) as url:
         gw = await _gateway(write_config({"asker": {"url": url}}))
         try:
             started = time.monotonic()
@@ -388,3 +392,16 @@ async def test_announcements_in_a_flood_are_listed_at_a_bounded_rate(
         assert 1 <= listings <= 2 + elapsed / 0.25, (listings, elapsed)
     finally:
         await gw.aclose()
+
+
+def test_what_an_upstream_sends_unasked_is_read_as_the_sdk_reads_it_and_budgeted() -> None:
+    """Notifications had no budget: 2,000 `tools/list_changed` a second still kept a third of
+    a core busy once listings rested (attack 137)."""
+    note = b'data: {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}'
+    assert unasked([b"event: message", note]) == "notification"
+    assert unasked([b'data: {"jsonrpc": "2.0", "\\u0069d": 1, "method": "ping"}']) == "request"
+    assert unasked([b'data: {"jsonrpc": "2.0", "id": 1, "result": {"method": 1}}']) is None
+    assert unasked([b"data: " + b"[" * 100_000 + b'"method"']) is None  # no RecursionError
+    budget = AskBudget(rate=20.0, burst=50)
+    taken = sum(budget.take("notification") for _ in range(2_000))
+    assert 200 <= taken < 260 and budget.dropped == 2_000 - taken

@@ -14,44 +14,65 @@ from __future__ import annotations
 
 import json
 import time
+from typing import Literal
 
-__all__ = ["AskBudget", "holds_request"]
+__all__ = ["AskBudget", "unasked"]
 
-_PARSED = 1 << 20  # of an event's data, parsed to tell a request from a reply
+_PARSED = 1 << 20  # of an event's data, parsed to tell a request from a reply (the SDK's cap)
+
+Unasked = Literal["request", "notification"]
 
 
-class AskBudget:
-    """A token bucket: `rate` requests a second, `burst` at once; `dropped` counts the rest."""
+class _Bucket:
+    """`rate` a second, `burst` at once."""
 
-    def __init__(self, rate: float = 20.0, burst: int = 50) -> None:
-        self.rate = rate
-        self.burst = burst
-        self.dropped = 0
-        self._tokens = float(burst)
-        self._stamp = time.monotonic()
+    def __init__(self, rate: float, burst: int) -> None:
+        self.rate, self.burst = rate, burst
+        self._tokens, self._stamp = float(burst), time.monotonic()
 
     def take(self) -> bool:
-        """Whether one more request may be answered now."""
         now = time.monotonic()
         self._tokens = min(self.burst, self._tokens + (now - self._stamp) * self.rate)
         self._stamp = now
         if self._tokens >= 1:
             self._tokens -= 1
             return True
+        return False
+
+
+class AskBudget:
+    """What one connection passes on of what its upstream sends unasked: `rate` requests a
+    second after a `burst`, and as many notifications again and more (2,000
+    `tools/list_changed` a second kept a third of a core busy: attack 137); `dropped`
+    counts the rest."""
+
+    def __init__(self, rate: float = 20.0, burst: int = 50) -> None:
+        self.dropped = 0
+        self._buckets = {
+            "request": _Bucket(rate, burst),
+            "notification": _Bucket(rate * 5, burst * 4),
+        }
+
+    def take(self, kind: Unasked = "request") -> bool:
+        """Whether one more message of this kind may be passed on now."""
+        if self._buckets[kind].take():
+            return True
         self.dropped += 1
         return False
 
 
-def holds_request(event: list[bytes]) -> bool:
-    """Whether the SSE event made of `event`'s lines carries a JSON-RPC request (a `method`
-    and an `id`): the upstream's own, which the SDK answers."""
-    data = b"\n".join(
-        line[5:].removeprefix(b" ").rstrip(b"\r") for line in event if line.startswith(b"data:")
-    )
-    if b'"method"' not in data or b'"id"' not in data or len(data) > _PARSED:
-        return False
+def unasked(event: list[bytes]) -> Unasked | None:
+    """What the SSE event made of `event`'s lines carries that the upstream sends on its
+    own: a JSON-RPC request (a `method` and an `id`: the SDK answers it) or a notification
+    (a `method` alone); None for a reply or anything else. Read as the SDK reads it: the
+    names may be spelt with escapes (`"\\u0069d"` passed a check of the text: attack 137)."""
+    data = b"\n".join(line[5:].removeprefix(b" ") for line in event if line.startswith(b"data:"))
+    if (b'"method"' not in data and b"\\u" not in data) or len(data) > _PARSED:
+        return None
     try:
         message = json.loads(data)
-    except ValueError:
-        return False
-    return isinstance(message, dict) and "method" in message and "id" in message
+    except (ValueError, RecursionError):  # not JSON the SDK takes either
+        return None
+    if not isinstance(message, dict) or "method" not in message:
+        return None
+    return "request" if "id" in message else "notification"
