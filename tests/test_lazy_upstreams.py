@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from mcp_code_mode.config import load_config
 from mcp_code_mode.executor_server import build_server
 from mcp_code_mode.gateway import DISCOVERY_WAIT_S, Gateway
-from mcp_code_mode.reach import servers_reached
+from mcp_code_mode.reach import servers_reached, starting_note
 from mcp_code_mode.upstreams.cache import ToolCache
 
 from .support import QUIET, SECRET, TEST_SERVER, make_settings, server_entry
@@ -365,3 +365,21 @@ async def test_discovery_answers_while_an_upstream_is_still_starting(tmp_path: P
                 break
         assert rows["t"]["status"] == "ok"
         assert rows["slow"]["status"] == "starting" and "still starting" in rows["slow"]["error"]
+        # search answers too, and says which servers it could not see yet (attack 138: `[]`)
+        reply = await client.call_tool_mcp("search_tools", {"query": "echo"})
+        hits = json.loads(reply.content[0].text)
+        assert [h["server"] for h in hits][:1] == ["t"]
+        assert len(reply.content) == 2 and "slow is still starting" in reply.content[1].text
+        reply = await client.call_tool_mcp("execute_code", {"code": "search_tools('echo')"})
+        body = json.loads(reply.content[0].text)
+        assert body["ok"] and any("slow is still starting" in line for line in body["logs"])
+        reply = await client.call_tool_mcp("execute_code", {"code": "list_servers()"})
+        assert not json.loads(reply.content[0].text)["logs"]  # a run that did not search
+
+
+def test_a_starting_note_names_a_few_servers_and_counts_the_rest() -> None:
+    rows = [{"name": f"s{i}" * 80, "status": "starting"} for i in range(8)]
+    note = starting_note([*rows, {"name": "up", "status": "ok"}]) or ""
+    assert note.startswith("search: s0s0") and "and 3 more are still starting" in note
+    assert "up" not in note.replace("ok)", "") and len(note) < 700
+    assert starting_note([{"name": "up", "status": "ok"}, {"name": "x", "status": "error"}]) is None

@@ -30,6 +30,7 @@ from .elicitation import Elicitation
 from .encodable import make_encodable
 from .errors import CodeModeError, ErrorType
 from .gateway import Gateway
+from .reach import starting_note
 from .runs.progress import RunProgress
 from .runs.telemetry import configure_from_env
 from .sandbox.base import ExecutionResult
@@ -167,7 +168,11 @@ def build_server(gateway: Gateway, *, lm: Any = None, origin: str = "") -> FastM
     # Discovery answers about every upstream: it waits for those still connecting.
     async def search_tools(query: str, limit: int = 5) -> ToolResult:
         await gateway.settle()
-        return _json_result(_or_tool_error(lambda: gateway.search_tools(query, limit)))
+        result = _json_result(_or_tool_error(lambda: gateway.search_tools(query, limit)))
+        note = starting_note(gateway.list_servers())
+        if note is not None:  # a second block: the first stays the contract's JSON
+            result.content.append(mcp_types.TextContent(type="text", text=note))
+        return result
 
     async def get_tool_docs(server: str, tool: str | None = None, page: int = 1) -> ToolResult:
         await gateway.settle([server])

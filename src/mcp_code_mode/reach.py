@@ -6,19 +6,23 @@ name as a string, as in `call_tool("notes", ...)`), and every server does when t
 reaches them in a way the source does not spell out (`tools` used other than as
 `tools.<id>`, or `call_tool` / `call_tools` given a server that is not a string literal).
 It decides nothing about safety: a server it misses still starts on its first call.
+`starting_note` says which servers discovery could not see yet because they are starting.
 """
 
 from __future__ import annotations
 
 import ast
-from collections.abc import Collection
+from collections.abc import Collection, Iterable, Mapping
+from typing import Any
 
 from .naming import assign_identifiers
 
-__all__ = ["servers_reached"]
+__all__ = ["servers_reached", "starting_note"]
 
 _CALLERS = ("call_tool", "call_tools")
 _FLAGS = ast.PyCF_ONLY_AST | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
+_NAMED = 5  # starting servers a note names, past which it counts them
+_NAME_CHARS = 100
 
 
 def servers_reached(code: str, servers: Collection[str]) -> list[str] | None:
@@ -98,3 +102,17 @@ def _is_text(node: ast.expr) -> bool:
 
 def _is_name(node: ast.expr, name: str) -> bool:
     return isinstance(node, ast.Name) and node.id == name
+
+
+def starting_note(rows: Iterable[Mapping[str, Any]]) -> str | None:
+    """A line for a search answer while servers still start (`list_servers()` rows), whose
+    tools may be missing from it; None when none is starting (attack 138: `[]`, no word)."""
+    names = [str(row["name"])[:_NAME_CHARS] for row in rows if row.get("status") == "starting"]
+    if not names:
+        return None
+    more = f" and {len(names) - _NAMED} more" if len(names) > _NAMED else ""
+    verb = "is" if len(names) == 1 else "are"
+    return (
+        f"search: {', '.join(names[:_NAMED])}{more} {verb} still starting; their tools may be "
+        "missing from search hits (list_servers() shows when they are ok)"
+    )

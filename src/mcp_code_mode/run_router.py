@@ -29,6 +29,7 @@ from .approval import RunApprovals
 from .call_args import NOT_KEPT, Checked, bounded_args, size_at_least
 from .encodable import clean_text, clip, one_line
 from .errors import CodeModeError, ToolCallFailed, ToolCallLimitExceeded, UnknownToolError
+from .reach import starting_note
 from .runs.log_stream import RunLogStream
 from .runs.progress import MESSAGE_CHARS, RunProgress, progress_args
 from .runs.trace import CallTrace, RunTrace
@@ -63,11 +64,8 @@ class RouterHost(Protocol):
     settings: Settings  # `max_call_bytes` bounds each call's arguments
 
     async def resolve(self, server: str, tool: str) -> None:
-        """Wait for `server` and check that it lists `tool`.
-
-        Raises:
-            ToolCallFailed: the server is unavailable, or has no such tool.
-        """
+        """Wait for `server` and check that it lists `tool` (ToolCallFailed: it is
+        unavailable, or has no such tool)."""
         ...
 
     async def send(
@@ -123,6 +121,7 @@ class RunRouter:
         self._checking = asyncio.Lock()  # one offloaded argument check of this run at a time
         self._tasks: set[asyncio.Task[Any]] = set()
         self._closed = False
+        self._starting: str | None = None  # a search saw servers still starting
 
     def observe(
         self,
@@ -259,8 +258,9 @@ class RunRouter:
                 record.ms = round(max(0.0, elapsed) * 1000, 1)
 
     def notes(self) -> list[str]:
-        """Lines the run's logs gain from the gateway (calls that ran unapproved)."""
-        return self._approvals.notes()
+        """Lines the run's logs gain from the gateway (calls that ran unapproved, servers a
+        search could not see yet)."""
+        return self._approvals.notes() + ([self._starting] if self._starting else [])
 
     @property
     def paused_s(self) -> float:
@@ -311,7 +311,9 @@ class RunRouter:
                 raise UnknownToolError(
                     f"search_tools: query must be a str, not {type(query).__name__}"
                 )
-            return host.search_tools(str(query), 5 if limit is None else limit, prefer=used)
+            hits = host.search_tools(str(query), 5 if limit is None else limit, prefer=used)
+            self._starting = starting_note(host.list_servers()) or self._starting
+            return hits
         if kind == "get_tool_docs":
             server, tool, page = args.get("server"), args.get("tool"), args.get("page", 1)
             if not isinstance(server, str) or not (tool is None or isinstance(tool, str)):
