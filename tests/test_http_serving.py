@@ -313,9 +313,14 @@ async def test_request_bodies_and_requests_in_flight_are_bounded(tmp_path: Path)
             smuggled = _call("1+1", 10)  # only a 2026-07-28 call answers with requestState
             smuggled["params"]["requestState"] = "opaque"
             posing = await http.post(instance.url, json=smuggled, headers=session)
+            with pytest.raises(Exception) as refused:  # what a client shows (attack 138)
+                async with Client(instance.url, auth=TOKEN, timeout=30) as late:
+                    await late.call_tool("execute_code", {"code": "1+1"})
             answered = await asyncio.gather(*calls)
             after = await http.post(instance.url, json=_call("1+1", 4), headers=session)
         assert third.status_code == 503 and third.headers.get("retry-after") == "1"
+        assert "MCP_CODE_HTTP_MAX_REQUESTS" in third.json()["error"]["message"]
+        assert "too many requests in flight" in str(refused.value), repr(refused.value)
         assert pinged.status_code == 200, pinged.text
         assert posing.status_code == 503  # this session's calls answer nothing: new work
         assert [r.status_code for r in answered] == [200, 200]
@@ -372,7 +377,8 @@ async def test_what_requests_in_flight_hold_is_bounded_and_held_pings_hold_no_dr
             drained_s = time.monotonic() - started
             for h in held:
                 h.cancel()
-    assert (over.status_code, over.text) == (503, "too much request data in flight")
+    assert over.status_code == 503
+    assert over.json()["error"]["message"].startswith("too much request data in flight")
     assert (medium_while.status_code, small_while.status_code) == (503, 200)  # attack 116
     assert done.status_code == 200 and after.status_code == 200
     assert unanswered >= 2 and code == 0

@@ -55,6 +55,10 @@ _MAX_BODY_OBJECTS = 64 << 20
 parse to 80-100 MB, 25 times their size, and 40 such calls took 4 GB (outside attack
 113); 4 MB of records, numbers or text estimate 3-42 MB."""
 
+_BUSY = "on this instance; retry shortly (MCP_CODE_HTTP_MAX"
+_TOO_MANY = f"too many requests in flight {_BUSY}_REQUESTS)"
+_DRAINING = "draining: this instance is shutting down; retry on another"
+
 
 class GateState(enum.Enum):
     """Where the gate is: `STARTING → READY → DRAINING → CLOSED` (a drain may begin while
@@ -159,7 +163,7 @@ class Gate:
         cost = 0 if body is None else decode_cost(body)  # 1-2 ms a MB, counting bytes
         refusal = self._refusal(body, cost, modern=_modern(scope))
         if refusal is not None:
-            await _respond(send, *refusal, close=True)
+            await _refuse(send, *refusal)
             return
         assert body is not None
         async with self._holding(_may_start_work(body), cost):
@@ -189,12 +193,12 @@ class Gate:
         if self.held + cost > self._max_held and len(body) > _SMALL_BYTES:
             # small requests pass: answers, pings and listings (one token holder's 16 calls
             # of strings costed 11 times their size kept them out: attack 116)
-            return 503, "too much request data in flight"
+            return 503, f"too much request data in flight {_BUSY}_HELD_MB)"
         full = self._max_requests and self.running >= self._max_requests
         if (full or self.state is GateState.DRAINING) and _starts_work(body, modern=modern):
-            return 503, "draining" if self.state is GateState.DRAINING else "too many requests"
+            return 503, _DRAINING if self.state is GateState.DRAINING else _TOO_MANY
         if self.state is GateState.CLOSED:
-            return 503, "draining"
+            return 503, _DRAINING
         return None
 
     def _authorized(self, scope: Scope) -> bool:
@@ -324,6 +328,22 @@ async def _respond(send: Send, status: int, text: str, *, close: bool = False) -
         headers += [(b"connection", b"close"), (b"retry-after", b"1")]
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": text.encode()})
+
+
+async def _refuse(send: Send, status: int, text: str) -> None:
+    """Refuse a request before the MCP app reads it, as a JSON-RPC error an MCP client
+    shows (a plain-text 503 reached clients as an opaque -32603: attack 138). The id is
+    null: a body refused for its size is not parsed to find it."""
+    code = -32000 if status == 503 else -32600
+    body = {"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": text}}
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"cache-control", b"no-store"),
+        (b"connection", b"close"),
+        (b"retry-after", b"1"),
+    ]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": json.dumps(body).encode()})
 
 
 def _one_host(scope: Scope) -> bool:
