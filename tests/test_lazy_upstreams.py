@@ -107,6 +107,21 @@ async def test_background_start_serves_before_a_slow_upstream_answers(tmp_path: 
         assert named.result == "hi" and time.monotonic() - started >= START_DELAY_S
 
 
+async def test_a_reply_counts_and_says_the_wait_for_an_upstream_to_start(tmp_path: Path) -> None:
+    """Outside attack 138: a run that waited 20 s for an upstream to start said nothing of
+    it, and its `duration_ms` left the wait out."""
+    gw = gateway(tmp_path, {"slow": slow_entry(7.0)}, "background")
+    async with gw:
+        began = time.monotonic()
+        first = await gw.execute("tools.slow.echo(text='hi')", timeout_s=60)
+        took_ms = (time.monotonic() - began) * 1000
+        again = await gw.execute("tools.slow.echo(text='hi')")
+    assert first.ok and first.result == "hi", first.error
+    assert took_ms >= first.duration_ms >= took_ms - 500 and first.duration_ms > 5000
+    assert first.logs[0].startswith("gateway: the code waited"), first.logs
+    assert again.ok and again.logs == [] and again.duration_ms < 5000
+
+
 async def test_discovery_through_mcp_waits_for_upstreams_still_connecting(tmp_path: Path) -> None:
     gw = gateway(tmp_path, {"slow": slow_entry(1.0)}, "background")
     async with gw, Client(build_server(gw)) as client:

@@ -30,7 +30,7 @@ from .runs.progress import RunProgress
 from .runs.telemetry import RunTelemetry, flush
 from .sandbox.base import ExecutionResult, Executor, GuestIndex, Session
 from .sandbox.executor import SandboxExecutor
-from .sandbox.reply import bounded
+from .sandbox.reply import bounded, waited_before
 from .settings import Settings, cache_root
 from .tool_formatter import count_tokens
 from .tool_results import JSON, Reply, parse_input, result_text, text_chars, unwrap_result
@@ -247,15 +247,17 @@ class Gateway:
     ) -> ExecutionResult:
         """Run `code` once the upstreams it can reach (by name, or any when it is dynamic)
         have tried to connect: the guest's index has their own tool lists, not the cache's."""
-        reached = self._servers_reached(code)
+        reached, began = self._servers_reached(code), time.perf_counter()
         with contextlib.suppress(TimeoutError):  # a hung upstream fails the call, in the run
             async with asyncio.timeout(limit_s):
                 await self.manager.settle(reached)
+        waited_s = time.perf_counter() - began
         run = session.run if session is not None else self.executor.run
         parsed = parse_input(input)
-        return await run(
+        result = await run(
             code, input=parsed, timeout_s=limit_s, index=self._guest_index(), router=router
         )
+        return waited_before(result, waited_s)
 
     def search_tools(
         self,
@@ -323,11 +325,7 @@ class Gateway:
 
     async def resolve(self, server: str, tool: str) -> None:
         """Wait until `server` has tried to connect (starting it if need be) and check that
-        it lists `tool`, so a call fails early and clearly (see `RunRouter`).
-
-        Raises:
-            ToolCallFailed: the server is unavailable, or has no such tool.
-        """
+        it lists `tool`, so a call fails early and clearly (ToolCallFailed; see `RunRouter`)."""
         await self.manager.settle([server])
         reason = self.manager.unavailable_reason(server)
         if reason is not None:

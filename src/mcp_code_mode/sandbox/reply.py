@@ -10,6 +10,8 @@ plus `REPLY_OVERHEAD_CHARS` as JSON text (contract §7):
   groups, names clipped: `tool_calls` costs a few lines, not one per call;
 - error messages are clipped; stdout and logs that still do not fit are cut and the
   run ends with OUTPUT_LIMIT.
+
+`waited_before` counts in a reply the wait for upstreams to start before the code ran.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ __all__ = [
     "bounded",
     "group_calls",
     "off_the_loop",
+    "waited_before",
 ]
 
 REPLY_OVERHEAD_CHARS = 4096
@@ -43,6 +46,7 @@ _NAME_CHARS = 64  # of a server or tool name in tool_calls, as JSON text
 _SHORT_NAME_CHARS = 16  # when even that does not fit
 _ERROR_CHARS = 800  # of the error message, as JSON text
 _OTHERS = "(others)"
+_WAIT_NOTED_S = 5.0  # a run that waited this long before its code ran says so in its logs
 _MAX_LINE = 1_000_000  # no guest code has more lines (MCP_CODE_MAX_LINES is far below)
 
 
@@ -230,3 +234,14 @@ def _cut(result: ExecutionResult, max_output_chars: int) -> None:
             break
         kept.append(line)
     result.logs = kept
+
+
+def waited_before(result: ExecutionResult, waited_s: float) -> ExecutionResult:
+    """Count in `duration_ms` the time the code waited for upstreams to start before it ran
+    (bounded by the run's limit, which counts from then); past 5 s, its logs say so
+    (attack 138: 20 s, unsaid)."""
+    result.duration_ms = round(result.duration_ms + waited_s * 1000, 1)
+    if waited_s >= _WAIT_NOTED_S:
+        note = f"gateway: the code waited {waited_s:.1f} s for upstreams to start before it ran"
+        result.logs = [note, *result.logs]
+    return result
