@@ -201,9 +201,9 @@ def _initialize() -> dict[str, Any]:
 
 @pytest.mark.slow
 async def test_probes_token_and_host_origin_checks(tmp_path: Path) -> None:
-    slow_upstream = tmp_path / "slow_notes.py"  # starts 2 s late: /readyz must say so
+    slow_upstream = tmp_path / "slow_notes.py"  # starts 8 s late: /readyz must say so
     slow_upstream.write_text(
-        f"import runpy, time\ntime.sleep(2)\nrunpy.run_path({NOTES_SERVER!r}, run_name='__main__')\n"
+        f"import runpy, time\ntime.sleep(8)\nrunpy.run_path({NOTES_SERVER!r}, run_name='__main__')\n"
     )
     config = _config(tmp_path, str(slow_upstream))
     settings = {"MCP_CODE_HTTP_TOKEN": TOKEN, "MCP_CODE_HTTP_ALLOWED_HOSTS": "mcp.example.com"}
@@ -213,13 +213,23 @@ async def test_probes_token_and_host_origin_checks(tmp_path: Path) -> None:
             ready = await http.get(f"{instance.base}/readyz")
             assert (health.status_code, health.text) == (200, "ok")
             assert (ready.status_code, ready.text) == (503, "starting")
-            # A call made while the gateway starts waits for it rather than failing.
+            # A session opens before the upstreams have started (attack 138: a first
+            # `initialize` waited 49 s for 10,000 tools), and a call made meanwhile waits
+            # for the upstream it needs rather than failing.
+            began = time.monotonic()
             async with Client(instance.url, auth=TOKEN, timeout=30) as client:
+                opened_s = time.monotonic() - began
+                unready = await http.get(f"{instance.base}/readyz")
                 early = await client.call_tool(
                     "execute_code", {"code": "len(tools.notes.list_notes())"}
                 )
+            assert opened_s < 7 and (unready.status_code, unready.text) == (503, "starting")
             assert early.structured_content is not None and early.structured_content["ok"]
-            ready = await http.get(f"{instance.base}/readyz")
+            for _ in range(50):  # ready once the upstream has answered and the index is built
+                ready = await http.get(f"{instance.base}/readyz")
+                if ready.status_code == 200:
+                    break
+                await asyncio.sleep(0.2)
             assert (ready.status_code, ready.text) == (200, "ready")
 
             body = _initialize()

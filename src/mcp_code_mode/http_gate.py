@@ -1,10 +1,11 @@
 """The ASGI app uvicorn serves in front of the MCP app: probes, Host check and drain.
 
 `GET /healthz` answers 200 while the process serves; `GET /readyz` 503 until the gate is
-opened over the MCP app, then 200, and 503 again once it drains. The probes skip every
+`ready`, then 200, and 503 again once it drains. The probes skip every
 other check: they run nothing and reveal nothing but "ok"/"ready"/"starting"/"draining".
 Any other request must carry exactly one `Host` header that `http_host.parse_host` reads,
-else it is refused with 400; MCP requests that arrive while the gate starts wait for it.
+else it is refused with 400; MCP requests that arrive before the gate `serve`s the MCP app
+wait for it (it serves them before it is ready: attack 138, a first `initialize` held 49 s).
 
 While draining, requests that would start new work (`tools/call`, `initialize`) are
 refused with 503 before anything runs, so a balancer may resend them to another instance;
@@ -105,9 +106,21 @@ class Gate:
         self._idle = asyncio.Event()
         self._idle.set()
 
-    def open(self, app: ASGIApp) -> None:
+    def serve(self, app: ASGIApp) -> None:
+        """Pass MCP requests to `app` from now on (`/readyz` waits for `ready`)."""
         self._app = app
-        self._move(GateState.READY)
+        self._changed.set()
+        self._changed = asyncio.Event()
+
+    def ready(self) -> None:
+        if self.state is GateState.STARTING:  # a drain begun meanwhile stays one
+            self._move(GateState.READY)
+
+    @property
+    def serving(self) -> bool:
+        """Whether MCP requests reach the app and no drain has begun."""
+        ready = self.state in (GateState.STARTING, GateState.READY)
+        return ready and self._app is not None
 
     def drain(self) -> None:
         if self.state in (GateState.STARTING, GateState.READY):
@@ -152,7 +165,7 @@ class Gate:
         if not _one_host(scope):  # RFC 9112 §3.2: 400 for none, several or an invalid one
             await _respond(send, 400, "invalid Host header", close=True)
             return
-        while self.state is GateState.STARTING:
+        while self.state is GateState.STARTING and self._app is None:
             await self._changed.wait()
         if scope["method"] == "GET" or not self._authorized(scope):
             # a stream that waits for server messages is not work; without the token, the
@@ -210,10 +223,9 @@ class Gate:
         return sent[:7].lower() == b"bearer " and hmac.compare_digest(sent[7:], self._token)
 
     async def _pass(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if self.state is GateState.CLOSED:
+        if self.state is GateState.CLOSED or self._app is None:  # closed, or never served
             await _respond(send, 503, "draining", close=True)
             return
-        assert self._app is not None
         self._admitted += 1
         await self._app(scope, receive, send)
 

@@ -1,13 +1,14 @@
 """Serving the MCP app over streamable HTTP, for one person or a team (contract §9).
 
 `serve_http` listens at once, behind a `http_gate.Gate`: `GET /healthz` answers 200 while
-the process serves and `GET /readyz` 503 until the gateway has started (upstreams
-connected, catalog loaded, pool warm), then 200. MCP requests that arrive before that wait
-for it. The MCP endpoint is fastmcp's own app: its Host/Origin guard, strict (loopback
-names plus MCP_CODE_HTTP_ALLOWED_HOSTS / _ORIGINS, whatever address is bound), and with
-MCP_CODE_HTTP_TOKEN its static bearer-token verifier (401 without the token). Before that
-guard, the gate refuses with 400 a request without exactly one `Host` header that
-`http_host.parse_host` reads.
+the process serves and `GET /readyz` 503 until the gateway is ready (pool warm, then
+`ready()`: upstreams connected, catalog loaded), then 200. MCP requests are served once the
+pool is warm, before the upstreams are (discovery and runs wait for those they need, as over
+stdio); those that arrive before that wait for it. The MCP endpoint is fastmcp's own app:
+its Host/Origin guard, strict (loopback names plus MCP_CODE_HTTP_ALLOWED_HOSTS / _ORIGINS,
+whatever address is bound), and with MCP_CODE_HTTP_TOKEN its static bearer-token verifier
+(401 without the token). Before that guard, the gate refuses with 400 a request without
+exactly one `Host` header that `http_host.parse_host` reads.
 
 `GET /runs` and `/runs/<id>` serve the runs page (`runs_page`) beside `/mcp`, behind the same
 Host/Origin guard and token.
@@ -39,7 +40,7 @@ import re
 import signal
 import socket
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING
 
@@ -51,7 +52,7 @@ from starlette.routing import Route
 
 from .answer_routing import AnswerRouter, state_security
 from .errors import CodeModeError, ConfigError
-from .http_gate import Gate, GateState
+from .http_gate import Gate
 from .runs_page import runs_app, runs_reader
 from .settings import Settings
 
@@ -114,12 +115,14 @@ async def serve_http(
     host: str,
     port: int,
     busy: Callable[[], bool] = bool,
+    ready: Callable[[], Awaitable[object]] | None = None,
 ) -> None:
     """Serve MCP over streamable HTTP on `host:port` until a signal drains it (see module).
 
     `open_server(origin)` starts the gateway and yields the MCP server over it (`origin`:
     this instance's URL, which its questions name); entered once the port is bound, left
     after the drain, which waits for requests and for `busy()` (runs in progress) to end.
+    `/readyz` answers 200 once the server is served and `ready()` has returned.
 
     Raises:
         ConfigError: see `check_exposure`.
@@ -133,12 +136,14 @@ async def serve_http(
     _warn_unshared_states(settings)
     gate = _gate(settings, busy, origin)
     opened = functools.partial(open_server, origin)
-    serving = asyncio.ensure_future(_serve(gate, _uvicorn(gate), listener, opened, settings))
+    serving = asyncio.ensure_future(
+        _serve(gate, _uvicorn(gate), listener, (opened, ready or _at_once), settings)
+    )
     hard_stop = False
 
     def on_signal() -> None:
         nonlocal hard_stop
-        if gate.state is GateState.READY:
+        if gate.serving:
             gate.drain()
             print(f"mcp-code-mode: draining ({gate.running} running)", file=sys.stderr)
         else:  # still starting, or a second signal: stop now
@@ -157,15 +162,19 @@ async def _serve(
     gate: Gate,
     http: uvicorn.Server,
     listener: socket.socket,
-    open_server: Callable[[], AbstractAsyncContextManager[FastMCP]],
+    server_ready: tuple[
+        Callable[[], AbstractAsyncContextManager[FastMCP]], Callable[[], Awaitable[object]]
+    ],
     settings: Settings,
 ) -> None:
+    open_server, ready = server_ready
     uvicorn_task = asyncio.ensure_future(http.serve(sockets=[listener]))
     try:
         async with open_server() as server:
             app = _mcp_app(server, settings)
             async with app.router.lifespan_context(app):
-                gate.open(app)
+                gate.serve(app)
+                readied = asyncio.ensure_future(_readied(gate, ready))
                 left_ready = asyncio.ensure_future(gate.wait_left_ready())
                 try:
                     await asyncio.wait(
@@ -173,6 +182,7 @@ async def _serve(
                     )
                 finally:
                     left_ready.cancel()
+                    readied.cancel()
                 gate.drain()
                 if not await gate.wait_quiet(_drain_limit_s(settings)):
                     logger.warning(
@@ -187,6 +197,15 @@ async def _serve(
         gate.close()
         http.should_exit = True
         await uvicorn_task
+
+
+async def _at_once() -> None:
+    return None
+
+
+async def _readied(gate: Gate, ready: Callable[[], Awaitable[object]]) -> None:
+    await ready()
+    gate.ready()
 
 
 def _gate(settings: Settings, busy: Callable[[], bool], origin: str) -> Gate:
