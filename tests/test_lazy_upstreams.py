@@ -122,6 +122,14 @@ async def test_a_reply_counts_and_says_the_wait_for_an_upstream_to_start(tmp_pat
     assert again.ok and again.logs == [] and again.duration_ms < 5000
 
 
+async def test_a_run_that_gave_up_waiting_says_a_longer_limit_waits_longer(tmp_path: Path) -> None:
+    gw = gateway(tmp_path, {"slow": slow_entry(30.0)}, "on_demand", startup_timeout_s=60)
+    async with gw:
+        early = await gw.execute("tools.slow.echo(text='hi')", timeout_s=5)
+    assert not early.ok and early.duration_ms >= 5000
+    assert "slow still starting: a larger timeout_s waits longer" in early.logs[0], early.logs
+
+
 async def test_discovery_through_mcp_waits_for_upstreams_still_connecting(tmp_path: Path) -> None:
     gw = gateway(tmp_path, {"slow": slow_entry(1.0)}, "background")
     async with gw, Client(build_server(gw)) as client:

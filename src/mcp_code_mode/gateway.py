@@ -257,7 +257,7 @@ class Gateway:
         result = await run(
             code, input=parsed, timeout_s=limit_s, index=self._guest_index(), router=router
         )
-        return waited_before(result, waited_s)
+        return waited_before(result, waited_s, lambda: self._starting(reached))
 
     def search_tools(
         self,
@@ -367,6 +367,10 @@ class Gateway:
         reached = servers_reached(code, list(self.config.servers))
         return None if reached is None else [s for s in reached if s in self.config.enabled]
 
+    def _starting(self, servers: list[str] | None) -> list[str]:
+        late = [r.name for r in self.manager.statuses() if r.status == "starting"]
+        return late if servers is None else [name for name in late if name in servers]
+
     def _guest_index(self) -> GuestIndex:
         """The guest index, made again only when the catalog or a server's status changed.
 
@@ -392,7 +396,5 @@ class Gateway:
 
 
 def _failure(router: RunRouter, started: float, why: str) -> ExecutionResult:
-    took, calls = round((time.perf_counter() - started) * 1000, 1), router.records()
-    return ExecutionResult.failure(
-        ErrorType.EXECUTOR_ERROR, why, tool_calls=calls, duration_ms=took
-    )
+    took, kind = round((time.perf_counter() - started) * 1000, 1), ErrorType.EXECUTOR_ERROR
+    return ExecutionResult.failure(kind, why, tool_calls=router.records(), duration_ms=took)

@@ -46,6 +46,7 @@ _NAME_CHARS = 64  # of a server or tool name in tool_calls, as JSON text
 _SHORT_NAME_CHARS = 16  # when even that does not fit
 _ERROR_CHARS = 800  # of the error message, as JSON text
 _OTHERS = "(others)"
+_NAMED_LATE = 5  # upstreams still starting a note names, past which it counts them
 _WAIT_NOTED_S = 5.0  # a run that waited this long before its code ran says so in its logs
 _MAX_LINE = 1_000_000  # no guest code has more lines (MCP_CODE_MAX_LINES is far below)
 
@@ -236,12 +237,18 @@ def _cut(result: ExecutionResult, max_output_chars: int) -> None:
     result.logs = kept
 
 
-def waited_before(result: ExecutionResult, waited_s: float) -> ExecutionResult:
+def waited_before(
+    result: ExecutionResult, waited_s: float, starting: Callable[[], list[str]]
+) -> ExecutionResult:
     """Count in `duration_ms` the time the code waited for upstreams to start before it ran
-    (bounded by the run's limit, which counts from then); past 5 s, its logs say so
-    (attack 138: 20 s, unsaid)."""
+    (bounded by the run's limit, which counts from then); past 5 s, its logs say so, and
+    name those `starting()` still, whose calls failed (attack 138: 30 s, unsaid)."""
     result.duration_ms = round(result.duration_ms + waited_s * 1000, 1)
-    if waited_s >= _WAIT_NOTED_S:
-        note = f"gateway: the code waited {waited_s:.1f} s for upstreams to start before it ran"
-        result.logs = [note, *result.logs]
+    if waited_s < _WAIT_NOTED_S:
+        return result
+    late = starting()
+    more = "" if len(late) <= _NAMED_LATE else f" and {len(late) - _NAMED_LATE} more"
+    still = f"; {', '.join(late[:_NAMED_LATE])}{more} still starting: a larger timeout_s waits"
+    note = f"gateway: the code waited {waited_s:.1f} s for upstreams to start before it ran"
+    result.logs = [note + (still + " longer" if late else ""), *result.logs]
     return result
