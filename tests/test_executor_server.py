@@ -436,14 +436,19 @@ def _alive(pid: int) -> bool:
 def test_an_upstream_still_starting_ends_with_a_server_killed_outright(tmp_path: Path) -> None:
     """A desktop client that kills the server (or a killed terminal) while an upstream had
     not answered yet left that upstream running for good: it has a session of its own and
-    nobody told it (outside attack 138)."""
+    nobody told it (outside attack 138); nor was a helper it started, deaf to SIGTERM (139)."""
     marker = f"never-answers-{uuid.uuid4().hex}"
-    sleep = ["-c", "import time; time.sleep(600)", marker]
+    helper = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(600)"
+    code = (
+        f"import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', {helper!r}, "
+        f"{marker + '-helper'!r}]); time.sleep(600)"
+    )
+    sleep = ["-c", code, marker]
     proc = _serve(tmp_path, {"sloth": {"command": sys.executable, "args": sleep}})
     try:
         found: list[int] = []
         deadline = time.monotonic() + 60
-        while not found and time.monotonic() < deadline:
+        while not any("helper" in _cmdline(pid) for pid in found) and time.monotonic() < deadline:
             time.sleep(0.05)
             found = [pid for pid in _all_pids() if marker in _cmdline(pid)]
         assert found, "the upstream did not start"

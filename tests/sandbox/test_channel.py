@@ -45,19 +45,24 @@ async def test_a_large_reply_leaves_the_loop_its_turns() -> None:
     round): written in one C call it held the loop about 190 ms."""
     value = [{"id": i, "tags": ["a"] * 240_000} for i in range(4)]
     reader, writer, kept = await _pipe()
-    sender = channel.Channel(reader, writer, peer="worker")
-    stalls: list[float] = []
-    sending = asyncio.create_task(sender.send({"type": "reply", "id": 1, "value": value}))
-    while not sending.done():
-        start = time.perf_counter()
-        await asyncio.sleep(0.001)
-        stalls.append(time.perf_counter() - start)
-    await sending
-    line = await reader.readline()
+    try:
+        sender = channel.Channel(reader, writer, peer="worker")
+        stalls: list[float] = []
+        sending = asyncio.create_task(sender.send({"type": "reply", "id": 1, "value": value}))
+        while not sending.done():
+            start = time.perf_counter()
+            await asyncio.sleep(0.001)
+            stalls.append(time.perf_counter() - start)
+        await sending
+        line = await reader.readline()
+    finally:
+        writer.close()
+        kept.close()
     assert json.loads(line)["value"] == value
-    assert max(stalls) < 0.1, max(stalls)  # generous: one C call took 0.19 s here
-    writer.close()
-    kept.close()
+    # the loop had many turns, most of them short; one C call took 0.19 s here, a turn or
+    # two in all (a single longest turn was 0.17 s on a busy machine: not a measure)
+    stalls.sort()
+    assert len(stalls) >= 10 and stalls[len(stalls) // 2] < 0.05, stalls[-5:]
 
 
 async def _pipe() -> tuple[asyncio.StreamReader, asyncio.StreamWriter, asyncio.StreamWriter]:

@@ -4,7 +4,9 @@
 COUNT `ping` requests go down it as fast as they can be written, then the stream stays
 open. SPELLING is how each event is written, all read alike by the MCP SDK: `plain`,
 `escaped` (the `id` key as `"\\u0069d"`), `cr` (lines ended by a bare `\r`), `space` (the
-data in two lines with a line of one space between them: not an event's end).
+data in two lines with a line of one space between them: not an event's end), `utf7` (the
+stream's charset UTF-7, quotes as `+ACI-`), and `badutf8` (a byte that is not UTF-8 in a
+string).
 Tools: `echo`, and `answers` (how many answers to those pings have come back so far).
 """
 
@@ -24,8 +26,16 @@ _ANSWERS = [0]
 _LOCK = threading.Lock()
 
 
-def _event(n: int) -> str:
+def _event(n: int) -> bytes:
     ping = json.dumps({"jsonrpc": "2.0", "id": f"ping-{n}", "method": "ping"})
+    if SPELLING == "utf7":
+        return f"event: message\ndata: {ping}\n\n".replace('"', "+ACI-").encode()
+    if SPELLING == "badutf8":
+        return f'event: message\ndata: {ping[:-1]}, "x": "'.encode() + b'\xff"}\n\n'
+    return _text_event(ping, n).encode()
+
+
+def _text_event(ping: str, n: int) -> str:
     if SPELLING == "escaped":
         return "event: message\ndata: " + ping.replace('"id"', '"\\u0069d"') + "\n\n"
     if SPELLING == "cr":  # a `\n` after ten such events: whole lines to a reader of `\n`
@@ -58,11 +68,12 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         self.send_response(200)
-        self.send_header("content-type", "text/event-stream")
+        charset = "; charset=utf-7" if SPELLING == "utf7" else ""
+        self.send_header("content-type", "text/event-stream" + charset)
         self.send_header("mcp-session-id", "asking")
         self.end_headers()
         for n in range(COUNT):
-            self.wfile.write(_event(n).encode())
+            self.wfile.write(_event(n))
         self.wfile.flush()
         time.sleep(120)
 

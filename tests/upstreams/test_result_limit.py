@@ -17,12 +17,14 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
+import httpx2
 import pytest
 import pytest_asyncio
 
 from mcp_code_mode.config import load_config
 from mcp_code_mode.gateway import Gateway
 from mcp_code_mode.upstreams.asks import AskBudget, unasked
+from mcp_code_mode.upstreams.http_limit import BoundedEvents
 
 from ..support import QUIET, ConfigWriter, make_settings
 from ..test_upstream_healing import free_port, run, status, value
@@ -353,14 +355,15 @@ async def test_a_result_sent_as_another_requests_reply_is_held_to_the_limit(
             await gw.aclose()
 
 
-@pytest.mark.parametrize("spelling", ["plain", "escaped", "cr", "space"])
+@pytest.mark.parametrize("spelling", ["plain", "escaped", "cr", "space", "utf7", "badutf8"])
 async def test_an_http_upstreams_own_requests_are_taken_at_a_bounded_rate(
     write_config: ConfigWriter, spelling: str
 ) -> None:
     """2,000 pings on the GET stream: each answer is a POST, sent one at a time, and they
     piled up without bound (355 → 468 MB in 50 s, no call made; attack 135). Spelt as the
     SDK reads them and a check of the text did not (an escaped `id`, lines ended by `\r`,
-    a line of one space inside an event), they passed uncounted (attack 137)."""
+    a line of one space inside an event), they passed uncounted (attack 137), and so did
+    a stream in another charset and a byte that is not UTF-8 (139)."""
     server = str(Path(__file__).parents[1] / "servers" / "asking_http_upstream.py")
     async with _http_upstream(lambda port: [server, str(port), "2000", spelling]) as url:
         gw = await _gateway(write_config({"asker": {"url": url}}))
@@ -370,7 +373,8 @@ async def test_an_http_upstreams_own_requests_are_taken_at_a_bounded_rate(
             await asyncio.sleep(3)
             answered = int(await value(gw, "tools.asker.answers()"))
             elapsed = time.monotonic() - started
-            assert 0 < answered <= 50 + 20 * elapsed + 20, (answered, elapsed)
+            floor = 0 if spelling == "utf7" else 1  # read as UTF-8: no request at all
+            assert floor <= answered <= 50 + 20 * elapsed + 20, (answered, elapsed)
         finally:
             await gw.aclose()
 
@@ -401,7 +405,28 @@ def test_what_an_upstream_sends_unasked_is_read_as_the_sdk_reads_it_and_budgeted
     assert unasked([b"event: message", note]) == "notification"
     assert unasked([b'data: {"jsonrpc": "2.0", "\\u0069d": 1, "method": "ping"}']) == "request"
     assert unasked([b'data: {"jsonrpc": "2.0", "id": 1, "result": {"method": 1}}']) is None
-    assert unasked([b"data: " + b"[" * 100_000 + b'"method"']) is None  # no RecursionError
+    # no RecursionError; what json cannot read but names a method is counted (attack 139)
+    assert unasked([b"data: " + b"[" * 100_000 + b'"method"']) == "request"
+    assert unasked([b'data: {"jsonrpc": "2.0", "id": 1, "method": "ping", "x": "\xff"}']) == (
+        "request"
+    )
     budget = AskBudget(rate=20.0, burst=50)
     taken = sum(budget.take("notification") for _ in range(2_000))
     assert 200 <= taken < 260 and budget.dropped == 2_000 - taken
+
+
+async def test_comment_lines_do_not_make_an_event_too_long_to_count() -> None:
+    """Each request padded with 1 MB of `:` comment lines, which the SDK does not count in
+    an event's size, passed on uncounted as an event too long for the SDK (attack 139)."""
+    pad = (b":" + b"x" * 1023 + b"\n") * 1100
+    event = b'event: message\ndata: {"jsonrpc":"2.0","id":1,"method":"ping"}\n' + pad + b"\n"
+
+    class Upstream(httpx2.AsyncByteStream):
+        async def __aiter__(self) -> AsyncIterator[bytes]:
+            for _ in range(40):
+                yield event
+
+    events = BoundedEvents(Upstream(), httpx2.Request("GET", "http://127.0.0.1/mcp"), 10 << 20)
+    events.asks = AskBudget(rate=0.001, burst=5)
+    passed = b"".join([chunk async for chunk in events])
+    assert passed.count(b'"method":"ping"') == 5 and events.asks.dropped == 35

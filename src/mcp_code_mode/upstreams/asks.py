@@ -65,14 +65,18 @@ def unasked(event: list[bytes]) -> Unasked | None:
     """What the SSE event made of `event`'s lines carries that the upstream sends on its
     own: a JSON-RPC request (a `method` and an `id`: the SDK answers it) or a notification
     (a `method` alone); None for a reply or anything else. Read as the SDK reads it: the
-    names may be spelt with escapes (`"\\u0069d"` passed a check of the text: attack 137)."""
+    names may be spelt with escapes (`"\\u0069d"` passed a check of the text: attack 137),
+    and bytes that are not UTF-8 are U+FFFD (one such byte made the parse fail: attack 139)."""
     data = b"\n".join(line[5:].removeprefix(b" ") for line in event if line.startswith(b"data:"))
-    if (b'"method"' not in data and b"\\u" not in data) or len(data) > _PARSED:
+    if len(data) > _PARSED:
+        return None
+    text = data.decode("utf-8", "replace")
+    if '"method"' not in text and "\\u" not in text:
         return None
     try:
-        message = json.loads(data)
-    except (ValueError, RecursionError):  # not JSON the SDK takes either
-        return None
+        message = json.loads(text)
+    except (ValueError, RecursionError):  # counted: the SDK may read what json does not
+        return "request"
     if not isinstance(message, dict) or "method" not in message:
         return None
     return "request" if "id" in message else "notification"

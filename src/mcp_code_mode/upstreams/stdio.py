@@ -153,32 +153,29 @@ class BoundedStdioTransport(ClientTransport):
                 tg.cancel_scope.cancel()
 
 
-# Run in the upstream's process before its command: SIGTERM when the gateway dies, however
-# it dies (PR_SET_PDEATHSIG = 1, kept across exec), unless it is gone already.
-_WITH_PARENT = (
-    "import ctypes,os,sys\nctypes.CDLL(None).prctl(1,15)\n"
-    "if os.getppid()!=int(sys.argv[1]):os._exit(1)\nos.execv(sys.argv[2],sys.argv[3:])"
-)
+_WITH_PARENT = str(Path(__file__).with_name("with_parent.py"))  # run before the command
 
 
 def _dying_with_us(
     command: str, args: list[str], env: dict[str, str], cwd: str | Path | None
 ) -> list[str]:
-    """The upstream's argv, started so that it ends with the gateway: in a session of its
-    own, it outlived a gateway its client killed outright (a desktop client that gave it
-    no time to close, or a killed terminal: outside attack 138). Linux only; a command not
-    found is left to fail as it would."""
+    """The upstream's argv, started so that it and its helpers end with the gateway: in a
+    session of its own, it outlived a gateway its client killed outright (a desktop client
+    that gave it no time to close, or a killed terminal: outside attacks 138, 139). Linux
+    only; a command not found is left to fail as it would (see `with_parent`)."""
     if not sys.platform.startswith("linux"):
         return [command, *args]
+    folder = str(cwd or os.getcwd())
     if os.sep in command:
-        path = os.path.join(cwd or os.getcwd(), command)
-        found = path if os.access(path, os.X_OK) else None
-    else:
-        found = shutil.which(command, path=env.get("PATH") or os.defpath)
-    if found is None:
+        found = os.access(os.path.join(folder, command), os.X_OK)
+    else:  # relative PATH entries are read from the upstream's folder, as it will
+        entries = (env.get("PATH") or os.defpath).split(os.pathsep)
+        path = os.pathsep.join(os.path.join(folder, entry) for entry in entries)
+        found = shutil.which(command, path=path) is not None
+    if not found:
         return [command, *args]
-    runner = [sys.executable, "-I", "-S", "-c", _WITH_PARENT, str(os.getpid())]
-    return [*runner, found, command, *args]
+    ctype = "=" + env["LC_CTYPE"] if "LC_CTYPE" in env else "-"
+    return [sys.executable, "-I", "-S", _WITH_PARENT, str(os.getpid()), ctype, command, *args]
 
 
 def _errlog(log_file: Path | TextIO | None) -> contextlib.AbstractContextManager[TextIO]:

@@ -1,0 +1,76 @@
+"""What runs in a stdio upstream's process before its command, so that the upstream and what
+it starts end with the gateway however the gateway ends (Linux; stdlib only).
+
+`python -I -S with_parent.py GATEWAY_PID LC_CTYPE COMMAND ARGV...` (`stdio._dying_with_us`):
+
+1. `PR_SET_PDEATHSIG`: SIGTERM to this process (kept across `exec`) when the gateway dies;
+2. a watcher, forked twice so nobody has to reap it, that waits on the gateway's and the
+   upstream's pidfds: when the gateway goes first it ends the upstream's process group,
+   helpers included (SIGTERM, then SIGKILL): a helper of an upstream killed outright lived
+   on (outside attack 139); when the upstream goes first it just exits;
+3. `execvp` of the command where the upstream runs, with its environment (its own PATH,
+   relative entries read from its folder, as `subprocess` did: attack 139), and
+   `LC_CTYPE` as the gateway gave it (`-` for unset: this Python's PEP 538 coercion sets
+   it). A command that cannot run says so on stderr in one line and exits 126 or 127, as a
+   shell does.
+"""
+
+import contextlib
+import ctypes
+import os
+import select
+import signal
+import sys
+
+_PR_SET_PDEATHSIG = 1
+_GRACE_S = 2.0  # between the SIGTERM and the SIGKILL of the group, once the gateway is gone
+
+
+def main(argv: list[str]) -> None:
+    gateway, ctype, command, args = int(argv[1]), argv[2], argv[3], argv[3:]
+    os.environ.pop("LC_CTYPE", None)
+    if ctype != "-":
+        os.environ["LC_CTYPE"] = ctype[1:]
+    ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+    if os.getppid() != gateway:  # it is gone already
+        os._exit(1)
+    with contextlib.suppress(OSError, AttributeError):  # no pidfds: the death signal alone
+        _watch(os.pidfd_open(gateway), os.pidfd_open(os.getpid()))
+    try:
+        os.execvp(command, args)
+    except OSError as exc:
+        print(f"{command}: {exc.strerror or exc}", file=sys.stderr, flush=True)
+        os._exit(127 if isinstance(exc, FileNotFoundError) else 126)
+
+
+def _watch(gateway_fd: int, upstream_fd: int) -> None:
+    """Fork the watcher (twice: it is nobody's child to reap) and go on to the command."""
+    if os.fork() == 0:
+        if os.fork() == 0:
+            _watcher(gateway_fd, upstream_fd)
+        os._exit(0)
+    os.wait()
+    os.close(gateway_fd)
+    os.close(upstream_fd)
+
+
+def _watcher(gateway_fd: int, upstream_fd: int) -> None:
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):  # the upstream's pipes are not its to hold open
+        os.dup2(null, fd)
+    poll = select.poll()
+    poll.register(gateway_fd, select.POLLIN)
+    poll.register(upstream_fd, select.POLLIN)
+    done = {fd for fd, _ in poll.poll()}
+    if upstream_fd not in done:  # the gateway went first
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        group = os.getpgid(0)
+        os.killpg(group, signal.SIGTERM)
+        poll.unregister(gateway_fd)
+        poll.poll(int(_GRACE_S * 1000))
+        os.killpg(group, signal.SIGKILL)  # this watcher with them
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main(sys.argv)
