@@ -488,3 +488,24 @@ def test_check_names_a_misspelt_setting(tmp_path: Path) -> None:
     assert "DSPY_CACHEDIR" not in unknown, "dspy's own variables are not ours to judge"
     text = cli("check", "--config", str(config), env={"MCP_CODE_TIMEOUT": "5"}).stdout
     assert "MCP_CODE_TIMEOUT (from the environment); did you mean MCP_CODE_TIMEOUT_S?" in text
+
+
+def test_check_reads_setting_names_in_any_case_and_shows_dotenv_names_cleaned(
+    tmp_path: Path,
+) -> None:
+    """Outside attack 139: `MCP_CODE_Timeout_S` is honoured (names are read in any case) but
+    `check` called it no setting and said the value came from the command line; a lowercase
+    misspelling went unnamed; a `.env` name with terminal escapes was printed raw."""
+    config = tmp_path / "mcp_servers.json"
+    config.write_text(json.dumps({"servers": {}}), encoding="utf-8")
+    (tmp_path / ".env").write_text("MCP_CODE_\x1b[2JX=1\n", encoding="utf-8")
+    env = {"MCP_CODE_Timeout_S": "7", "mcp_code_max_tool_callz": "3"}
+    proc = cli("check", "--config", str(config), "--json", env=env)
+    report = json.loads(proc.stdout)
+    unknown = {row["name"]: row for row in report["unknown_settings"]}
+    assert "MCP_CODE_Timeout_S" not in unknown
+    assert unknown["mcp_code_max_tool_callz"]["closest"] == "MCP_CODE_MAX_TOOL_CALLS"
+    (timeout,) = [row for row in report["settings"] if row["name"] == "MCP_CODE_TIMEOUT_S"]
+    assert (timeout["value"], timeout["from"]) == ("7.0", "the environment"), timeout
+    text = cli("check", "--config", str(config), env=env).stdout
+    assert "\x1b" not in text and "not a setting, ignored: MCP_CODE_" in text

@@ -6,8 +6,10 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -16,6 +18,7 @@ from mcp_code_mode.approval import ApprovalRequest
 from mcp_code_mode.runs import RunRecord, RunStore, RunSummary
 
 from .support import (
+    QUIET,
     ROOT,
     SECRET,
     TEST_SERVER,
@@ -23,6 +26,8 @@ from .support import (
     server_entry,
     start_gateway,
 )
+from .test_executor_server import _cmdline, _descendants
+from .test_executor_server import _serve as serve_stdio
 
 BOARD = str(ROOT / "tests" / "servers" / "approvals_upstream.py")
 
@@ -239,4 +244,48 @@ async def test_a_run_its_client_cancelled_is_recorded_with_its_calls(
     summary, record = _the_one_run(gateway.recorder.path)
     assert record is not None and summary.ok is False and summary.client == "leaves"
     assert record.error is not None and "cancelled" in record.error, record.error
+    assert [(c.tool, c.ok) for c in record.calls] == [("echo", True)]
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_run_under_way_when_the_server_is_stopped_by_a_signal_is_recorded(
+    tmp_path: Path, signum: int
+) -> None:
+    """Outside attack 139: a desktop client quitting (SIGTERM) or Ctrl-C stopped a stdio
+    server whose run had written upstream; the run reached the recorder, but the second
+    close of the store (the signal's cleanup) did not wait for its writer, and the process
+    exited with the record still queued."""
+    upstream = {"command": sys.executable, "args": [TEST_SERVER], "env": dict(QUIET)}
+    proc = serve_stdio(tmp_path, {"t": upstream})
+    assert proc.stdin is not None and proc.stdout is not None
+    client = {"name": "t", "version": "1"}
+    hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": client}
+    code = "tools.t.echo(text='written')\nimport asyncio\nawait asyncio.sleep(60)"
+    call = {"name": "execute_code", "arguments": {"code": code}}
+    for message in (
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call},
+    ):
+        proc.stdin.write((json.dumps(message) + "\n").encode())
+        proc.stdin.flush()
+    assert "result" in json.loads(proc.stdout.readline())
+    store_path = tmp_path / "c" / "mcp-code-mode" / "runs.sqlite3"
+    try:
+        for _ in range(600):  # the run has made its call once the upstream has a process
+            if any(TEST_SERVER in _cmdline(pid) for pid in _descendants(proc.pid)):
+                break
+            time.sleep(0.05)
+        time.sleep(3)  # its call is made in milliseconds once the upstream answers
+        proc.send_signal(signum)
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for pipe in (proc.stdin, proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()
+    summary, record = _the_one_run(store_path)
+    assert record is not None and summary.ok is False
     assert [(c.tool, c.ok) for c in record.calls] == [("echo", True)]

@@ -12,6 +12,7 @@ import asyncio
 import os
 import re
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,7 @@ from dotenv import dotenv_values
 from pydantic import SecretStr
 
 from .config import CREDENTIAL_WORDS, load_config
-from .encodable import clean_text
+from .encodable import clean_text, one_line
 from .gateway import Gateway
 from .runs import RunStoreError, open_backend, shown_location, store_location
 from .settings import CONFIG_VARIABLE, Settings, env_files, unknown_settings
@@ -28,6 +29,12 @@ from .settings import CONFIG_VARIABLE, Settings, env_files, unknown_settings
 _SECRET_PARAMETER = re.compile(rf"(?i)([?&;][^=&#;]*(?:{CREDENTIAL_WORDS})[^=&#;]*=)[^&#;]*")
 
 __all__ = ["check", "setting_sources"]
+
+
+def _read(values: Mapping[str, str | None], variable: str) -> str | None:
+    """`variable`'s value in `values` under any case of its name (the last one wins)."""
+    found = [value for name, value in values.items() if name.upper() == variable]
+    return found[-1] if found else None
 
 
 def setting_sources(settings: Settings) -> list[tuple[str, str, str]]:
@@ -41,15 +48,15 @@ def setting_sources(settings: Settings) -> list[tuple[str, str, str]]:
     for name, info in Settings.model_fields.items():
         value = getattr(settings, name)
         variable = str(info.validation_alias.choices[0])  # type: ignore[union-attr]
-        if os.environ.get(variable):
+        if _read(os.environ, variable):  # in any case, as the settings read it
             where = "the environment"
         else:
             sources = cwd_env if variable == CONFIG_VARIABLE else files
             named = (
                 str(p)
                 for p, values in sources
-                if values.get(variable)
-                and (variable != CONFIG_VARIABLE or values[variable] == str(value))
+                if _read(values, variable)
+                and (variable != CONFIG_VARIABLE or _read(values, variable) == str(value))
             )
             unset = "default" if value == getattr(defaults, name) else "the command line"
             where = next(named, unset)
@@ -127,7 +134,8 @@ def _print(report: dict[str, Any]) -> None:
         print(f"  {row['name']}={row['value']}{where}")
     for row in report["unknown_settings"]:
         closest = f"; did you mean {row['closest']}?" if row["closest"] else ""
-        print(f"  not a setting, ignored: {row['name']} (from {row['from']}){closest}")
+        name, where = one_line(row["name"]), one_line(row["from"])  # a `.env` wrote them
+        print(f"  not a setting, ignored: {name} (from {where}){closest}")
     sandbox = report["sandbox"]
     print(f"sandbox {sandbox['executor']}: {', '.join(sandbox['layers'])}")
     if sandbox["inactive"]:

@@ -246,10 +246,11 @@ def unknown_settings(config_path: str | Path) -> list[tuple[str, str, str | None
             found.setdefault(name, str(path))
     unknown = []
     for name, where in sorted(found.items()):
-        if name in known or not name.startswith(("MCP_CODE_", "DSPY_")):
+        upper = name.upper()  # names are read in any case (`MCP_CODE_Timeout_S` is one)
+        if upper in known or not upper.startswith(("MCP_CODE_", "DSPY_")):
             continue
-        ours = name.startswith("MCP_CODE_")
-        close = difflib.get_close_matches(name, known, n=1, cutoff=0.6 if ours else 0.8)
+        ours = upper.startswith("MCP_CODE_")
+        close = difflib.get_close_matches(upper, known, n=1, cutoff=0.6 if ours else 0.8)
         if ours or close:
             unknown.append((name, where, close[0] if close else None))
     return unknown

@@ -46,6 +46,7 @@ class Recorder:
         self._redact = redact
         self._count_tokens = count_tokens
         self._store: RunStore | None = None
+        self._closing: RunStore | None = None  # the store the last `close` let go of
         self._lock = threading.Lock()
 
     @classmethod
@@ -85,7 +86,8 @@ class Recorder:
 
     def close(self) -> None:
         """Write what is queued and let go of the store."""
-        with self._lock:
-            store, self._store = self._store, None
+        with self._lock:  # a second close waits for the first's writes (see RunStore.close)
+            store, self._store = self._store or self._closing, None
+            self._closing = store
         if store is not None:
             store.close()

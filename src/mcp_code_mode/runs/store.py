@@ -128,15 +128,17 @@ class RunStore:
         return not self._closed and done.wait(timeout_s)
 
     def close(self, timeout_s: float = 10.0) -> None:
-        """Write what is queued, prune, let go of the store; later runs are dropped."""
+        """Write what is queued, prune, let go of the store; later runs are dropped. A second
+        call waits for the first one's writes too (a signal's cleanup, which exits the
+        process next, found the store closing and lost the run queued: attack 139)."""
         with self._lock:
-            if self._closed:
-                return
-            self._closed = True
-        _open_stores.discard(self)
-        with contextlib.suppress(queue.Full):
-            self._queue.put(None, timeout=timeout_s)
-        self._thread.join(timeout_s)
+            first, self._closed = not self._closed, True
+        if first:
+            _open_stores.discard(self)
+            with contextlib.suppress(queue.Full):
+                self._queue.put(None, timeout=timeout_s)
+        if self._thread is not threading.current_thread():
+            self._thread.join(timeout_s)
 
     def list_runs(
         self,
