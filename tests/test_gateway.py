@@ -134,6 +134,12 @@ async def test_unknown_tool_names_the_closest(any_gateway: Gateway) -> None:
     assert "spawn_helper" not in out["error"]["message"]
     out = await run(any_gateway, "call_tool('notez', 'list_notes')")
     assert out["error"]["type"] == "TOOL_ERROR" and "notes" in out["error"]["message"]
+    # discovery's errors are the gateway's, not a tool of the server named (attack 136: the
+    # error read `notez.get_tool_docs: unknown server`, as if the server had such a tool)
+    code = "try:\n    get_tool_docs('notez')\nexcept ToolError as e:\n    got = [e.server, e.tool, str(e)]\ngot"
+    out = await run(any_gateway, code)
+    assert out["result"][:2] == ["gateway", "get_tool_docs"], out
+    assert out["result"][2].startswith("gateway.get_tool_docs: unknown server 'notez'"), out
 
 
 async def test_a_positional_argument_points_to_the_tools_docs(any_gateway: Gateway) -> None:

@@ -237,11 +237,11 @@ class GuestRuntime:
         spec = {"args": {k: _clipped(v) for k, v in args.items()}}
         refused = self._over_limit(spec)
         if refused is not None:
-            raise ToolError(str(args.get("server") or "gateway"), kind, refused)
+            raise ToolError("gateway", kind, refused)
         args = spec["args"]
         outcome = self._request({"op": "query", "kind": kind, "args": args})[0]
         if not outcome["ok"]:
-            raise ToolError(str(args.get("server") or "gateway"), kind, outcome.get("error", ""))
+            raise ToolError("gateway", kind, outcome.get("error", ""))
         return outcome.get("value")
 
     def _import(
