@@ -321,3 +321,15 @@ async def test_timeout_is_capped_by_max_timeout(write_config: ConfigWriter) -> N
         assert time.perf_counter() - started < 3.0
     finally:
         await gw.aclose()
+
+
+async def test_a_misspelt_argument_is_named_with_the_closest_one(any_gateway: Gateway) -> None:
+    """The upstream's pydantic text and a URL came back for `stat=` where the tool takes
+    `status` (outside attack 136); the gateway has the schema and says what to change."""
+    out = await run(any_gateway, "tools.testsrv.echo(txt='x')")
+    message = out["error"]["message"]
+    assert out["error"]["type"] == "TOOL_ERROR", out
+    assert message.startswith("ToolError: testsrv.echo: no argument 'txt' (did you mean 'text'?)")
+    assert "The upstream said:" in message, message
+    good = await run(any_gateway, "tools.testsrv.fail(message='as asked')")
+    assert "no argument" not in good["error"]["message"], good  # its own failure, unchanged

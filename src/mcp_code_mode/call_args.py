@@ -10,19 +10,32 @@ one is measured on the event loop; a larger one on the offload thread (`offload`
 batch's checks, side by side on the default pool, starved the loop of the GIL for 1-2 s,
 and below the earlier 256 KB mark ran back to back on the loop for 3.6 s: attack 85).
 What a record keeps is the JSON text made while measuring, never the value.
+
+`explained` is what a failed call says: the upstream's text, clipped, and the argument
+names its schema does not list, each with the closest one it does.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import difflib
+from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
-from .encodable import sendable
+import mcp_types
+
+from .encodable import clip, sendable
+from .errors import ToolCallFailed
 from .offload import offloaded
 from .sandbox.protocol import json_bytes_at_least, over_limit
 
-__all__ = ["NOT_KEPT", "Checked", "bounded_args", "size_at_least"]
+__all__ = ["ERROR_CHARS", "NOT_KEPT", "Checked", "bounded_args", "explained", "size_at_least"]
+
+ERROR_CHARS = 20_000  # of an upstream's error text, what a failed call says
+_NAMED = 5  # unknown argument names a failed call's hint names
+_LISTED = 12  # of the tool's own argument names, how many the hint lists
+_COMPARED = 200  # of the tool's argument names, how many the closest is looked for among
 
 NOT_KEPT = "(not kept: over MCP_CODE_MAX_CALL_BYTES)"
 """What a run's record says of arguments that were refused for their size."""
@@ -67,3 +80,30 @@ async def size_at_least(value: Any, stop: int) -> int:
     if json_bytes_at_least(value, _INLINE) <= _INLINE:
         return json_bytes_at_least(value, stop)
     return await offloaded(json_bytes_at_least, value, stop)
+
+
+def explained(
+    failed: ToolCallFailed, tool: Callable[[], mcp_types.Tool], args: Mapping[str, Any]
+) -> ToolCallFailed:
+    """`failed` with its upstream text clipped at `ERROR_CHARS` and, when `args` names what
+    the tool's schema does not list, a hint (outside attack 136: the upstream's pydantic text
+    and a URL, for `stat=` where the tool takes `status`)."""
+    try:
+        listed = (tool().input_schema or {}).get("properties")
+    except LookupError:  # no longer listed
+        listed = None
+    known: dict[str, Any] = listed if isinstance(listed, dict) else {}
+    names = [clip(str(name), 100) for name in list(known)[:_COMPARED]]
+    unknown = [str(name) for name in args if known and name not in known][:_NAMED]
+    if not unknown and len(failed.message) <= ERROR_CHARS:
+        return failed
+    shown = []
+    for name in unknown:
+        close = difflib.get_close_matches(name[:100], names, n=1)
+        shown.append(repr(clip(name, 100)) + (f" (did you mean {close[0]!r}?)" if close else ""))
+    more = ", ..." if len(known) > _LISTED else ""
+    message = clip(failed.message, ERROR_CHARS)
+    if unknown:  # first: what to change, then what the upstream said
+        own = f"{', '.join(names[:_LISTED])}{more}"
+        message = f"no argument {', '.join(shown)}; it takes {own}. The upstream said: {message}"
+    return ToolCallFailed(failed.server, failed.tool, message)

@@ -16,9 +16,10 @@ from typing import TYPE_CHECKING, Any, Self
 import mcp_types
 
 from .approval import Approver, RunApprovals
+from .call_args import ERROR_CHARS, explained
 from .catalog import Catalog
 from .config import GatewayConfig, load_config
-from .encodable import clean_text, clip
+from .encodable import clean_text
 from .errors import ErrorType, ToolCallFailed, UnknownToolError
 from .memory import release_free_memory
 from .offload import offloaded
@@ -46,7 +47,6 @@ logger = logging.getLogger(__name__)
 MAX_QUERY_CHARS = 1000  # of a search query, the part that is used (contract §7)
 _BIG_LISTING = 1000  # tools in one listing, from which the memory it freed is given back
 DISCOVERY_WAIT_S = 5.0  # discovery waits this long at most for upstreams still starting
-ERROR_CHARS = 20_000  # of an upstream's error text, what a failed call says
 _BIG_RESULT_CHARS = 100_000  # a result with more text is parsed off the event loop
 
 
@@ -352,9 +352,7 @@ class Gateway:
         try:
             result = await self.manager.call_tool(server, tool, args, admit=decide, encoded=True)
         except ToolCallFailed as exc:  # an upstream's error text, kept by nobody past the run
-            if len(exc.message) <= ERROR_CHARS:
-                raise
-            raise ToolCallFailed(server, tool, clip(exc.message, ERROR_CHARS)) from None
+            raise explained(exc, lambda: self.catalog.get(server, tool).schema, args) from None
         if text_chars(result) > _BIG_RESULT_CHARS:  # parsing it would stall other runs
             return Reply(await offloaded(unwrap_result, result), result_text(result))
         return Reply(unwrap_result(result), result_text(result))
