@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 import time
+import tracemalloc
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -430,3 +431,26 @@ async def test_comment_lines_do_not_make_an_event_too_long_to_count() -> None:
     events.asks = AskBudget(rate=0.001, burst=5)
     passed = b"".join([chunk async for chunk in events])
     assert passed.count(b'"method":"ping"') == 5 and events.asks.dropped == 35
+
+
+async def test_comment_lines_that_never_end_an_event_are_not_held() -> None:
+    """Uncounted comment lines were still held as part of the event being read: a GET stream
+    of 512 KB comment lines that never ended an event grew the gateway by 110 MB a second
+    (attack 140). The SDK ignores comments, so they are dropped as they come."""
+    line = b":" + b"x" * (512 * 1024 - 2) + b"\n"
+
+    class Upstream(httpx2.AsyncByteStream):
+        async def __aiter__(self) -> AsyncIterator[bytes]:
+            yield b'data: {"jsonrpc":"2.0","method":"notifications/message"}\n'
+            for _ in range(200):  # 100 MB
+                yield line
+
+    events = BoundedEvents(Upstream(), httpx2.Request("GET", "http://127.0.0.1/mcp"), 10 << 20)
+    events.asks = AskBudget(rate=20.0, burst=50)
+    tracemalloc.start()
+    try:
+        passed = sum([len(chunk) async for chunk in events])
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert passed < 1_000 and peak < 8 << 20, (passed, peak)

@@ -290,10 +290,10 @@ class BoundedEvents(httpx2.AsyncByteStream):
             return lines
         out: list[bytes] = []
         for line in lines:
+            if line.startswith(b":"):  # a comment: the SDK ignores it, so it is dropped, as
+                continue  # counting it passed requests (139) and holding it grew RSS (140)
             self._event.append(line)
-            # as the SDK counts an event: comment lines not (1 MB of them passed a request
-            # on uncounted: attack 139); over its limit the SDK drops the stream
-            self._held += 0 if line.startswith(b":") else len(line)
+            self._held += len(line)  # over the SDK's limit, it drops the stream
             if line and self._held <= SDK_EVENT_BYTES:  # only an empty line ends an event
                 continue
             event, self._event, self._held = self._event, [], 0
