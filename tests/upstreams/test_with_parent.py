@@ -5,8 +5,11 @@ a command that cannot run changed by the launcher)."""
 
 from __future__ import annotations
 
+import contextlib
+import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -66,3 +69,61 @@ def test_a_command_not_found_is_not_wrapped(tmp_path: Path) -> None:
         "no-such-mcp-server",
         "x",
     ]
+
+
+GATEWAY = """
+import subprocess, sys, time
+from pathlib import Path
+from mcp_code_mode.upstreams.stdio import _dying_with_us
+folder = Path(sys.argv[1])
+env = {"PATH": "/usr/bin:/bin", "HOME": "/tmp"}
+subprocess.Popen(
+    _dying_with_us(str(folder / "upstream"), [], env, folder), env=env, cwd=folder,
+    start_new_session=True, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+)
+while not (folder / "helper.pid").exists():
+    time.sleep(0.05)
+print("ready", flush=True)
+time.sleep(600)
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state != "Z"
+
+
+@pytest.mark.parametrize("attempt", range(3))
+def test_a_helper_ends_with_a_gateway_killed_outright_when_the_upstream_dies_at_once(
+    tmp_path: Path, attempt: int
+) -> None:
+    """The death signal ended an upstream (default SIGTERM) as the gateway's threads ended, a
+    moment before the gateway's pidfd said so: the watcher took it for an upstream that went
+    first and left its helper running, in 3 of 3 tries (outside attack 140)."""
+    script(
+        tmp_path / "upstream",
+        "#!/bin/sh\nsleep 1000 &\necho $! > helper.tmp\nmv helper.tmp helper.pid\nwait\n",
+    )
+    gateway = subprocess.Popen(
+        [sys.executable, "-c", GATEWAY, str(tmp_path)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert gateway.stdout is not None and gateway.stdout.readline() == "ready\n"
+        helper = int((tmp_path / "helper.pid").read_text())
+        assert _alive(helper)
+        gateway.kill()
+        gateway.wait()
+        deadline = time.monotonic() + 15
+        while _alive(helper) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not _alive(helper), "the upstream's helper outlived the gateway"
+    finally:
+        gateway.kill()
+        gateway.wait()
+        assert gateway.stdout is not None
+        gateway.stdout.close()
+        with contextlib.suppress(ProcessLookupError, FileNotFoundError, ValueError):
+            os.kill(int((tmp_path / "helper.pid").read_text()), 9)

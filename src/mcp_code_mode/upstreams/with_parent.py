@@ -21,6 +21,7 @@ import os
 import select
 import signal
 import sys
+import time
 
 _PR_SET_PDEATHSIG = 1
 _GRACE_S = 2.0  # between the SIGTERM and the SIGKILL of the group, once the gateway is gone
@@ -45,31 +46,49 @@ def main(argv: list[str]) -> None:
 
 def _watch(gateway_fd: int, upstream_fd: int) -> None:
     """Fork the watcher (twice: it is nobody's child to reap) and go on to the command."""
+    upstream = os.getpid()
     if os.fork() == 0:
         if os.fork() == 0:
-            _watcher(gateway_fd, upstream_fd)
+            _watcher(gateway_fd, upstream_fd, upstream)
         os._exit(0)
     os.wait()
     os.close(gateway_fd)
     os.close(upstream_fd)
 
 
-def _watcher(gateway_fd: int, upstream_fd: int) -> None:
+def _watcher(gateway_fd: int, upstream_fd: int, upstream: int) -> None:
     null = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):  # the upstream's pipes are not its to hold open
         os.dup2(null, fd)
-    poll = select.poll()
-    poll.register(gateway_fd, select.POLLIN)
-    poll.register(upstream_fd, select.POLLIN)
-    done = {fd for fd, _ in poll.poll()}
-    if upstream_fd not in done:  # the gateway went first
+    # the upstream leads a group of its own (`start_new_session`): never the gateway's
+    if _gateway_gone(gateway_fd, upstream_fd) and os.getpgid(0) == upstream:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        group = os.getpgid(0)
-        os.killpg(group, signal.SIGTERM)
-        poll.unregister(gateway_fd)
-        poll.poll(int(_GRACE_S * 1000))
-        os.killpg(group, signal.SIGKILL)  # this watcher with them
+        gone = bool(_ready([upstream_fd], 0))
+        os.killpg(upstream, signal.SIGTERM)
+        if gone:  # its helpers get a moment to end
+            time.sleep(_GRACE_S / 2)
+        else:  # the upstream's exit, or the grace
+            _ready([upstream_fd], _GRACE_S)
+        os.killpg(upstream, signal.SIGKILL)  # this watcher with them
     os._exit(0)
+
+
+def _gateway_gone(gateway_fd: int, upstream_fd: int) -> bool:
+    """Wait until the gateway or the upstream ends; True if the gateway did. The death
+    signal ends the upstream as the gateway's threads end, a moment before its pidfd says
+    so: an upstream that goes first is waited past for the gateway (a helper lived on
+    when the upstream went first by that moment: attack 140)."""
+    done = _ready([gateway_fd, upstream_fd], None)
+    if gateway_fd not in done:
+        done = _ready([gateway_fd], _GRACE_S)
+    return gateway_fd in done
+
+
+def _ready(fds: list[int], timeout_s: float | None) -> set[int]:
+    poll = select.poll()
+    for fd in fds:
+        poll.register(fd, select.POLLIN)
+    return {fd for fd, _ in poll.poll(None if timeout_s is None else int(timeout_s * 1000))}
 
 
 if __name__ == "__main__":
