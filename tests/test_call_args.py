@@ -8,11 +8,15 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+import random
 import time
 from pathlib import Path
 
-from mcp_code_mode.call_args import bounded_args
+import mcp_types
+
+from mcp_code_mode.call_args import bounded_args, explain
 from mcp_code_mode.encodable import wire_size
+from mcp_code_mode.errors import ToolCallFailed
 from mcp_code_mode.runs import RunStore
 from mcp_code_mode.runs.records import MAX_CALL_CHARS
 from mcp_code_mode.runs.trace import RunTrace
@@ -169,3 +173,47 @@ async def test_a_result_may_hold_long_integers(write_config: ConfigWriter) -> No
     """Only tool arguments are bound to MAX_INT_DIGITS: a run's own result is not."""
     reply = await _run(write_config, "import math\nmath.factorial(500)")
     assert reply.ok and reply.result == math.factorial(500), reply.error
+
+
+def _tool(schema: dict[str, object]) -> mcp_types.Tool:
+    return mcp_types.Tool(name="t", inputSchema=schema)
+
+
+async def test_a_failed_call_is_explained_in_bounded_time_off_the_loop() -> None:
+    """200 argument names of 100 characters over {a, b}, and five unknown ones like them: the
+    closest name took 1.4 s a failed call, on the event loop (outside attack 140)."""
+    rng = random.Random(140)
+    names = ["".join(rng.choice("ab") for _ in range(100)) for _ in range(200)]
+    tool = _tool({"type": "object", "properties": {name: {} for name in names}})
+    given = {"".join(rng.choice("ab") for _ in range(100)): 1 for _ in range(5)}
+    ticks = 0
+
+    async def tick() -> None:
+        nonlocal ticks
+        while True:
+            await asyncio.sleep(0.005)
+            ticks += 1
+
+    ticker = asyncio.create_task(tick())
+    started = time.perf_counter()
+    failed = await explain(ToolCallFailed("h", "t", "bad"), lambda: tool, given)
+    took = time.perf_counter() - started
+    ticker.cancel()
+    assert failed.message.startswith("no argument '"), failed.message
+    assert took < 0.5, took  # 30 ms here, bounded whatever the names
+    assert ticks >= 1 or took < 0.02, (ticks, took)
+
+
+async def test_a_schema_that_takes_other_names_gets_no_hint_and_names_are_one_line() -> None:
+    """`additionalProperties` made "no argument 'timeout'" lead the reply of a call whose
+    schema took any name; a listed name's newline and escape split the reply's lines
+    (outside attack 140)."""
+    failed = ToolCallFailed("db", "query", "database is down")
+    for extra in ({"additionalProperties": True}, {"patternProperties": {"^x": {}}}):
+        tool = _tool({"type": "object", "properties": {"sql": {}}, **extra})
+        said = await explain(failed, lambda tool=tool: tool, {"sql": "1", "timeout": 5})
+        assert said.message == "database is down", said.message
+    tool = _tool({"type": "object", "properties": {"x\n\x1b[2J": {}, "y": {}}})
+    said = await explain(failed, lambda: tool, {"z\nforged": 1})
+    assert said.message.startswith("no argument 'z forged'; it takes x"), said.message
+    assert "\n" not in said.message and "\x1b" not in said.message, said.message

@@ -11,7 +11,7 @@ batch's checks, side by side on the default pool, starved the loop of the GIL fo
 and below the earlier 256 KB mark ran back to back on the loop for 3.6 s: attack 85).
 What a record keeps is the JSON text made while measuring, never the value.
 
-`explained` is what a failed call says: the upstream's text, clipped, and the argument
+`explain` is what a failed call says: the upstream's text, clipped, and the argument
 names its schema does not list, each with the closest one it does.
 """
 
@@ -25,17 +25,27 @@ from typing import Any, NamedTuple
 
 import mcp_types
 
-from .encodable import clip, sendable
+from .encodable import clip, one_line, sendable
 from .errors import ToolCallFailed
 from .offload import offloaded
 from .sandbox.protocol import json_bytes_at_least, over_limit
 
-__all__ = ["ERROR_CHARS", "NOT_KEPT", "Checked", "bounded_args", "explained", "size_at_least"]
+__all__ = [
+    "ERROR_CHARS",
+    "NOT_KEPT",
+    "Checked",
+    "bounded_args",
+    "explain",
+    "explained",
+    "size_at_least",
+]
 
 ERROR_CHARS = 20_000  # of an upstream's error text, what a failed call says
 _NAMED = 5  # unknown argument names a failed call's hint names
+_GUESSED = 3  # of them, how many are given the closest name the tool takes
 _LISTED = 12  # of the tool's own argument names, how many the hint lists
-_COMPARED = 200  # of the tool's argument names, how many the closest is looked for among
+_COMPARED = 50  # of the tool's argument names, how many the closest is looked for among
+_NAME_CHARS = 32  # of each name, how much is compared (difflib's cost grows as its square)
 
 NOT_KEPT = "(not kept: over MCP_CODE_MAX_CALL_BYTES)"
 """What a run's record says of arguments that were refused for their size."""
@@ -82,28 +92,56 @@ async def size_at_least(value: Any, stop: int) -> int:
     return await offloaded(json_bytes_at_least, value, stop)
 
 
-def explained(
+async def explain(
     failed: ToolCallFailed, tool: Callable[[], mcp_types.Tool], args: Mapping[str, Any]
 ) -> ToolCallFailed:
-    """`failed` with its upstream text clipped at `ERROR_CHARS` and, when `args` names what
-    the tool's schema does not list, a hint (outside attack 136: the upstream's pydantic text
-    and a URL, for `stat=` where the tool takes `status`)."""
+    """`explained`, given the tool's schema, on the offload thread: matching names is up to
+    30 ms for hostile ones (outside attack 140: 1.4 s a call on the loop, before bounds)."""
     try:
-        listed = (tool().input_schema or {}).get("properties")
+        schema = tool().input_schema or {}
     except LookupError:  # no longer listed
-        listed = None
-    known: dict[str, Any] = listed if isinstance(listed, dict) else {}
-    names = [clip(str(name), 100) for name in list(known)[:_COMPARED]]
-    unknown = [str(name) for name in args if known and name not in known][:_NAMED]
+        schema = {}
+    return await offloaded(explained, failed, schema, list(args))
+
+
+def explained(failed: ToolCallFailed, schema: Any, given: list[Any]) -> ToolCallFailed:
+    """`failed` with its upstream text clipped at `ERROR_CHARS` and, when the call gave
+    names a closed schema does not list, a hint (outside attack 136: the upstream's pydantic
+    text and a URL, for `stat=` where the tool takes `status`)."""
+    known = _closed_properties(schema)
+    names = [one_line(clip(str(name), 100)) for name in list(known)[:_COMPARED]]
+    unknown = [str(name) for name in given if known and name not in known][:_NAMED]
     if not unknown and len(failed.message) <= ERROR_CHARS:
         return failed
-    shown = []
-    for name in unknown:
-        close = difflib.get_close_matches(name[:100], names, n=1)
-        shown.append(repr(clip(name, 100)) + (f" (did you mean {close[0]!r}?)" if close else ""))
-    more = ", ..." if len(known) > _LISTED else ""
     message = clip(failed.message, ERROR_CHARS)
     if unknown:  # first: what to change, then what the upstream said
+        shown = [
+            _guessed(name, names) if n < _GUESSED else _shown(name)
+            for n, name in enumerate(unknown)
+        ]
+        more = ", ..." if len(known) > _LISTED else ""
         own = f"{', '.join(names[:_LISTED])}{more}"
         message = f"no argument {', '.join(shown)}; it takes {own}. The upstream said: {message}"
     return ToolCallFailed(failed.server, failed.tool, message)
+
+
+def _closed_properties(schema: Any) -> dict[str, Any]:
+    """The names a schema lists, when it takes no others: with `additionalProperties` or
+    `patternProperties` a name it does not list may be valid (attack 140: "no argument
+    'timeout'" where the schema took any). Unsaid, it is taken as closed: tools reject
+    names their function does not take whatever their schema says."""
+    if not isinstance(schema, dict) or schema.get("additionalProperties") not in (None, False):
+        return {}
+    listed = schema.get("properties")
+    return listed if isinstance(listed, dict) and not schema.get("patternProperties") else {}
+
+
+def _guessed(name: str, names: list[str]) -> str:
+    """`name` shown with the closest of `names`, compared by their first `_NAME_CHARS`."""
+    cut = {candidate[:_NAME_CHARS]: candidate for candidate in names}
+    close = difflib.get_close_matches(name[:_NAME_CHARS], list(cut), n=1)
+    return _shown(name) + (f" (did you mean {cut[close[0]]!r}?)" if close else "")
+
+
+def _shown(name: str) -> str:
+    return repr(one_line(clip(name, 100)))

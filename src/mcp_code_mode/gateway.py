@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Self
 import mcp_types
 
 from .approval import Approver, RunApprovals
-from .call_args import ERROR_CHARS, explained
+from .call_args import ERROR_CHARS, explain
 from .catalog import Catalog
 from .config import GatewayConfig, load_config
 from .encodable import clean_text
@@ -352,7 +352,7 @@ class Gateway:
         try:
             result = await self.manager.call_tool(server, tool, args, admit=decide, encoded=True)
         except ToolCallFailed as exc:  # an upstream's error text, kept by nobody past the run
-            raise explained(exc, lambda: self.catalog.get(server, tool).schema, args) from None
+            raise await explain(exc, lambda: self.catalog.get(server, tool).schema, args) from None
         if text_chars(result) > _BIG_RESULT_CHARS:  # parsing it would stall other runs
             return Reply(await offloaded(unwrap_result, result), result_text(result))
         return Reply(unwrap_result(result), result_text(result))
