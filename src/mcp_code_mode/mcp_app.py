@@ -166,12 +166,12 @@ def build_server(gateway: Gateway, *, lm: Any = None, origin: str = "") -> FastM
         return _json_result(result.to_json(), is_error=not result.ok)
 
     # Discovery answers about every upstream: it waits for those still connecting.
-    async def search_tools(query: str, limit: int = 5) -> ToolResult:
+    async def search_tools(query: str, limit: int = 5, ctx: Context | None = None) -> ToolResult:
         await gateway.settle()
         result = _json_result(_or_tool_error(lambda: gateway.search_tools(query, limit)))
         note = starting_note(gateway.list_servers())
-        if note is not None:  # a second block: the first stays the contract's JSON
-            result.content.append(mcp_types.TextContent(type="text", text=note))
+        if note is not None and ctx is not None:  # a log message: the reply is one JSON
+            await ctx.warning(note, logger_name="mcp-code-mode")  # block (contract §3; 140)
         return result
 
     async def get_tool_docs(server: str, tool: str | None = None, page: int = 1) -> ToolResult:
