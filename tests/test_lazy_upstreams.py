@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import sys
 import time
 from pathlib import Path
@@ -124,11 +125,30 @@ async def test_a_reply_counts_and_says_the_wait_for_an_upstream_to_start(tmp_pat
 
 
 async def test_a_run_that_gave_up_waiting_says_a_longer_limit_waits_longer(tmp_path: Path) -> None:
-    gw = gateway(tmp_path, {"slow": slow_entry(30.0)}, "on_demand", startup_timeout_s=60)
+    """The wait is within the run's limit (outside attack 140: a run of `timeout_s` 5 took
+    10 s, the wait and then 5 s of code), and the gateway's note does not count against the
+    code's output (140: it turned 900 characters of stdout under a 1,000 cap into
+    OUTPUT_LIMIT)."""
+    servers = {"slow": slow_entry(30.0)}
+    gw = gateway(tmp_path, servers, "on_demand", startup_timeout_s=60, max_output_chars=1000)
+    fits = "try:\n    tools.slow.echo(text='hi')\nexcept ToolError:\n    pass\nprint('a' * 900)"
     async with gw:
+        began = time.monotonic()
         early = await gw.execute("tools.slow.echo(text='hi')", timeout_s=5)
-    assert not early.ok and early.duration_ms >= 5000
+        took_s = time.monotonic() - began
+        printed = await gw.execute(fits, timeout_s=4)
+        spun = await gw.execute(
+            "try:\n    tools.slow.echo(text='hi')\nexcept ToolError:\n    pass\nwhile True: pass",
+            timeout_s=4,
+        )
+    assert not early.ok and 2500 <= early.duration_ms <= took_s * 1000 < 5000 + 1500, took_s
     assert "slow still starting: a larger timeout_s waits longer" in early.logs[0], early.logs
+    assert printed.ok and printed.stdout == "a" * 900 + "\n", printed.error
+    assert printed.logs[0].startswith("gateway: the code waited"), printed.logs
+    assert spun.error is not None and spun.error.type.value == "TIMEOUT", spun.error
+    message = spun.error.message
+    assert re.search(r"its 4s time limit \(2\.\d s of it waiting for upstreams\)", message), message
+    assert spun.duration_ms < 4000 + 1500, spun.duration_ms
 
 
 async def test_discovery_through_mcp_waits_for_upstreams_still_connecting(tmp_path: Path) -> None:

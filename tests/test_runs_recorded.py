@@ -9,7 +9,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -26,7 +25,6 @@ from .support import (
     server_entry,
     start_gateway,
 )
-from .test_executor_server import _cmdline, _descendants
 from .test_executor_server import _serve as serve_stdio
 
 BOARD = str(ROOT / "tests" / "servers" / "approvals_upstream.py")
@@ -261,7 +259,7 @@ def test_a_run_under_way_when_the_server_is_stopped_by_a_signal_is_recorded(
     client = {"name": "t", "version": "1"}
     hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": client}
     code = "tools.t.echo(text='written')\nimport asyncio\nawait asyncio.sleep(60)"
-    call = {"name": "execute_code", "arguments": {"code": code}}
+    call = {"name": "execute_code", "arguments": {"code": code}, "_meta": {"progressToken": 7}}
     for message in (
         {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello},
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
@@ -272,11 +270,10 @@ def test_a_run_under_way_when_the_server_is_stopped_by_a_signal_is_recorded(
     assert "result" in json.loads(proc.stdout.readline())
     store_path = tmp_path / "c" / "mcp-code-mode" / "runs.sqlite3"
     try:
-        for _ in range(600):  # the run has made its call once the upstream has a process
-            if any(TEST_SERVER in _cmdline(pid) for pid in _descendants(proc.pid)):
-                break
-            time.sleep(0.05)
-        time.sleep(3)  # its call is made in milliseconds once the upstream answers
+        # progress says when the run has made its call (a fixed 3 s after the upstream's
+        # process appeared was too short on a busy machine); pytest's timeout ends a wait
+        while '"1 call, ' not in proc.stdout.readline().decode():
+            pass
         proc.send_signal(signum)
         proc.wait(timeout=60)
     finally:

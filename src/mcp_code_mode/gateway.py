@@ -31,7 +31,7 @@ from .runs.progress import RunProgress
 from .runs.telemetry import RunTelemetry, flush
 from .sandbox.base import ExecutionResult, Executor, GuestIndex, Session
 from .sandbox.executor import SandboxExecutor
-from .sandbox.reply import bounded, waited_before
+from .sandbox.reply import bounded, code_time, waited_before
 from .settings import Settings, cache_root
 from .tool_formatter import count_tokens
 from .tool_results import JSON, Reply, parse_input, result_text, text_chars, unwrap_result
@@ -222,42 +222,42 @@ class Gateway:
         router.observe(self.telemetry.start(kind, code, input, client), progress, logs)
         try:
             limit_s = self.settings.clamp_timeout(timeout_s)
-            result = await self._run(code, input, limit_s, session, router)
+            result, waited = await self._run(code, input, limit_s, session, router)
         except Exception as exc:  # a host-side failure is a result value, never a crash
             logger.exception("execute_code failed on the host side")
             why = f"the gateway could not run the code: {type(exc).__name__}: {exc}"
-            result = _failure(router, started, why)
+            result, waited = _failure(router, started, why), []
         except asyncio.CancelledError:  # by its client, or as it went away: kept (attack 138)
             cut = _failure(router, started, "the client cancelled the run before it ended")
             self.recorder.finish(trace, lambda: cut.model_dump(mode="json"))
             raise
         finally:
             router.close()  # work still in flight for this run is cancelled
-        result.logs = router.notes() + result.logs  # first: an output cut keeps them (attack 137)
         if result.error is not None:  # it may quote an upstream's names: shown to a model
             result.error.message = clean_text(result.error.message)
         redact = self.config if self.config.secrets else None
-        reply = await bounded(result, self.settings.max_output_chars, redact)
+        notes = router.notes() + waited  # first in logs: an output cut keeps them (137)
+        reply = await bounded(result, self.settings.max_output_chars, redact, notes)
         self.recorder.finish(trace, lambda: reply.model_dump(mode="json"))
         router.ended(reply)  # the run's span
         return reply
 
     async def _run(
         self, code: str, input: JSON, limit_s: float, session: Session | None, router: RunRouter
-    ) -> ExecutionResult:
+    ) -> tuple[ExecutionResult, list[str]]:
         """Run `code` once the upstreams it can reach (by name, or any when it is dynamic)
-        have tried to connect: the guest's index has their own tool lists, not the cache's."""
+        have tried to connect: the guest's index has their own tool lists, not the cache's.
+        With the notes its logs gain from the wait."""
         reached, began = self._servers_reached(code), time.perf_counter()
         with contextlib.suppress(TimeoutError):  # a hung upstream fails the call, in the run
-            async with asyncio.timeout(limit_s):
+            async with asyncio.timeout(code_time(limit_s)):
                 await self.manager.settle(reached)
         waited_s = time.perf_counter() - began
         run = session.run if session is not None else self.executor.run
         parsed = parse_input(input)
-        result = await run(
-            code, input=parsed, timeout_s=limit_s, index=self._guest_index(), router=router
-        )
-        return waited_before(result, waited_s, lambda: self._starting(reached))
+        left_s, index = code_time(limit_s, waited_s), self._guest_index()
+        result = await run(code, input=parsed, timeout_s=left_s, index=index, router=router)
+        return result, waited_before(result, waited_s, limit_s, lambda: self._starting(reached))
 
     def search_tools(
         self,

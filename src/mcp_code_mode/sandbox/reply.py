@@ -11,7 +11,8 @@ plus `REPLY_OVERHEAD_CHARS` as JSON text (contract §7):
 - error messages are clipped; stdout and logs that still do not fit are cut and the
   run ends with OUTPUT_LIMIT.
 
-`waited_before` counts in a reply the wait for upstreams to start before the code ran.
+`code_time` and `waited_before`: a run's wait for upstreams to start, within its limit and
+counted in its reply.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
-from ..encodable import CLIP_MARK, TooDeep, clip, encodable_text, make_encodable
+from ..encodable import CLIP_MARK, TooDeep, clip, encodable_text, make_encodable, one_line
 from ..errors import ErrorType
 from ..offload import offloaded
 from .base import ErrorDetail, ExecutionResult, ToolCallGroup, ToolCallRecord
@@ -31,6 +32,7 @@ __all__ = [
     "Redactor",
     "bound_reply",
     "bounded",
+    "code_time",
     "group_calls",
     "off_the_loop",
     "waited_before",
@@ -48,6 +50,9 @@ _ERROR_CHARS = 800  # of the error message, as JSON text
 _OTHERS = "(others)"
 _NAMED_LATE = 5  # upstreams still starting a note names, past which it counts them
 _WAIT_NOTED_S = 5.0  # a run that waited this long before its code ran says so in its logs
+_CODE_SHARE_S = 5.0  # of a run's limit, what is kept for its code past a wait (or half)
+_UNCOUNTED_WAIT_S = 0.1  # a wait this short leaves the code the whole limit
+_NOTE_CHARS = 400  # of each line the gateway puts first in a run's logs
 _MAX_LINE = 1_000_000  # no guest code has more lines (MCP_CODE_MAX_LINES is far below)
 
 
@@ -61,12 +66,15 @@ class Redactor(Protocol):
 
 
 async def bounded(
-    result: ExecutionResult, max_output_chars: int, redact: Redactor | None = None
+    result: ExecutionResult,
+    max_output_chars: int,
+    redact: Redactor | None = None,
+    notes: Sequence[str] = (),
 ) -> ExecutionResult:
     """`bound_reply`, on the offload thread when the result is large."""
     if off_the_loop(result.result, result.stdout, result.logs):
-        return await offloaded(bound_reply, result, max_output_chars, redact)
-    return bound_reply(result, max_output_chars, redact)
+        return await offloaded(bound_reply, result, max_output_chars, redact, notes)
+    return bound_reply(result, max_output_chars, redact, notes)
 
 
 def off_the_loop(*values: Any) -> bool:
@@ -79,11 +87,16 @@ _LARGE = 16 * 1024
 
 
 def bound_reply(
-    result: ExecutionResult, max_output_chars: int, redact: Redactor | None = None
+    result: ExecutionResult,
+    max_output_chars: int,
+    redact: Redactor | None = None,
+    notes: Sequence[str] = (),
 ) -> ExecutionResult:
     """`result` made encodable and bounded in size (see the module docstring); with
     `redact`, every text in it (result, stdout, logs, error) passed through it first: a
-    secret an upstream handed back must not reach the client (contract §7)."""
+    secret an upstream handed back must not reach the client (contract §7). The gateway's
+    `notes` go first in its logs, each clipped, within the reply's overhead, not the code's
+    limit (outside attack 140: a note turned a run that fit into OUTPUT_LIMIT)."""
     result = result.model_copy()
     result.tool_calls = group_calls(result.tool_calls)
     result.stdout = encodable_text(result.stdout)
@@ -96,6 +109,8 @@ def bound_reply(
         _redact(result, redact)
     if _size(result.result, result.stdout, result.logs) > max_output_chars:
         _cut(result, max_output_chars)
+    said = [_clip_json(one_line(note), _NOTE_CHARS) for note in notes]
+    result.logs = [redact.redact(note) if redact else note for note in said] + result.logs
     if result.error is not None:
         message = _clip_json(encodable_text(result.error.message), _ERROR_CHARS)
         line = result.error.line
@@ -237,18 +252,34 @@ def _cut(result: ExecutionResult, max_output_chars: int) -> None:
     result.logs = kept
 
 
+def code_time(limit_s: float, waited_s: float | None = None) -> float:
+    """Of a run's `limit_s`, what its upstreams may take to start (`waited_s` None), or
+    what is left to its code once they took `waited_s`: a run ends at its limit, wait
+    included (outside attack 140: 10 s of a 5 s limit), and its code has at least half
+    of it, or 5 s, to fail clearly on an upstream still starting."""
+    if waited_s is None:
+        return limit_s - min(limit_s / 2, _CODE_SHARE_S)
+    return limit_s if waited_s < _UNCOUNTED_WAIT_S else max(limit_s - waited_s, 0.01)
+
+
 def waited_before(
-    result: ExecutionResult, waited_s: float, starting: Callable[[], list[str]]
-) -> ExecutionResult:
-    """Count in `duration_ms` the time the code waited for upstreams to start before it ran
-    (bounded by the run's limit, which counts from then); past 5 s, its logs say so, and
-    name those `starting()` still, whose calls failed (attack 138: 30 s, unsaid)."""
+    result: ExecutionResult, waited_s: float, limit_s: float, starting: Callable[[], list[str]]
+) -> list[str]:
+    """Count in `duration_ms` the time the code waited for upstreams to start before it ran;
+    a TIMEOUT says it was of the run's `limit_s`; past 5 s, or when some are `starting()`
+    still (their calls failed), a note for its logs that says so (attack 138: 30 s, unsaid)."""
     result.duration_ms = round(result.duration_ms + waited_s * 1000, 1)
-    if waited_s < _WAIT_NOTED_S:
-        return result
-    late = starting()
+    error, code_s = result.error, code_time(limit_s, waited_s)
+    if error is not None and error.type is ErrorType.TIMEOUT and code_s != limit_s:
+        said = f"its {limit_s:g}s time limit ({waited_s:.1f} s of it waiting for upstreams)"
+        message = error.message.replace(f"its {code_s:g}s time limit", said, 1)
+        result.error = error.model_copy(update={"message": message})
+    if waited_s < _UNCOUNTED_WAIT_S:
+        return []
+    late = [clip(name, 100) for name in starting()]
+    if waited_s < _WAIT_NOTED_S and not late:
+        return []
     more = "" if len(late) <= _NAMED_LATE else f" and {len(late) - _NAMED_LATE} more"
     still = f"; {', '.join(late[:_NAMED_LATE])}{more} still starting: a larger timeout_s waits"
     note = f"gateway: the code waited {waited_s:.1f} s for upstreams to start before it ran"
-    result.logs = [note + (still + " longer" if late else ""), *result.logs]
-    return result
+    return [note + (still + " longer" if late else "")]
