@@ -254,3 +254,25 @@ def test_cli_tools_output_is_clean(tmp_path: Path) -> None:
             found = UNCLEAN.search(out)
             assert found is None, f"{extra}: {out[max(0, found.start() - 80) :][:200]!r}"
         assert "Paintlink the linkscreen." in done.stdout, (extra, done.stdout[:2000])
+
+
+async def test_an_upstream_listing_lone_surrogates_starts_with_them_replaced(
+    tmp_path: Path,
+) -> None:
+    """An upstream whose tools/list held a lone surrogate (JSON `"\\ud800"`) in a property's
+    name never started: `failed to start: Error serializing to JSON` (outside attack 140).
+    Contract §7: text UTF-8 cannot encode is U+FFFD."""
+    malformed = str(ROOT / "tests" / "servers" / "malformed_upstream.py")
+    servers = {"odd": {"command": sys.executable, "args": [malformed, "--surrogate"]}}
+    path = tmp_path / "mcp_servers.json"
+    path.write_text(json.dumps({"servers": servers}))
+    gateway = await start_gateway(path)
+    try:
+        rows = {row["name"]: row for row in gateway.list_servers()}
+        assert rows["odd"]["status"] == "ok", rows
+        hits = gateway.search_tools("lone surrogate", 5)
+        assert any(hit["tool"] == "lone\ufffd" for hit in hits), hits
+        out = await gateway.execute("tools.odd.echo(text='still called')")
+        assert out.ok and out.result == "still called", out.error
+    finally:
+        await gateway.aclose()

@@ -10,7 +10,8 @@ Tools: `echo` (a correct reply), `boot` (this process's pid), `content_not_list`
 `no_result_type` (a correct 2025 result, so on a 2026-07-28 connection it lacks
 `resultType`), `garbage_first` (a line that is not JSON, then a correct reply),
 `wire_size` (the size in bytes of the call's `arguments` JSON exactly as it arrived, and
-whether those bytes were valid UTF-8).
+whether those bytes were valid UTF-8). With `--surrogate` it also lists a tool whose name,
+description and argument name hold lone surrogates.
 
 `announce` (tools/list_changed every 2 ms for `seconds`, from a thread), `listed`
 (that count), `crossed` (a 3 MB result sent on a line whose first `"id"` is the tools/list the gateway
@@ -216,6 +217,16 @@ def answer(request: dict[str, Any]) -> dict[str, Any] | None:
     if method == "tools/call":
         return {"result": call(str(params.get("name")), params.get("arguments") or {})}
     return {"error": {"code": -32601, "message": f"Method not found: {method}"}}
+
+
+if "--surrogate" in _ARGS:  # sent as JSON escapes, as any JSON encoder may: `"\\ud800"`
+    TOOLS.append(
+        {
+            "name": "lone\ud800",
+            "description": "A lone surrogate \udc80 in its name, text and argument name.",
+            "inputSchema": {"type": "object", "properties": {"x\ud800": {"type": "string"}}},
+        }
+    )
 
 
 def _page(page: int) -> list[dict[str, Any]]:

@@ -25,6 +25,7 @@ from fastmcp.client.transports import ClientTransport, SSETransport, StdioTransp
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
 from .. import __version__
+from ..encodable import make_encodable
 from .asks import AskBudget
 from .call_streams import CallStreams
 from .http_limit import IDENTITY, OtherReply, bound_response, request_head
@@ -74,6 +75,17 @@ class Link:
         self.other_bytes += size
 
 
+def _encodable(page: mcp_types.ListToolsResult) -> tuple[mcp_types.ListToolsResult, int]:
+    """`page` and its size as JSON; text UTF-8 cannot encode (a lone surrogate in a
+    property's name) as U+FFFD: such an upstream never started (outside attack 140)."""
+    try:
+        return page, len(page.model_dump_json(by_alias=True, exclude_none=True))
+    except ValueError:  # pydantic's serialisation error: UnicodeEncodeError inside
+        plain = make_encodable(page.model_dump(by_alias=True, exclude_none=True))
+        page = mcp_types.ListToolsResult.model_validate(plain)
+        return page, len(page.model_dump_json(by_alias=True, exclude_none=True))
+
+
 class ListingTooLarge(Exception):
     """An upstream's tools/list, its pages together, is bigger than one reply may be."""
 
@@ -87,8 +99,8 @@ async def list_all_tools(link: Link) -> list[mcp_types.Tool]:
     seen: set[str] = set()
     size, wire = 0, link.other_bytes  # the pages as parsed, and as they came (attack 134)
     for _ in range(_MAX_PAGES):
-        page = await link.client.list_tools_mcp(cursor=cursor)
-        size += len(page.model_dump_json(by_alias=True, exclude_none=True))
+        page, page_size = _encodable(await link.client.list_tools_mcp(cursor=cursor))
+        size += page_size
         if max(size, link.other_bytes - wire) > link.listing_bytes:
             raise ListingTooLarge(
                 f"its tools/list is bigger than {link.listing_bytes:,} bytes over "
