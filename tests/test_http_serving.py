@@ -289,7 +289,18 @@ async def test_request_bodies_and_requests_in_flight_are_bounded(tmp_path: Path)
             lists = _call("len(input)", 8)  # 3.2 MB of `[], ` parse to some 70 MB (attack 113)
             lists["params"]["arguments"]["input"] = [[]] * 800_000
             swollen = await http.post(instance.url, json=lists, headers=session)
-            assert swollen.status_code == 413, swollen.text
+            # a tool call refused unread is answered with its result object, as over stdio
+            # (contract §7; outside attack 140: an MCPError over HTTP)
+            assert swollen.status_code == 200 and swollen.json()["id"] == 8, swollen.text
+            failed = swollen.json()["result"]
+            assert failed["isError"] and failed["structuredContent"]["ok"] is False, failed
+            assert failed["structuredContent"]["error"]["type"] == "EXECUTOR_ERROR", failed
+            huge = _call("len(input)", 9)
+            huge["params"]["arguments"]["input"] = "x" * 5_000_000
+            over = await http.post(instance.url, json=huge, headers=session)
+            assert over.status_code == 200 and over.json()["id"] == 9, over.text
+            message = over.json()["result"]["structuredContent"]["error"]["message"]
+            assert "over 4 MB" in message, message
             ping = {"jsonrpc": "2.0", "id": 7, "method": "ping"}  # one id: the SDK answers one
             held = [
                 asyncio.ensure_future(http.post(instance.url, json=ping, headers=session))

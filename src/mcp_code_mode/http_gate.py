@@ -39,6 +39,8 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from .answer_routing import AnswerRouter
 from .http_host import parse_host
 from .sandbox.protocol import decode_cost
+from .sandbox.reply import refused_request
+from .upstreams.framing import HEAD_BYTES, request_head
 
 if TYPE_CHECKING:
     from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -172,11 +174,11 @@ class Gate:
             # MCP app answers 401 before anything is read
             await self._pass(scope, receive, send)
             return
-        body = await _read_body(receive)  # at most the MCP app's own limit, read once
+        body, head = await _read_body(receive)  # at most the MCP app's own limit, read once
         cost = 0 if body is None else decode_cost(body)  # 1-2 ms a MB, counting bytes
         refusal = self._refusal(body, cost, modern=_modern(scope))
         if refusal is not None:
-            await _refuse(send, *refusal)
+            await _refuse(send, *refusal, request_head(head))
             return
         assert body is not None
         async with self._holding(_may_start_work(body), cost):
@@ -310,19 +312,22 @@ def _answers(params: object) -> bool:
     return isinstance(state, str) and bool(state)
 
 
-async def _read_body(receive: Receive) -> bytes | None:
-    chunks, size = [], 0
+async def _read_body(receive: Receive) -> tuple[bytes | None, bytes]:
+    """The body (None past the MCP app's limit) and its first `HEAD_BYTES`."""
+    chunks: list[bytes] = []
+    size = 0
     while True:
         message = await receive()
         if message["type"] != "http.request":
-            return None
+            return None, b""
         chunk = message.get("body", b"")
         size += len(chunk)
         if size > _MAX_PEEK_BYTES:
-            return None
+            return None, b"".join(chunks)[:HEAD_BYTES] if chunks else chunk[:HEAD_BYTES]
         chunks.append(chunk)
         if not message.get("more_body", False):
-            return b"".join(chunks)
+            body = b"".join(chunks)
+            return body, body[:HEAD_BYTES]
 
 
 def _replay(body: bytes, receive: Receive) -> Receive:
@@ -342,12 +347,18 @@ async def _respond(send: Send, status: int, text: str, *, close: bool = False) -
     await send({"type": "http.response.body", "body": text.encode()})
 
 
-async def _refuse(send: Send, status: int, text: str) -> None:
+async def _refuse(
+    send: Send, status: int, text: str, head: tuple[int | str | None, str | None]
+) -> None:
     """Refuse a request before the MCP app reads it, as a JSON-RPC error an MCP client
-    shows (a plain-text 503 reached clients as an opaque -32603: attack 138). The id is
-    null: a body refused for its size is not parsed to find it."""
-    code = -32000 if status == 503 else -32600
-    body = {"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": text}}
+    shows (a plain-text 503 reached clients as an opaque -32603: attack 138), for the id
+    its `head` gives, if any; a tool call refused for its size gets a result object, as
+    over stdio (contract §7; outside attack 140: `MCPError` over HTTP)."""
+    ident, method = head
+    answer = {"error": {"code": -32000 if status == 503 else -32600, "message": text}}
+    if status == 413 and ident is not None:
+        answer, status = refused_request(method, text), 200 if method == "tools/call" else 413
+    body = {"jsonrpc": "2.0", "id": ident, **answer}
     headers = [
         (b"content-type", b"application/json"),
         (b"cache-control", b"no-store"),

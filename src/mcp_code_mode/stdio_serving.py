@@ -27,8 +27,7 @@ import stat
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from .errors import ErrorType
-from .sandbox.base import ExecutionResult
+from .sandbox.reply import refused_request
 from .upstreams.framing import HEAD_BYTES, request_head
 
 if TYPE_CHECKING:
@@ -41,7 +40,6 @@ _STDIN, _STDOUT, _STDERR = 0, 1, 2
 # validating a message takes ~50 times its size (a 40 MB line took the server to 2.2 GB,
 # outside attack 61). A longer line is dropped as it is read and answered with an error.
 MAX_LINE_BYTES = 4 * 1024 * 1024
-_TOO_LONG = -32600  # JSON-RPC "Invalid Request"
 
 
 async def serve_stdio(server: FastMCP) -> None:
@@ -135,20 +133,9 @@ class LineReader:
                 break
         ident, method = request_head(head[:HEAD_BYTES])
         if ident is not None:
-            reply = {"jsonrpc": "2.0", "id": ident, **_refusal(method)}
+            why = f"the request is longer than {MAX_LINE_BYTES:,} bytes, the limit of one message"
+            reply = {"jsonrpc": "2.0", "id": ident, **refused_request(method, why)}
             await self._answers.write(json.dumps(reply) + "\n")
-
-
-def _refusal(method: str | None) -> dict[str, Any]:
-    """What a request too long to read is answered with: a tool call, its result object
-    (contract §7: a limit the host meets is an error value, not a protocol error)."""
-    why = f"the request is longer than {MAX_LINE_BYTES:,} bytes, the limit of one message"
-    if method != "tools/call":
-        return {"error": {"code": _TOO_LONG, "message": why}}
-    failed = ExecutionResult.failure(ErrorType.EXECUTOR_ERROR, why).to_json()
-    text = {"type": "text", "text": json.dumps(failed)}
-    result = {"content": [text], "structuredContent": failed, "isError": True}
-    return {"result": {**result, "resultType": "complete"}}  # the key 2026-07-28 wants
 
 
 @contextlib.asynccontextmanager

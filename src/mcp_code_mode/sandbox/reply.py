@@ -35,6 +35,7 @@ __all__ = [
     "code_time",
     "group_calls",
     "off_the_loop",
+    "refused_request",
     "waited_before",
 ]
 
@@ -53,6 +54,7 @@ _WAIT_NOTED_S = 5.0  # a run that waited this long before its code ran says so i
 _CODE_SHARE_S = 5.0  # of a run's limit, what is kept for its code past a wait (or half)
 _UNCOUNTED_WAIT_S = 0.1  # a wait this short leaves the code the whole limit
 _NOTE_CHARS = 400  # of each line the gateway puts first in a run's logs
+_INVALID_REQUEST = -32600  # JSON-RPC's code for a request refused as it is
 _MAX_LINE = 1_000_000  # no guest code has more lines (MCP_CODE_MAX_LINES is far below)
 
 
@@ -283,3 +285,15 @@ def waited_before(
     still = f"; {', '.join(late[:_NAMED_LATE])}{more} still starting: a larger timeout_s waits"
     note = f"gateway: the code waited {waited_s:.1f} s for upstreams to start before it ran"
     return [note + (still + " longer" if late else "")]
+
+
+def refused_request(method: str | None, why: str) -> dict[str, Any]:
+    """What a request refused before it was read (too long) is answered with: a tool call,
+    its result object (contract §7: a limit the host meets is an error value, not a
+    protocol error; over HTTP it was a 413 error: outside attack 140), else an error."""
+    if method != "tools/call":
+        return {"error": {"code": _INVALID_REQUEST, "message": why}}
+    failed = ExecutionResult.failure(ErrorType.EXECUTOR_ERROR, why).to_json()
+    text = {"type": "text", "text": json.dumps(failed)}
+    result = {"content": [text], "structuredContent": failed, "isError": True}
+    return {"result": {**result, "resultType": "complete"}}  # the key 2026-07-28 wants
