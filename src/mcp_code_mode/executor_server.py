@@ -104,13 +104,16 @@ async def _serve_http(
 
     @contextlib.asynccontextmanager
     async def started(origin: str) -> AsyncIterator[FastMCP]:
-        async with gateway:
+        await gateway.start()
+        try:
             await importing
             # Only now: connecting imports fastmcp's client, which must not race the
             # thread's import of its server (imports in two threads can deadlock).
             await gateway.connect_upstreams()
             async with _reporting_start(gateway):
                 yield build_server(gateway, lm=lm, origin=origin)
+        finally:  # drained: upstreams get 0.2 s, not the SDK's 2 s (an idle stop took 5-7 s)
+            await _quiet_close(gateway)()
 
     def busy() -> bool:  # a drain waits for runs no request holds (one awaiting an answer)
         return gateway.executor.active > 0

@@ -5,6 +5,7 @@ a command that cannot run changed by the launcher)."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import subprocess
@@ -14,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from mcp_code_mode.upstreams.process_group import end_group
 from mcp_code_mode.upstreams.stdio import _dying_with_us
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux only")
@@ -74,6 +76,7 @@ def test_a_command_not_found_is_not_wrapped(tmp_path: Path) -> None:
 GATEWAY = """
 import subprocess, sys, time
 from pathlib import Path
+from mcp_code_mode.upstreams.process_group import end_group
 from mcp_code_mode.upstreams.stdio import _dying_with_us
 folder = Path(sys.argv[1])
 env = {"PATH": "/usr/bin:/bin", "HOME": "/tmp"}
@@ -127,3 +130,55 @@ def test_a_helper_ends_with_a_gateway_killed_outright_when_the_upstream_dies_at_
         gateway.stdout.close()
         with contextlib.suppress(ProcessLookupError, FileNotFoundError, ValueError):
             os.kill(int((tmp_path / "helper.pid").read_text()), 9)
+
+
+def test_a_group_left_with_zombies_is_ended_at_once() -> None:
+    """The stop of an upstream waited for its process group to empty, and a zombie (the
+    watcher's, or a helper's, until init reaps it: about once a second on some machines)
+    held each stop 2-4 s: an idle HTTP gateway took 4-7 s to exit (outside attack 140)."""
+    leader = subprocess.Popen(
+        [sys.executable, "-c", "import time\ntime.sleep(60)"], start_new_session=True
+    )
+    try:
+        began = time.monotonic()
+        asyncio.run(end_group(leader.pid, 2.0))
+        took = time.monotonic() - began
+        assert _alive(leader.pid) is False  # a zombie: this test has not reaped it
+        assert took < 1.5, f"{took:.1f} s for a group of one zombie"
+    finally:
+        leader.kill()
+        leader.wait()
+
+
+def test_the_watcher_leaves_the_upstream_group(tmp_path: Path) -> None:
+    """The watcher was in the upstream's process group, which the gateway ends and waits
+    for at each stop and restart (attack 140)."""
+    waiting = script(tmp_path / "upstream", "#!/bin/sh\nexec sleep 30\n")
+    argv = _dying_with_us(str(waiting), [], BASE_ENV, tmp_path)
+    upstream = subprocess.Popen(argv, env=BASE_ENV, cwd=tmp_path, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 30
+        while "sleep 30" not in _cmdline(upstream.pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        members = [pid for pid in _pids() if _group(pid) == upstream.pid and _alive(pid)]
+        assert members == [upstream.pid], members
+    finally:
+        upstream.kill()
+        upstream.wait()
+
+
+def _pids() -> list[int]:
+    return [int(entry) for entry in os.listdir("/proc") if entry.isdigit()]
+
+
+def _group(pid: int) -> int | None:
+    try:
+        return os.getpgid(pid)
+    except ProcessLookupError:
+        return None
+
+
+def _cmdline(pid: int) -> str:
+    with contextlib.suppress(OSError):
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    return ""

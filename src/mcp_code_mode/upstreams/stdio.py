@@ -31,7 +31,6 @@ import json
 import logging
 import os
 import shutil
-import signal
 import sys
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
@@ -61,6 +60,7 @@ from .framing import (
     reply_id,
     too_large_message,
 )
+from .process_group import end_group
 
 __all__ = ["OTHER_REPLY_BYTES", "BoundedStdioTransport", "error_reply"]
 
@@ -355,31 +355,9 @@ async def _stop(process: Process, grace_s: float) -> None:
         await terminate_posix_process_tree(process, _KILL_S)
         if not await _exited(process, _KILL_S):
             logger.warning("upstream process %d is still alive after SIGKILL", process.pid)
-    await _end_group(process.pid)
+    await end_group(process.pid, _KILL_S)
     with contextlib.suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
         await process.stdout.aclose()
-
-
-async def _end_group(pgid: int) -> None:
-    """End what is left of the upstream's process group once it has exited: a helper it
-    started outlived it, and each restart left one more (attack 132). The group is the
-    upstream's own (`start_new_session`); a helper that left it with `setsid` is not."""
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        try:
-            os.killpg(pgid, sig)
-        except (ProcessLookupError, PermissionError):
-            return  # nobody left
-        with anyio.move_on_after(_KILL_S):
-            while _group_alive(pgid):
-                await anyio.sleep(0.01)
-
-
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except (ProcessLookupError, PermissionError):
-        return False
-    return True
 
 
 async def _exited(process: Process, timeout_s: float) -> bool:

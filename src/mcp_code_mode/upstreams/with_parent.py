@@ -4,8 +4,9 @@ it starts end with the gateway however the gateway ends (Linux; stdlib only).
 `python -I -S with_parent.py GATEWAY_PID LC_CTYPE COMMAND ARGV...` (`stdio._dying_with_us`):
 
 1. `PR_SET_PDEATHSIG`: SIGTERM to this process (kept across `exec`) when the gateway dies;
-2. a watcher, forked twice so nobody has to reap it, that waits on the gateway's and the
-   upstream's pidfds: when the gateway goes first it ends the upstream's process group,
+2. a watcher, forked twice so nobody has to reap it and in a process group of its own,
+   that waits on the gateway's and the upstream's pidfds: when the gateway goes first
+   (or within 2 s of the upstream) it ends the upstream's process group,
    helpers included (SIGTERM, then SIGKILL): a helper of an upstream killed outright lived
    on (outside attack 139); when the upstream goes first it just exits;
 3. `execvp` of the command where the upstream runs, with its environment (its own PATH,
@@ -60,16 +61,20 @@ def _watcher(gateway_fd: int, upstream_fd: int, upstream: int) -> None:
     null = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):  # the upstream's pipes are not its to hold open
         os.dup2(null, fd)
-    # the upstream leads a group of its own (`start_new_session`): never the gateway's
-    if _gateway_gone(gateway_fd, upstream_fd) and os.getpgid(0) == upstream:
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    # the upstream leads a group of its own (`start_new_session`): never the gateway's;
+    # this watcher leaves it, so the gateway's stop of that group never waits for it (its
+    # zombie held a stop 2-4 s where orphans are reaped slowly: outside attack 140)
+    own_group = os.getpgid(0) == upstream
+    os.setpgid(0, 0)
+    if _gateway_gone(gateway_fd, upstream_fd) and own_group:
         gone = bool(_ready([upstream_fd], 0))
-        os.killpg(upstream, signal.SIGTERM)
-        if gone:  # its helpers get a moment to end
-            time.sleep(_GRACE_S / 2)
-        else:  # the upstream's exit, or the grace
-            _ready([upstream_fd], _GRACE_S)
-        os.killpg(upstream, signal.SIGKILL)  # this watcher with them
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(upstream, signal.SIGTERM)
+            if gone:  # its helpers get a moment to end
+                time.sleep(_GRACE_S / 2)
+            else:  # the upstream's exit, or the grace
+                _ready([upstream_fd], _GRACE_S)
+            os.killpg(upstream, signal.SIGKILL)
     os._exit(0)
 
 
