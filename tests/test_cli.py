@@ -511,3 +511,16 @@ def test_check_reads_setting_names_in_any_case_and_shows_dotenv_names_cleaned(
     assert (timeout["value"], timeout["from"]) == ("7.0", "the environment"), timeout
     text = cli("check", "--config", str(config), env=env).stdout
     assert "\x1b" not in text and "not a setting, ignored: MCP_CODE_" in text
+
+
+def test_a_dotenv_that_is_not_utf8_is_named_in_one_line(tmp_path: Path) -> None:
+    """A `.env` with a byte that is not UTF-8 made every command end in a traceback from
+    dotenv (outside attack 140)."""
+    (tmp_path / "mcp_servers.json").write_text('{"servers": {}}')
+    (tmp_path / ".env").write_bytes(b"MCP_CODE_TIMEOUT_S=5\nX\xff=1\n")
+    for command, status in ((["check"], 1), (["exec", "--code", "1+1"], 2)):
+        proc = cli(*command, cwd=tmp_path)
+        assert proc.returncode == status, proc.stderr
+        assert "Traceback" not in proc.stderr, proc.stderr
+        said = f"mcp-code-mode: {tmp_path / '.env'}: not UTF-8 text"
+        assert proc.stderr.startswith(said), proc.stderr

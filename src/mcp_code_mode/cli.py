@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import CodeModeError
 from .serve_options import add_log_level, add_serve_arguments
-from .settings import Settings
+from .settings import Settings, env_files
 
 if TYPE_CHECKING:
     from .approval import ApprovalRequest
@@ -108,11 +108,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CodeModeError as exc:
         print(f"mcp-code-mode: {exc}", file=sys.stderr)
         return 1 if args.command == "check" else 2  # check: 1 on any problem (contract §1)
+    except UnicodeDecodeError as exc:  # a `.env` read by dotenv (outside attack 140)
+        print(f"mcp-code-mode: {_not_text(getattr(args, 'config', None), exc)}", file=sys.stderr)
+        return 1 if args.command == "check" else 2
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:  # `mcp-code-mode runs | head`: the reader has had enough
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no error at exit
         return 0
+
+
+def _not_text(config: str | None, exc: UnicodeDecodeError) -> str:
+    """Which `.env` is not UTF-8 text, and where: a traceback was all it said."""
+    for path in env_files(config or "mcp_servers.json"):  # the cwd's .env, too
+        try:
+            path.read_bytes().decode("utf-8")
+        except UnicodeDecodeError as found:
+            return f"{path}: not UTF-8 text ({found.reason} at byte {found.start})"
+        except OSError:
+            continue
+    return f"a file it reads is not UTF-8 text ({exc.reason} at byte {exc.start})"
 
 
 def _serve(settings: Settings, args: argparse.Namespace) -> int:
