@@ -182,3 +182,41 @@ def _cmdline(pid: int) -> str:
     with contextlib.suppress(OSError):
         return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
     return ""
+
+
+SUBREAPER = """
+import ctypes, os, subprocess, sys, time
+from pathlib import Path
+from mcp_code_mode.upstreams.process_group import WATCHER_NAME
+from mcp_code_mode.upstreams.stdio import _dying_with_us
+ctypes.CDLL(None).prctl(36, 1)  # PR_SET_CHILD_SUBREAPER: as a container's PID 1 reaps
+folder, env = Path(sys.argv[1]), {"PATH": "/usr/bin:/bin"}
+
+def zombies():
+    found = 0
+    for entry in os.listdir("/proc"):
+        try:
+            head, tail = open(f"/proc/{entry}/stat", "rb").read().rsplit(b")", 1)
+        except (OSError, ValueError):
+            continue
+        fields = tail.split()
+        found += fields[0] == b"Z" and int(fields[1]) == os.getpid() and WATCHER_NAME in str(head)
+    return found
+
+for _ in range(3):
+    subprocess.run(_dying_with_us("true", [], env, folder), env=env, start_new_session=True)
+time.sleep(4)  # each watcher outlives its upstream by 2 s, then ends
+before = zombies()
+subprocess.run(_dying_with_us("true", [], env, folder), env=env, start_new_session=True)
+print(before, zombies(), flush=True)
+"""
+
+
+def test_a_gateway_that_reaps_orphans_reaps_the_watchers(tmp_path: Path) -> None:
+    """Each upstream start left a zombie watcher in a gateway that is PID 1 (a container
+    without an init) or a subreaper: asyncio reaps only what it started (attack 140)."""
+    ran = subprocess.run(
+        [sys.executable, "-c", SUBREAPER, str(tmp_path)], capture_output=True, text=True, timeout=60
+    )
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.split() == ["3", "0"], ran.stdout

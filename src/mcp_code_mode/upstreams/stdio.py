@@ -60,7 +60,7 @@ from .framing import (
     reply_id,
     too_large_message,
 )
-from .process_group import end_group
+from .process_group import end_group, reap_watchers
 
 __all__ = ["OTHER_REPLY_BYTES", "BoundedStdioTransport", "error_reply"]
 
@@ -174,6 +174,7 @@ def _dying_with_us(
         found = shutil.which(command, path=path) is not None
     if not found:
         return [command, *args]
+    reap_watchers()  # those of earlier starts, when they came to us
     ctype = "=" + env["LC_CTYPE"] if "LC_CTYPE" in env else "-"
     return [sys.executable, "-I", "-S", _WITH_PARENT, str(os.getpid()), ctype, command, *args]
 

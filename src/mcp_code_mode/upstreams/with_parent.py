@@ -25,6 +25,8 @@ import sys
 import time
 
 _PR_SET_PDEATHSIG = 1
+_PR_SET_NAME = 15
+WATCHER_NAME = b"mcp-cm-watcher"  # as `process_group.WATCHER_NAME` (this file is stdlib only)
 _GRACE_S = 2.0  # between the SIGTERM and the SIGKILL of the group, once the gateway is gone
 
 
@@ -58,6 +60,8 @@ def _watch(gateway_fd: int, upstream_fd: int) -> None:
 
 
 def _watcher(gateway_fd: int, upstream_fd: int, upstream: int) -> None:
+    # its name: a gateway that reaps orphans (PID 1, a subreaper) reaps it (`process_group`)
+    ctypes.CDLL(None).prctl(_PR_SET_NAME, ctypes.c_char_p(WATCHER_NAME))
     null = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):  # the upstream's pipes are not its to hold open
         os.dup2(null, fd)
