@@ -524,3 +524,16 @@ def test_a_dotenv_that_is_not_utf8_is_named_in_one_line(tmp_path: Path) -> None:
         assert "Traceback" not in proc.stderr, proc.stderr
         said = f"mcp-code-mode: {tmp_path / '.env'}: not UTF-8 text"
         assert proc.stderr.startswith(said), proc.stderr
+
+
+def test_check_names_the_variables_whose_values_are_plain_words(tmp_path: Path) -> None:
+    """`LEVEL=customer` in `.env` hid `customer` in every result (`${LEVEL}_id`) and nothing
+    said why (a new user's first hour, M); `check` now names such variables, never values."""
+    entry = {**server_entry(TEST_SERVER), "env": {"L": "${LEVEL}", "K": "${KEY}", "R": "${R}"}}
+    (tmp_path / "mcp_servers.json").write_text(json.dumps({"servers": {"t": entry}}))
+    (tmp_path / ".env").write_text("LEVEL=customer\nKEY=sk-9f8e7d6c5b4a3\nR=us-east-1\n")
+    report = json.loads(cli("check", "--json", cwd=tmp_path).stdout)
+    assert sorted(report["plain_words"]) == ["${LEVEL}", "${R}"], report["plain_words"]
+    text = cli("check", cwd=tmp_path).stdout
+    assert "note: ${LEVEL} is a plain word or number" in text, text
+    assert "customer" not in text and "us-east-1" not in text and "sk-9f8e" not in text

@@ -97,6 +97,7 @@ async def check(settings: Settings, *, as_json: bool) -> int:
             {"name": n, "from": w, "closest": c}
             for n, w, c in unknown_settings(settings.servers_config)
         ],
+        "plain_words": _plain_words(config.secrets),
         "sandbox": sandbox,
         "servers": rows,
         "runs": await asyncio.to_thread(_run_store, settings),
@@ -107,6 +108,17 @@ async def check(settings: Settings, *, as_json: bool) -> int:
         _print(report)
     down = [row for row in rows if row["status"] not in ("ok", "disabled")]
     return 1 if down or report["runs"]["status"] == "error" else 0
+
+
+def _plain_words(secrets: tuple[tuple[str, str], ...]) -> list[str]:
+    """The `${VAR}`s whose values are plain words or numbers: every one is a secret, shown
+    as `${VAR}` wherever it appears, so `customer` in `customer_id` was too (a new user's
+    first hour, M: a mode, a region or a user name put in `.env`)."""
+    return [name for value, name in secrets if _PLAIN.fullmatch(value)]
+
+
+# a word, a number, a region such as us-east-1: not what a generated key looks like
+_PLAIN = re.compile(r"[A-Za-z]{4,15}|[0-9.]{4,15}|[a-z]{2,}(?:-[a-z]{2,}){1,2}(?:-[0-9]{1,2})?")
 
 
 def _run_store(settings: Settings) -> dict[str, Any]:
@@ -136,6 +148,12 @@ def _print(report: dict[str, Any]) -> None:
         closest = f"; did you mean {row['closest']}?" if row["closest"] else ""
         name, where = one_line(row["name"]), one_line(row["from"])  # a `.env` wrote them
         print(f"  not a setting, ignored: {name} (from {where}){closest}")
+    for name in report["plain_words"]:
+        print(
+            f"note: {name} is a plain word or number; as every ${{VAR}}, it is shown as {name}"
+            " wherever it appears (results, names, text): a value that is not a secret can be"
+            " written in the config itself"
+        )
     sandbox = report["sandbox"]
     print(f"sandbox {sandbox['executor']}: {', '.join(sandbox['layers'])}")
     if sandbox["inactive"]:
