@@ -335,6 +335,8 @@ class Handler:
             await asyncio.sleep(self.delay_s)
         if self.action == "accept":
             return {"approve": True}
+        if self.action == "accept-unticked":  # a form's "Accept" with its box left empty
+            return ElicitResult(action="accept", content={})
         return ElicitResult(action=self.action)
 
 
@@ -371,6 +373,19 @@ async def test_a_client_that_declines_or_cancels(board: Gateway, action: str) ->
     assert out["ok"], out
     assert "declined" in out["result"][0] and out["result"][1] == 0
     assert len(handler.messages) == 1
+
+
+async def test_an_accept_without_a_yes_declines_and_says_why(board: Gateway) -> None:
+    """A client's plain "Accept" with the `approve` box left empty was declined as if the
+    person had said no (a new user's first hour, M): the call is still not sent, and the
+    reason says what an approval needs."""
+    code = (
+        "try:\n    tools.board.post_message(text='x')\nexcept ToolError as e:\n    r = str(e)\n"
+        "[r, len(tools.board.read_posts())]"
+    )
+    out = await call(board, Handler("accept-unticked"), code)
+    assert out["ok"] and out["result"][1] == 0, out
+    assert "without approve set to true" in out["result"][0], out
 
 
 async def test_a_client_that_never_answers(tmp_path: Path) -> None:

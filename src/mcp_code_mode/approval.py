@@ -24,6 +24,8 @@ from .encodable import clean_text, clip, encodable_text
 from .errors import ToolCallFailed
 
 __all__ = [
+    "NOT_A_YES",
+    "Answer",
     "ApprovalMode",
     "ApprovalRequest",
     "Approver",
@@ -57,7 +59,12 @@ class ApprovalRequest:
         )
 
 
-Approver = Callable[[ApprovalRequest], Awaitable[bool | None]]
+Answer = bool | str
+"""A person's answer: yes or no, or a declining answer's reason (`NOT_A_YES`)."""
+
+NOT_A_YES = "it was declined: the answer accepted the question without approve set to true"
+
+Approver = Callable[[ApprovalRequest], Awaitable[Answer | None]]
 """Asks a person; True approves, False declines, None: cannot ask (no such client)."""
 
 Decided = Callable[[str], None]

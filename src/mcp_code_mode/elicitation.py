@@ -31,7 +31,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from .answer_routing import question_state
-from .approval import ApprovalRequest, Approver
+from .approval import NOT_A_YES, Answer, ApprovalRequest, Approver
 from .errors import ErrorType
 from .gateway import Gateway
 from .runs.log_stream import LogSink, RunLogStream
@@ -168,10 +168,10 @@ class _WaitingRun(Generic[T]):
         # Each question with its own answer: a run may ask several at once (`call_tools`),
         # and one slot let the answer to the question shown settle another (outside
         # attack 82: approving `add_note` ran `delete_note`).
-        self._questions: asyncio.Queue[tuple[ApprovalRequest, asyncio.Future[bool]]] = (
+        self._questions: asyncio.Queue[tuple[ApprovalRequest, asyncio.Future[Answer]]] = (
             asyncio.Queue()
         )
-        self._shown: asyncio.Future[bool] | None = None
+        self._shown: asyncio.Future[Answer] | None = None
         self.progress, self.logs = progress, logs
         self._task = asyncio.ensure_future(self._closing(start(self._ask, progress, logs)))
 
@@ -185,12 +185,12 @@ class _WaitingRun(Generic[T]):
     def finished(self) -> bool:
         return self._task.done()
 
-    async def _ask(self, request: ApprovalRequest) -> bool:
-        answer: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+    async def _ask(self, request: ApprovalRequest) -> Answer:
+        answer: asyncio.Future[Answer] = asyncio.get_running_loop().create_future()
         await self._questions.put((request, answer))
         return await answer
 
-    def answer(self, approved: bool) -> None:
+    def answer(self, approved: Answer) -> None:
         """The answer to the question `next_event()` handed out last, and to no other."""
         shown, self._shown = self._shown, None
         if shown is not None and not shown.done():
@@ -327,19 +327,23 @@ def handshake_approver(ctx: Context | None) -> Approver | None:
     if ctx is None or _era(ctx) != "handshake":
         return None
 
-    async def ask(request: ApprovalRequest) -> bool:
+    async def ask(request: ApprovalRequest) -> Answer:
         try:
             answer = await ctx.elicit(request.message, bool, response_title="Approve")
         except ValidationError:  # an answer not in the question's schema: not a yes
             return False
-        return isinstance(answer, AcceptedElicitation) and answer.data is True
+        if isinstance(answer, AcceptedElicitation) and answer.data is not True:
+            return NOT_A_YES
+        return isinstance(answer, AcceptedElicitation)
 
     return ask
 
 
-def _approved(responses: Any) -> bool:
-    """Whether the client's answer to our question accepts it (decline, cancel: no)."""
+def _approved(responses: Any) -> Answer:
+    """Whether the client's answer to our question accepts it (decline, cancel: no; an
+    accept without `approve: true`: why not, as a client's plain "Accept" was taken for a
+    decline unsaid: a new user's first hour, M)."""
     result = (responses or {}).get(_QUESTION_KEY)
     if not isinstance(result, mcp_types.ElicitResult) or result.action != "accept":
         return False
-    return bool((result.content or {}).get("approve") is True)
+    return True if (result.content or {}).get("approve") is True else NOT_A_YES
