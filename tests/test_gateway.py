@@ -142,6 +142,15 @@ async def test_unknown_tool_names_the_closest(any_gateway: Gateway) -> None:
     assert out["result"][2].startswith("gateway.get_tool_docs: unknown server 'notez'"), out
 
 
+async def test_call_tool_with_named_arguments_says_how_to_pass_them(any_gateway: Gateway) -> None:
+    """`call_tool('notes', 'get-note', note_id=1)` raised Python's own TypeError, naming the
+    guest runtime's class (a new user's first hour, M); it says to pass one dict."""
+    out = (await any_gateway.execute("call_tool('notes', 'get-note', note_id=1)")).to_json()
+    message = out["error"]["message"]
+    assert "call_tool('notes', 'get-note', {'note_id': ...})" in message, out
+    assert "GuestRuntime" not in message and out["tool_calls"] == [], out
+
+
 async def test_a_positional_argument_points_to_the_tools_docs(any_gateway: Gateway) -> None:
     """The refusal named the tool by its MCP name and made up a parameter (`get-note(name=...)`
     for a tool that takes `note_id`: outside attack 117); it names where the parameters are."""

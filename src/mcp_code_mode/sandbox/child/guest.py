@@ -140,8 +140,15 @@ class GuestRuntime:
         call.__name__ = call.__qualname__ = tool
         return call
 
-    def call_tool(self, server: str, tool: str, args: dict[str, Any] | None = None) -> Any:
+    def call_tool(
+        self, server: str, tool: str, args: dict[str, Any] | None = None, **named: Any
+    ) -> Any:
         """Call one upstream tool by its original names; raises ToolError on failure."""
+        if named:  # Python's own error named this class (a new user's first hour, M)
+            raise TypeError(
+                f"call_tool takes the tool's arguments as one dict: call_tool({server!r}, "
+                f"{tool!r}, {{{', '.join(repr(str(n)[:40]) + ': ...' for n in list(named)[:3])}}})"
+            )
         spec = self._sendable(_spec(server, tool, args))
         outcome = self._request({"op": "call", "calls": [spec]})[0]
         if not outcome["ok"]:
