@@ -89,6 +89,9 @@ def test_tools_listing_search_and_json() -> None:
     in_data = cli("tools", "--search", "list", "--server", "data", "--limit", "1")
     assert in_data.returncode == 0, in_data.stderr
     assert in_data.stdout.startswith("tools.data.list_")  # filtered before the limit, not after
+    nothing = cli("tools", "--search", "zzqx frobnicate")  # it printed nothing at all (M)
+    assert nothing.returncode == 0 and nothing.stdout == "", nothing.stdout
+    assert "no tool fits 'zzqx frobnicate'" in nothing.stderr, nothing.stderr
     data = json.loads(cli("tools", "--json").stdout)
     assert {t["server"] for t in data["tools"]} == {"notes", "data", "time"}
     assert data["sandbox"]["executor"] == "local" and "worker_process" in data["sandbox"]["layers"]

@@ -323,6 +323,9 @@ async def _tools(settings: Settings, args: argparse.Namespace) -> int:
                 print(clean_text(row["signature"]))
                 if row["description"]:
                     print(f"    {clean_text(row['description'])}")
+            if not rows:  # nothing at all was as silent as a broken search (M)
+                what = f"no tool fits {args.search!r}" if args.search else "no tools"
+                print(f"mcp-code-mode: {clean_text(what)}", file=sys.stderr)
     return 0
 
 
