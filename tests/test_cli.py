@@ -540,3 +540,17 @@ def test_check_names_the_variables_whose_values_are_plain_words(tmp_path: Path) 
     text = cli("check", cwd=tmp_path).stdout
     assert "note: ${LEVEL} is a plain word or number" in text, text
     assert "customer" not in text and "us-east-1" not in text and "sk-9f8e" not in text
+
+
+def test_an_upstreams_log_file_shows_secrets_as_their_names(tmp_path: Path) -> None:
+    """The error said `${SVC_KEY}`, but the log file it points to held the key as the
+    upstream printed it (a new user's first hour, M; contract §7)."""
+    script = "import os, sys\nprint('auth failed for key', os.environ['API_KEY'], file=sys.stderr)"
+    crash = {"command": sys.executable, "args": ["-c", script + "\nsys.exit(3)"]}
+    crash["env"] = {"API_KEY": "${SVC_KEY}"}
+    (tmp_path / "mcp_servers.json").write_text(json.dumps({"servers": {"crash": crash}}))
+    (tmp_path / ".env").write_text("SVC_KEY=sk-live-9f8e7d6c5b4a\n")
+    proc = cli("check", cwd=tmp_path, env={"MCP_CODE_CACHE_DIR": str(tmp_path / "c")})
+    assert proc.returncode == 1 and "${SVC_KEY}" in proc.stdout, proc.stdout
+    (log,) = (tmp_path / "c" / "mcp-code-mode" / "logs").glob("crash-*.log")
+    assert log.read_text() == "auth failed for key ${SVC_KEY}\n", log.read_text()

@@ -84,7 +84,7 @@ class UpstreamConnection:
         self._redact = redact
         self._timing = timing
         log = log_path(log_dir, name) if log_dir is not None else None
-        self._stderr = StderrLog(log) if config.has_stderr else None
+        self._stderr = StderrLog(log, redact) if config.has_stderr else None
         self._link: Link | None = None
         self._failures = 0  # failed attempts and losses since it last answered
         self._attempt: asyncio.Task[None] | None = None

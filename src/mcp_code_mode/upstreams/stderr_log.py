@@ -43,8 +43,10 @@ class StderrLog:
         path: the log file all of it is appended to; None keeps only the last lines.
     """
 
-    def __init__(self, path: Path | None = None) -> None:
+    def __init__(self, path: Path | None = None, redact: Callable[[str], str] = str) -> None:
         self.path = path
+        self._redact = redact  # the config's `${VAR}` values: an upstream prints its key
+        self._line = bytearray()  # the start of a line not yet written to the file
         self._tail = bytearray()
         self._write: TextIO | None = None
         self._reader: asyncio.Task[None] | None = None
@@ -110,12 +112,25 @@ class StderrLog:
                 self._keep(chunk)
         finally:
             transport.close()
+            self._keep(b"", whole=True)
         on_exit()
 
-    def _keep(self, chunk: bytes) -> None:
-        """Append `chunk` to the log file (a full one becomes `.log.1` first); a file that
+    def _keep(self, chunk: bytes, *, whole: bool = False) -> None:
+        """Append `chunk`'s whole lines to the log file, redacted (a secret the upstream
+        printed was kept there as it came: a new user's first hour, M); a line longer
+        than `_CHUNK_BYTES` is written in parts."""
+        self._line += chunk
+        end = len(self._line) if whole else self._line.rfind(b"\n") + 1
+        if end == 0 and len(self._line) <= _CHUNK_BYTES:
+            return
+        end = end or len(self._line)
+        lines, self._line = bytes(self._line[:end]), self._line[end:]
+        self._append(self._redact(lines.decode("utf-8", "replace")).encode())
+
+    def _append(self, data: bytes) -> None:
+        """Append `data` to the log file (a full one becomes `.log.1` first); a file that
         cannot be written costs the file, nothing else."""
-        if self.path is None:
+        if self.path is None or not data:
             return
         try:
             self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -124,6 +139,6 @@ class StderrLog:
             # the user's alone: an upstream prints its own secrets (attack 136)
             flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT
             with open(os.open(self.path, flags, 0o600), "ab") as file:
-                file.write(chunk)
+                file.write(data)
         except OSError:
             self.path = None  # not said again for every chunk
