@@ -243,6 +243,17 @@ def test_process_environment_wins_over_dotenv(
     assert only(load_config(path)).headers == {"A": "from-process"}
 
 
+def test_a_server_left_off_needs_no_value_for_its_variables(write_config: ConfigWriter) -> None:
+    """One unset `${VAR}` stopped every server, even with its own server disabled (a new
+    user's first hour, M); the error says how to go on."""
+    gh = {"command": "npx", "env": {"T": "${GITHUB_TOKEN}"}}
+    path = write_config({"gh": {**gh, "enabled": False}, "fs": {"command": "npx"}})
+    config = load_config(path, env={})
+    assert set(config.servers) == {"gh", "fs"} and not config.servers["gh"].enabled
+    with pytest.raises(ConfigError, match=r"\$\{GITHUB_TOKEN:-\} for an empty default"):
+        load_config(write_config({"gh": gh, "fs": {"command": "npx"}}), env={})
+
+
 def test_variable_default(write_config: ConfigWriter) -> None:
     path = write_config(
         {"fs": {"command": "npx", "args": ["${ROOT:-/srv/data}", "${SET:-unused}", "${E:-}"]}}

@@ -254,7 +254,8 @@ def _interpolate(
                 return variables[name]
             server = loc[1] if len(loc) > 1 else None
             raise ConfigError(
-                f"${{{name}}} is not defined; set it in the environment or in .env",
+                f"${{{name}}} is not defined; set it in the environment or in .env, write "
+                f'${{{name}:-}} for an empty default, or set "enabled": false on the server',
                 file=file,
                 server=server,
                 field=".".join(loc[2:]) or None,
@@ -262,6 +263,8 @@ def _interpolate(
 
         return _VAR.sub(replace, value)
     if isinstance(value, dict):
+        if len(loc) == 2 and value.get("enabled") is False:  # a server left off: its `${VAR}`s
+            return value  # need no value (one unset for it stopped every server: M)
         return {k: _interpolate(v, variables, file, (*loc, str(k)), used) for k, v in value.items()}
     if isinstance(value, list):
         return [_interpolate(v, variables, file, loc, used) for v in value]
