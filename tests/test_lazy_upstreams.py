@@ -124,6 +124,16 @@ async def test_a_reply_counts_and_says_the_wait_for_an_upstream_to_start(tmp_pat
     assert again.ok and again.logs == [] and again.duration_ms < 5000
 
 
+async def test_a_run_waits_for_an_upstream_most_of_its_limit(tmp_path: Path) -> None:
+    """The wait is within the run's limit but takes most of it: an upstream that starts in
+    3 s serves a run of `timeout_s` 8 (the code keeps 2 s)."""
+    gw = gateway(tmp_path, {"slow": slow_entry(3.0)}, "on_demand", startup_timeout_s=60)
+    async with gw:
+        out = await gw.execute("tools.slow.echo(text='in time')", timeout_s=8)
+    assert out.ok and out.result == "in time", out.error
+    assert 3000 <= out.duration_ms < 8000 + 1500, out.duration_ms
+
+
 async def test_a_run_that_gave_up_waiting_says_a_longer_limit_waits_longer(tmp_path: Path) -> None:
     """The wait is within the run's limit (outside attack 140: a run of `timeout_s` 5 took
     10 s, the wait and then 5 s of code), and the gateway's note does not count against the
@@ -141,13 +151,13 @@ async def test_a_run_that_gave_up_waiting_says_a_longer_limit_waits_longer(tmp_p
             "try:\n    tools.slow.echo(text='hi')\nexcept ToolError:\n    pass\nwhile True: pass",
             timeout_s=4,
         )
-    assert not early.ok and 2500 <= early.duration_ms <= took_s * 1000 < 5000 + 1500, took_s
+    assert not early.ok and 3750 <= early.duration_ms <= took_s * 1000 < 5000 + 1500, took_s
     assert "slow still starting: a larger timeout_s waits longer" in early.logs[0], early.logs
     assert printed.ok and printed.stdout == "a" * 900 + "\n", printed.error
     assert printed.logs[0].startswith("gateway: the code waited"), printed.logs
     assert spun.error is not None and spun.error.type.value == "TIMEOUT", spun.error
     message = spun.error.message
-    assert re.search(r"its 4s time limit \(2\.\d s of it waiting for upstreams\)", message), message
+    assert re.search(r"its 4s time limit \(3\.\d s of it waiting for upstreams\)", message), message
     assert spun.duration_ms < 4000 + 1500, spun.duration_ms
 
 

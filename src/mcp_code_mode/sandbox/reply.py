@@ -51,7 +51,7 @@ _ERROR_CHARS = 800  # of the error message, as JSON text
 _OTHERS = "(others)"
 _NAMED_LATE = 5  # upstreams still starting a note names, past which it counts them
 _WAIT_NOTED_S = 5.0  # a run that waited this long before its code ran says so in its logs
-_CODE_SHARE_S = 5.0  # of a run's limit, what is kept for its code past a wait (or half)
+_CODE_SHARE_S = 2.0  # of a run's limit, what is kept for its code past a wait (or a quarter)
 _UNCOUNTED_WAIT_S = 0.1  # a wait this short leaves the code the whole limit
 _NOTE_CHARS = 400  # of each line the gateway puts first in a run's logs
 _INVALID_REQUEST = -32600  # JSON-RPC's code for a request refused as it is
@@ -257,10 +257,10 @@ def _cut(result: ExecutionResult, max_output_chars: int) -> None:
 def code_time(limit_s: float, waited_s: float | None = None) -> float:
     """Of a run's `limit_s`, what its upstreams may take to start (`waited_s` None), or
     what is left to its code once they took `waited_s`: a run ends at its limit, wait
-    included (outside attack 140: 10 s of a 5 s limit), and its code has at least half
-    of it, or 5 s, to fail clearly on an upstream still starting."""
+    included (outside attack 140: 10 s of a 5 s limit), and its code has at least a
+    quarter of it, or 2 s, to fail clearly on an upstream still starting."""
     if waited_s is None:
-        return limit_s - min(limit_s / 2, _CODE_SHARE_S)
+        return limit_s - min(limit_s / 4, _CODE_SHARE_S)
     return limit_s if waited_s < _UNCOUNTED_WAIT_S else max(limit_s - waited_s, 0.01)
 
 
