@@ -209,7 +209,8 @@ async def test_a_schema_that_takes_other_names_gets_no_hint_and_names_are_one_li
     schema took any name; a listed name's newline and escape split the reply's lines
     (outside attack 140)."""
     failed = ToolCallFailed("db", "query", "database is down")
-    for extra in ({"additionalProperties": True}, {"patternProperties": {"^x": {}}}):
+    combined = {"allOf": [{"properties": {"timeout": {}}}]}  # a zod intersection (140)
+    for extra in ({"additionalProperties": True}, {"patternProperties": {"^x": {}}}, combined):
         tool = _tool({"type": "object", "properties": {"sql": {}}, **extra})
         said = await explain(failed, lambda tool=tool: tool, {"sql": "1", "timeout": 5})
         assert said.message == "database is down", said.message

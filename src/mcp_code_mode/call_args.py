@@ -45,6 +45,7 @@ _NAMED = 5  # unknown argument names a failed call's hint names
 _GUESSED = 3  # of them, how many are given the closest name the tool takes
 _LISTED = 12  # of the tool's own argument names, how many the hint lists
 _COMPARED = 50  # of the tool's argument names, how many the closest is looked for among
+_COMBINED = ("allOf", "anyOf", "oneOf", "$ref", "if", "dependentSchemas", "dependencies")
 _NAME_CHARS = 32  # of each name, how much is compared (difflib's cost grows as its square)
 
 NOT_KEPT = "(not kept: over MCP_CODE_MAX_CALL_BYTES)"
@@ -131,6 +132,8 @@ def _closed_properties(schema: Any) -> dict[str, Any]:
     'timeout'" where the schema took any). Unsaid, it is taken as closed: tools reject
     names their function does not take whatever their schema says."""
     if not isinstance(schema, dict) or schema.get("additionalProperties") not in (None, False):
+        return {}
+    if any(key in schema for key in _COMBINED):  # names listed elsewhere (attack 140: allOf)
         return {}
     listed = schema.get("properties")
     return listed if isinstance(listed, dict) and not schema.get("patternProperties") else {}

@@ -357,13 +357,18 @@ def answering(index: Future[SearchIndex]) -> Future[None]:
             done.cancel()
             return
         failure = future.exception()
-        if failure is not None:
+        if failure is not None and not done.done():
             done.set_exception(failure)
-        else:
-            future.result().loaded.add_done_callback(lambda _: done.set_result(None))
+        elif failure is None:  # `done` may have been cancelled by a run that ended (140)
+            future.result().loaded.add_done_callback(lambda _: _settle(done))
 
     index.add_done_callback(built)
     return done
+
+
+def _settle(done: Future[None]) -> None:
+    if not done.done():
+        done.set_result(None)
 
 
 @functools.cache

@@ -27,8 +27,9 @@ async def end_group(pgid: int, kill_s: float) -> None:
         except (ProcessLookupError, PermissionError):
             return  # nobody left
         with anyio.move_on_after(kill_s):
-            while _group_alive(pgid):
-                await anyio.sleep(0.02)  # a scan of /proc each
+            # a scan of /proc each, off the loop (16 ms with 1,000 processes: attack 140)
+            while await anyio.to_thread.run_sync(_group_alive, pgid):
+                await anyio.sleep(0.05)
 
 
 def _group_alive(pgid: int) -> bool:
