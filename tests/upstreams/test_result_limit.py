@@ -433,6 +433,18 @@ async def test_comment_lines_do_not_make_an_event_too_long_to_count() -> None:
     assert passed.count(b'"method":"ping"') == 5 and events.asks.dropped == 35
 
 
+async def _read_measured(upstream: httpx2.AsyncByteStream) -> tuple[int, int]:
+    """The bytes a GET stream with budgeted asks passes on, and the peak memory held."""
+    events = BoundedEvents(upstream, httpx2.Request("GET", "http://127.0.0.1/mcp"), 10 << 20)
+    events.asks = AskBudget(rate=20.0, burst=50)
+    tracemalloc.start()
+    try:
+        passed = sum([len(chunk) async for chunk in events])
+        return passed, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
 async def test_comment_lines_that_never_end_an_event_are_not_held() -> None:
     """Uncounted comment lines were still held as part of the event being read: a GET stream
     of 512 KB comment lines that never ended an event grew the gateway by 110 MB a second
@@ -445,14 +457,7 @@ async def test_comment_lines_that_never_end_an_event_are_not_held() -> None:
             for _ in range(200):  # 100 MB
                 yield line
 
-    events = BoundedEvents(Upstream(), httpx2.Request("GET", "http://127.0.0.1/mcp"), 10 << 20)
-    events.asks = AskBudget(rate=20.0, burst=50)
-    tracemalloc.start()
-    try:
-        passed = sum([len(chunk) async for chunk in events])
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    passed, peak = await _read_measured(Upstream())
     assert passed < 1_000 and peak < 8 << 20, (passed, peak)
 
 
@@ -465,12 +470,5 @@ async def test_an_event_of_one_byte_lines_is_held_at_its_size() -> None:
             for _ in range(100):
                 yield b"x\n" * 10_000
 
-    events = BoundedEvents(Upstream(), httpx2.Request("GET", "http://127.0.0.1/mcp"), 10 << 20)
-    events.asks = AskBudget(rate=20.0, burst=50)
-    tracemalloc.start()
-    try:
-        passed = sum([len(chunk) async for chunk in events])
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    passed, peak = await _read_measured(Upstream())
     assert passed == 2_000_000 and peak < 12 << 20, (passed, peak)
