@@ -111,8 +111,8 @@ def bound_reply(
         _redact(result, redact)
     if _size(result.result, result.stdout, result.logs) > max_output_chars:
         _cut(result, max_output_chars)
-    said = [_clip_json(one_line(note), _NOTE_CHARS) for note in notes]
-    result.logs = [redact.redact(note) if redact else note for note in said] + result.logs
+    said = [redact.redact(one_line(note)) if redact else one_line(note) for note in notes]
+    result.logs = [_clip_json(note, _NOTE_CHARS) for note in said] + result.logs  # redacted whole
     if result.error is not None:
         message = _clip_json(encodable_text(result.error.message), _ERROR_CHARS)
         line = result.error.line
