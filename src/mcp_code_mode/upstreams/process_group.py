@@ -8,6 +8,7 @@ import ctypes
 import os
 import signal
 import sys
+from collections.abc import Iterator
 
 import anyio
 
@@ -40,19 +41,24 @@ def _group_alive(pgid: int) -> bool:
     except (ProcessLookupError, PermissionError):
         return False
     try:
-        entries = os.listdir("/proc")
+        processes = list(_processes())
     except OSError:  # no procfs: as the kernel says
         return True
-    return any(_running_in(entry, pgid) for entry in entries if entry.isdigit())
+    group = str(pgid).encode()
+    return any(fields[2:3] == [group] and fields[0] != b"Z" for _, _, fields in processes)
 
 
-def _running_in(pid: str, pgid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as stat:
-            fields = stat.read().rsplit(b")", 1)[1].split()
-    except (OSError, IndexError):
-        return False
-    return fields[2:3] == [str(pgid).encode()] and fields[0] != b"Z"
+def _processes() -> Iterator[tuple[int, bytes, list[bytes]]]:
+    """(pid, name, the fields after it) of each process `/proc` lists; one gone is skipped."""
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as stat:
+                head, tail = stat.read().rsplit(b")", 1)
+        except (OSError, ValueError):
+            continue
+        yield int(entry), head.partition(b"(")[2], tail.split()
 
 
 def reap_watchers() -> int:
@@ -61,17 +67,11 @@ def reap_watchers() -> int:
     only what it started (outside attack 140: a zombie per upstream start). How many."""
     if not sys.platform.startswith("linux") or not _reaps_orphans():
         return 0
-    reaped, me = 0, str(os.getpid()).encode()
-    for entry in os.listdir("/proc"):
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as stat:
-                head, tail = stat.read().rsplit(b")", 1)
-        except (OSError, ValueError):
-            continue
-        fields = tail.split()
-        if fields[:2] == [b"Z", me] and head.endswith(b"(" + WATCHER_NAME.encode()):
+    reaped, me, name = 0, str(os.getpid()).encode(), WATCHER_NAME.encode()
+    for pid, comm, fields in _processes():
+        if fields[:2] == [b"Z", me] and comm == name:
             with contextlib.suppress(ChildProcessError):
-                reaped += os.waitpid(int(entry), os.WNOHANG)[0] != 0
+                reaped += os.waitpid(pid, os.WNOHANG)[0] != 0
     return reaped
 
 
