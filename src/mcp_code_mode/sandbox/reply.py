@@ -21,7 +21,15 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
-from ..encodable import CLIP_MARK, TooDeep, clip, encodable_text, make_encodable, one_line
+from ..encodable import (
+    CLIP_MARK,
+    MAX_DEPTH,
+    TooDeep,
+    clip,
+    encodable_text,
+    make_encodable,
+    one_line,
+)
 from ..errors import ErrorType
 from ..offload import offloaded
 from .base import ErrorDetail, ExecutionResult, ToolCallGroup, ToolCallRecord
@@ -104,7 +112,8 @@ def bound_reply(
     result.stdout = encodable_text(result.stdout)
     result.logs = [encodable_text(line) for line in result.logs]
     try:
-        result.result = make_encodable(result.result)
+        # two levels less: the reply object holds it, and the MCP layer walks it whole
+        result.result = make_encodable(result.result, max_depth=MAX_DEPTH - 2)
     except TooDeep as exc:
         _fail(result, ErrorType.EXECUTOR_ERROR, f"{exc} (return a flatter value)")
     if redact is not None:
