@@ -253,7 +253,8 @@ def test_check_says_where_settings_came_from_and_what_is_down(tmp_path: Path) ->
     dotenv = "MCP_CODE_TIMEOUT_S=3\nMCP_SERVERS_CONFIG=mcp_servers.json\n"
     dotenv += "DSPY_API_BASE=http://me:PWSECRET@127.0.0.1:9/v1?api_key=QSECRET\n"  # (attack 129)
     (tmp_path / ".env").write_text(dotenv, encoding="utf-8")
-    proc = cli("check", "--config", str(config), "--json", cwd=Path("/"))
+    unset = {"MCP_CODE_RUNS_DB": "", "MCP_CODE_CACHE_DIR": "", "XDG_CACHE_HOME": str(tmp_path)}
+    proc = cli("check", "--config", str(config), "--json", cwd=Path("/"), env=unset)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "PWSECRET" not in proc.stdout + proc.stderr and "QSECRET" not in proc.stdout
     report = json.loads(proc.stdout)
@@ -263,6 +264,13 @@ def test_check_says_where_settings_came_from_and_what_is_down(tmp_path: Path) ->
     assert sources["MCP_CODE_TIMEOUT_S"] == ("3.0", str(tmp_path / ".env"))
     assert sources["MCP_CODE_MEMORY_MB"] == ("256", "default")  # every setting is reported
     assert sources["MCP_SERVERS_CONFIG"] == (str(config), "the command line")
+    assert sources["MCP_CODE_WHEELHOUSE"] == ("(unset)", "default")  # it printed None
+    cache = tmp_path / "mcp-code-mode"
+    assert sources["MCP_CODE_CACHE_DIR"][0] == f"{cache} (unset: XDG_CACHE_HOME or ~/.cache)"
+    where = f"{cache / 'runs.sqlite3'} (unset: runs.sqlite3 in the cache folder)"
+    assert sources["MCP_CODE_RUNS_DB"] == (where, "default")
+    starts = sources["MCP_CODE_MAX_CONCURRENT_STARTS"][0]
+    assert int(starts.split()[0]) >= 8 and "CPU count" in starts
     status = {row["name"]: row["status"] for row in report["servers"]}
     assert status == {"t": "ok", "broken": "error"}
 

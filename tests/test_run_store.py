@@ -26,6 +26,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from mcp_code_mode.errors import CodeModeError
 from mcp_code_mode.runs import (
     MAX_CALL_CHARS,
     MAX_TEXT_CHARS,
@@ -641,3 +642,24 @@ def test_a_run_shown_has_one_line_a_call_whatever_its_texts_hold(
     assert len([line for line in lines if line.startswith("#")]) == 3, lines
     assert len([line for line in lines if line.startswith("started ")]) == 1, lines
     assert any("more characters cut]" in line for line in lines if line.startswith("#2")), lines
+
+
+def test_the_runs_command_takes_the_start_of_an_id(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A new user copied the start of the first column and got "no run": a unique start
+    shows the run, a start two runs share says so, like git's short commit names."""
+    path = tmp_path / "runs.sqlite3"
+    backend = SQLiteRunBackend(path)
+    backend.open()
+    ids = ["abc123" + "0" * 26, "abd456" + "0" * 26]
+    backend.write([a_run(1.0 + n, id=run_id, code=f"{n} + 1") for n, run_id in enumerate(ids)])
+    backend.close()
+    where = Settings(runs_db=str(path))
+    assert show_runs(where, last=5, run_id="ABC1", as_json=True) == 0
+    assert json.loads(capsys.readouterr().out)["code"] == "0 + 1"
+    with pytest.raises(CodeModeError, match=r"several runs .* start with 'ab'"):
+        show_runs(where, last=5, run_id="ab", as_json=False)
+    for nothing in ["abe", "", "%", "_bc"]:
+        with pytest.raises(CodeModeError, match="no run"):
+            show_runs(where, last=5, run_id=nothing, as_json=False)

@@ -282,6 +282,7 @@ async def test_a_gateway_records_into_postgres_and_the_runs_command_lists_it(
     assert row["ok"] is True and row["calls"] == 3 and row["client"] == "pg-client"
     shown = runs(row["id"])
     assert shown.returncode == 0 and "testsrv.echo(" in shown.stdout
+    assert runs(row["id"][:6]).stdout == shown.stdout  # the start of an id will do
     missing = runs("0" * 32)
     assert missing.returncode == 2 and "no run" in missing.stderr
     assert "postgresql://postgres:***@" in missing.stderr

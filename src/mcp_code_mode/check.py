@@ -23,7 +23,8 @@ from .config import CREDENTIAL_WORDS, load_config
 from .encodable import clean_text, one_line
 from .gateway import Gateway
 from .runs import RunStoreError, open_backend, shown_location, store_location
-from .settings import CONFIG_VARIABLE, Settings, env_files, unknown_settings
+from .settings import CONFIG_VARIABLE, Settings, cache_root, env_files, unknown_settings
+from .upstreams.gate import default_concurrent_starts
 
 # A URL parameter whose value is a credential: `?key=`, `api_key=`, `token=`, `password=` ...
 _SECRET_PARAMETER = re.compile(rf"(?i)([?&;][^=&#;]*(?:{CREDENTIAL_WORDS})[^=&#;]*=)[^&#;]*")
@@ -60,8 +61,22 @@ def setting_sources(settings: Settings) -> list[tuple[str, str, str]]:
             )
             unset = "default" if value == getattr(defaults, name) else "the command line"
             where = next(named, unset)
-        found.append((variable, _shown(value), where))
+        shown = _shown(value) if value is not None else _unset(name, settings)
+        found.append((variable, shown, where))
     return found
+
+
+def _unset(name: str, settings: Settings) -> str:
+    """An unset setting as `check` prints it: what the gateway uses instead, where it
+    works one out (it printed `None` for the cache folder and the run store's place)."""
+    if name == "max_concurrent_starts":
+        return f"{default_concurrent_starts()} (unset: four times the CPU count, at least 8)"
+    if name == "cache_dir":
+        return f"{cache_root()} (unset: XDG_CACHE_HOME or ~/.cache)"
+    if name == "runs_db":
+        where = shown_location(store_location(None, settings.cache_dir))
+        return f"{where} (unset: runs.sqlite3 in the cache folder)"
+    return "(unset)"
 
 
 def _shown(value: object) -> str:

@@ -17,7 +17,14 @@ from typing import Any
 
 from .encodable import clean_text, clip, one_line
 from .errors import CodeModeError
-from .runs import RunRecord, RunSummary, open_backend, shown_location, store_location
+from .runs import (
+    RunRecord,
+    RunStoreBackend,
+    RunSummary,
+    open_backend,
+    shown_location,
+    store_location,
+)
 from .settings import Settings
 
 __all__ = ["show_runs", "store_path"]
@@ -36,9 +43,7 @@ def show_runs(settings: Settings, *, last: int, run_id: str | None, as_json: boo
     location = store_path(settings)
     store = open_backend(location)
     if run_id is not None:
-        run = store.get(run_id)
-        if run is None:
-            raise CodeModeError(f"no run {run_id!r} is kept in {shown_location(location)}")
+        run = store.get(run_id) or _shortened(store, run_id, location)
         print(json.dumps(dataclasses.asdict(run)) if as_json else _detail(run))
         return 0
     runs = store.list_runs(max(last, 0), ok=None, client=None, before=None)
@@ -52,6 +57,21 @@ def show_runs(settings: Settings, *, last: int, run_id: str | None, as_json: boo
     else:
         print("\n".join(_row(row) for row in runs))
     return 0
+
+
+def _shortened(store: RunStoreBackend, run_id: str, location: str | Path) -> RunRecord:
+    """The one kept run whose id starts with `run_id` (as git takes a commit's first
+    letters; a new user copied the first column's start and got "no run")."""
+    ids = store.ids_starting(run_id.strip().lower(), 2) if run_id.strip() else []
+    run = store.get(ids[0]) if len(ids) == 1 else None
+    if run is not None:
+        return run
+    where = shown_location(location)
+    if ids:
+        raise CodeModeError(
+            f"several runs kept in {where} start with {run_id!r}: give more of the id"
+        )
+    raise CodeModeError(f"no run {run_id!r} is kept in {where}")
 
 
 def _unmade(location: str | Path) -> str:

@@ -208,6 +208,12 @@ class PostgresRunBackend:
             calls = conn.execute(calls_sql, (run_id,)).fetchall()
         return None if run is None else _run_of(run, calls)
 
+    def ids_starting(self, prefix: str, limit: int) -> list[str]:
+        sql = "SELECT id FROM runs WHERE left(id, %s) = %s LIMIT %s"
+        with self._reading() as conn:
+            rows = [] if conn is None else conn.execute(sql, (len(prefix), prefix, limit))
+            return [row["id"] for row in rows]
+
     def close(self) -> None:
         conn, self._conn = self._conn, None
         if conn is not None:

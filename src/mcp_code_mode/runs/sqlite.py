@@ -142,6 +142,12 @@ class SQLiteRunBackend:
             calls = conn.execute(sql, (run_id,)).fetchall()
         return None if run is None else _run_of(run, calls)
 
+    def ids_starting(self, prefix: str, limit: int) -> list[str]:
+        sql = "SELECT id FROM runs WHERE substr(id, 1, ?) = ? LIMIT ?"
+        with self._reading() as conn:
+            rows = [] if conn is None else conn.execute(sql, (len(prefix), prefix, limit))
+            return [row[0] for row in rows]
+
     def close(self) -> None:
         conn, self._conn = self._conn, None
         if conn is not None:
