@@ -211,8 +211,9 @@ class PostgresRunBackend:
     def ids_starting(self, prefix: str, limit: int) -> list[str]:
         sql = "SELECT id FROM runs WHERE left(id, %s) = %s LIMIT %s"
         with self._reading() as conn:
-            rows = [] if conn is None else conn.execute(sql, (len(prefix), prefix, limit))
-            return [row["id"] for row in rows]
+            if conn is None:
+                return []
+            return [row["id"] for row in conn.execute(sql, (len(prefix), prefix, limit))]
 
     def close(self) -> None:
         conn, self._conn = self._conn, None
