@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import functools
 import json
+import subprocess
+import sys
 import time
 
 import dspy
@@ -303,3 +305,33 @@ def test_absurd_token_counts_are_bounded() -> None:
     usage = UsageTracker()
     usage.add_usage("m", {"prompt_tokens": 10**5000, "completion_tokens": -5})
     assert tokens_used(usage) == {"prompt": 10**12, "completion": 0}
+
+
+def test_the_lms_first_call_is_loaded_ahead_without_a_request() -> None:
+    """What the first `run_task` spent loading (litellm and what its first call imports:
+    7 s on a quiet machine, 24 s beside a busy one) is loaded by `warm_up`, which the server
+    runs once its upstreams have started: no request reaches the endpoint, an LM on another
+    engine (a real provider's) is left alone, and the next real call is answered."""
+    script = f"""
+import sys
+sys.path.insert(0, {str(ROOT)!r})
+import dspy
+from mcp_code_mode.agent_lm import make_lm, warm_up
+from mcp_code_mode.settings import Settings
+from tests.servers.stub_lm import chat_reply, serve_stub
+warm_up(dspy.LM("openai/gpt-4o-mini", api_key="sk-not-a-key"))  # not litellm's engine
+print("after another engine:", "litellm" in sys.modules)
+with serve_stub(lambda body: chat_reply(answer="2")) as stub:
+    lm = make_lm(Settings(_env_file=None, dspy_lm="openai/stub", dspy_api_base=stub.api_base))
+    warm_up(lm)
+    print("warmed:", "litellm" in sys.modules, len(stub.requests))
+    print("answer:", "2" in lm("hi")[0], len(stub.requests))
+"""
+    ran = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300, cwd=ROOT
+    )
+    assert ran.stdout.splitlines() == [
+        "after another engine: False",
+        "warmed: True 0",
+        "answer: True 1",
+    ], ran.stdout + ran.stderr[-2000:]

@@ -18,7 +18,15 @@ from typing import Any
 import dspy
 from dspy.utils.exceptions import AdapterParseError
 
-from .agent_lm import LMNotConfigured, adapter_for, lm_call_limit_s, lm_error, make_lm, tokens_used
+from .agent_lm import (
+    LMNotConfigured,
+    adapter_for,
+    lm_call_limit_s,
+    lm_error,
+    make_lm,
+    tokens_used,
+    warm_up,
+)
 from .agent_replies import strip_fences
 from .agent_steps import TRAJECTORY_CHARS, Step, clip, trajectory
 from .approval import Approver
@@ -375,6 +383,7 @@ async def run_task(
     """Run the agent on one task; the contract §3 `run_task` object (never an exception
     for what the model replied: see `CodeExecutionAgent`)."""
     agent = agent_for(gateway, task, approver=approver)
+    await asyncio.to_thread(warm_up, lm)  # or waits for the server's warm-up to end
     # No history of prompts and replies: dspy keeps the last 10,000 calls' whole text in
     # memory, and a served gateway grew ~11 MB a task without end (outside attack 129).
     with dspy.context(lm=lm, adapter=adapter_for(gateway.settings), disable_history=True):

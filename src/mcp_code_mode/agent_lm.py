@@ -12,8 +12,10 @@ and says plainly what is wrong (unreachable, refused key, unknown model) before 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import re
+import threading
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
@@ -38,6 +40,7 @@ __all__ = [
     "lm_error",
     "make_lm",
     "tokens_used",
+    "warm_up",
 ]
 
 _PLACEHOLDER_KEY = "not-needed"  # what a local OpenAI-compatible server is sent as its key
@@ -85,6 +88,28 @@ def make_lm(settings: Settings) -> dspy.LM:
         if not os.environ.get("OPENAI_API_KEY"):
             options["api_key"] = _PLACEHOLDER_KEY
     return dspy.LM(settings.dspy_lm, **options)
+
+
+_warming = threading.Lock()
+_warmed = False
+
+
+def warm_up(lm: Any) -> None:
+    """Load, without a request, what an LM's first call loads: litellm and the modules its
+    first completion imports (3-6 s of CPU on a quiet machine, 15-22 s beside a busy one).
+    The first `run_task` waited for it (7 s; 1.6 s beside the same load once warmed up).
+    Once a process, for LMs on litellm's engine (`make_lm`'s for an OpenAI-compatible
+    endpoint); litellm's `mock_response` answers without any connection."""
+    global _warmed
+    with _warming:
+        if _warmed or getattr(lm, "engine", None) != "litellm":
+            return
+        _warmed = True
+        with contextlib.suppress(Exception):  # a warm-up that fails leaves the first call cold
+            import litellm
+
+            message = {"role": "user", "content": _CHECK_PROMPT}
+            litellm.completion(model=lm.model, messages=[message], mock_response="OK")
 
 
 def adapter_for(settings: Settings) -> dspy.Adapter:

@@ -110,7 +110,7 @@ async def _serve_http(
             # Only now: connecting imports fastmcp's client, which must not race the
             # thread's import of its server (imports in two threads can deadlock).
             await gateway.connect_upstreams()
-            async with _reporting_start(gateway):
+            async with _reporting_start(gateway, lm=lm):
                 yield build_server(gateway, lm=lm, origin=origin)
         finally:  # drained: upstreams get 0.2 s, not the SDK's 2 s (an idle stop took 5-7 s)
             await _quiet_close(gateway)()
@@ -153,7 +153,7 @@ async def _serve_stdio(gateway: Gateway, importing: asyncio.Future[ModuleType], 
     async with gateway:
         await importing
         server = build_server(gateway, lm=lm)
-        async with _reporting_start(gateway, connect_after_s=_UPSTREAMS_AFTER_S):
+        async with _reporting_start(gateway, lm=lm, connect_after_s=_UPSTREAMS_AFTER_S):
             await serve_stdio(server)
 
 
@@ -161,11 +161,13 @@ async def _serve_stdio(gateway: Gateway, importing: asyncio.Future[ModuleType], 
 async def _reporting_start(
     gateway: Gateway,
     *,
+    lm: Any = None,
     connect_after_s: float | None = None,
 ) -> AsyncIterator[None]:
     """Lines on stderr: the sandbox layers now; once the upstreams have tried to connect,
     the tool count and one line per server that is down. With `connect_after_s`, the
-    upstreams start connecting that many seconds from now."""
+    upstreams start connecting that many seconds from now. Then, with an LM, what its first
+    call loads is loaded in a thread (`agent_lm.warm_up`), not by the first `run_task`."""
     info = gateway.sandbox_info()
     layers = ", ".join(info["layers"])
     print(f"mcp-code-mode: sandbox {info['executor']}: {layers}", file=sys.stderr)
@@ -182,6 +184,10 @@ async def _reporting_start(
             if row["status"] in ("error", "starting"):
                 line = f"server {row['name']!r} ({row['status']}): {row['error']}"
                 print(f"mcp-code-mode: {line}", file=sys.stderr)
+        if lm is not None:
+            from .agent_lm import warm_up
+
+            await asyncio.to_thread(warm_up, lm)
 
     task = asyncio.create_task(report_upstreams(), name=_REPORTER)
     try:
