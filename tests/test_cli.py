@@ -46,7 +46,8 @@ def test_exec_demo_readme_example() -> None:
         "len([o for o in orders if o['amount'] > 850])",
     )
     assert proc.returncode == 0, proc.stderr
-    assert int(proc.stdout.strip()) > 0
+    # On a busy machine a note on the wait for the upstreams' start comes first, as logs.
+    assert int(proc.stdout.split("--- result ---\n")[-1].strip()) > 0, proc.stdout
     assert "1 tool call" in proc.stderr
 
 
@@ -561,4 +562,5 @@ def test_an_upstreams_log_file_shows_secrets_as_their_names(tmp_path: Path) -> N
     proc = cli("check", cwd=tmp_path, env={"MCP_CODE_CACHE_DIR": str(tmp_path / "c")})
     assert proc.returncode == 1 and "${SVC_KEY}" in proc.stdout, proc.stdout
     (log,) = (tmp_path / "c" / "mcp-code-mode" / "logs").glob("crash-*.log")
-    assert log.read_text() == "auth failed for key ${SVC_KEY}\n", log.read_text()
+    lines = set(log.read_text().splitlines())  # a start retried on a busy machine: twice
+    assert lines == {"auth failed for key ${SVC_KEY}"}, log.read_text()

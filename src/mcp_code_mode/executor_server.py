@@ -16,7 +16,6 @@ import os
 import signal
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
-from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from .config import load_config
@@ -73,29 +72,25 @@ async def serve(
         from .http_serving import check_exposure
 
         check_exposure(settings, host)  # before anything slow starts
-    lm = None
-    if settings.dspy_lm:
-        from .agent import make_lm  # imports dspy: only when an LM is configured
-
-        lm = make_lm(settings)
     config = load_config(config_path or settings.servers_config)
-    # fastmcp's server is imported in a thread while the sandbox's processes start.
-    importing = asyncio.ensure_future(asyncio.to_thread(_import_app))
+    # fastmcp's server (and dspy, for an LM) is imported in a thread while the sandbox's
+    # processes start.
+    importing = asyncio.ensure_future(asyncio.to_thread(_import_app, settings))
     try:
         if transport == "stdio":
             # From here a signal ends it quietly, during the start too: the sandbox's warm
             # workers are then disposed of (their scratch directories with them).
             gateway = Gateway(settings, config, connect="on_demand")
-            await _until_signal(_serve_stdio(gateway, importing, lm), _quiet_close(gateway))
+            await _until_signal(_serve_stdio(gateway, importing), _quiet_close(gateway))
             return
         gateway = Gateway(settings, config, connect="on_demand")
-        await _serve_http(gateway, importing, lm, host=host, port=port)
+        await _serve_http(gateway, importing, host=host, port=port)
     finally:
         await asyncio.gather(importing, return_exceptions=True)
 
 
 async def _serve_http(
-    gateway: Gateway, importing: asyncio.Future[ModuleType], lm: Any, *, host: str, port: int
+    gateway: Gateway, importing: asyncio.Future[Any], *, host: str, port: int
 ) -> None:
     """Serve over HTTP (`http_serving.serve_http`): the port is bound at once, the app is
     served once the pool is warm, and ready (`/readyz`) once every upstream has answered or
@@ -106,7 +101,7 @@ async def _serve_http(
     async def started(origin: str) -> AsyncIterator[FastMCP]:
         await gateway.start()
         try:
-            await importing
+            lm = await importing
             # Only now: connecting imports fastmcp's client, which must not race the
             # thread's import of its server (imports in two threads can deadlock).
             await gateway.connect_upstreams()
@@ -136,22 +131,28 @@ def _quiet_close(gateway: Gateway) -> Callable[[], Awaitable[None]]:
     return close
 
 
-def _import_app() -> ModuleType:
-    """fastmcp's server (our app) and its client stack (the upstreams' connections): one
-    thread imports both, as imports in two threads can deadlock."""
-    app = importlib.import_module(f"{__package__}.mcp_app")
+def _import_app(settings: Settings) -> Any:
+    """fastmcp's server (our app) and its client stack (the upstreams' connections), then
+    with DSPY_LM set the agent and its LM (dspy: 1-3 s that held up the start before the
+    sandbox's processes began): one thread imports them all, as imports in two threads can
+    deadlock. Returns the LM, or None."""
+    importlib.import_module(f"{__package__}.mcp_app")
     importlib.import_module(f"{__package__}.upstreams.client")
-    return app
+    if not settings.dspy_lm:
+        return None
+    from .agent import make_lm  # imports dspy: only when an LM is configured
+
+    return make_lm(settings)
 
 
-async def _serve_stdio(gateway: Gateway, importing: asyncio.Future[ModuleType], lm: Any) -> None:
+async def _serve_stdio(gateway: Gateway, importing: asyncio.Future[Any]) -> None:
     """Serve once the sandbox is warm and the app imported. The upstreams start in the
     background `_UPSTREAMS_AFTER_S` later, after the client's handshake: their processes
     would compete with it for the cores. Until they answer, the catalog comes from the
     tool cache; a run or a discovery call that needs one starts it at once. (Nothing
     connects before the app is imported: see `serve`'s HTTP branch.)"""
     async with gateway:
-        await importing
+        lm = await importing
         server = build_server(gateway, lm=lm)
         async with _reporting_start(gateway, lm=lm, connect_after_s=_UPSTREAMS_AFTER_S):
             await serve_stdio(server)
