@@ -106,3 +106,36 @@ async def test_code_and_data_as_deep_as_python_takes_them(
     stacks ran out before Python's recursion limit could raise)."""
     out = (await any_gateway.execute(code, timeout_s=30)).to_json()
     assert out["ok"] and out["result"] == expected, out
+
+
+ENCODINGS = """
+import json
+said = {}
+for name in ["cp1252", "windows-1252", "cp437", "koi8-r", "shift_jis", "gbk", "utf-8-sig"]:
+    said[name] = "\u00e9\u65e5".encode(name, "replace").decode(name)
+said["bom"] = json.loads(b'\\xef\\xbb\\xbf{"a": 1}')
+try:
+    b"x".decode("no-such-codec")
+except LookupError as e:
+    said["unknown"] = str(e)
+said
+"""
+
+
+async def test_every_text_encoding_of_the_standard_library_works(any_gateway: Gateway) -> None:
+    """A codec is imported at its first use, which a worker cannot: `b.decode("cp1252")`
+    and `json.loads` of bytes with a BOM failed, with LookupError on one executor and a
+    POLICY_VIOLATION about opening files on the other (outside attack 142)."""
+    out = (await any_gateway.execute(ENCODINGS, timeout_s=30)).to_json()
+    assert out["ok"], out["error"]
+    said = out["result"]
+    assert said.pop("bom") == {"a": 1} and said.pop("unknown") == "unknown encoding: no-such-codec"
+    assert said == {  # as Python says: "?" where the codec has no such character
+        "cp1252": "\u00e9?",
+        "windows-1252": "\u00e9?",
+        "cp437": "\u00e9?",
+        "koi8-r": "??",
+        "shift_jis": "?\u65e5",
+        "gbk": "\u00e9\u65e5",
+        "utf-8-sig": "\u00e9\u65e5",
+    }

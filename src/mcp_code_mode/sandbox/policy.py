@@ -25,11 +25,11 @@ from .child.rules import (
     ALWAYS_IMPORTABLE,
     BLOCKED_ATTRIBUTES,
     GUARDED_READS,
-    LAZY_HELPERS,
     MAX_NESTING,
     REFUSED_DUNDERS,
     SHOWN_READS,
     TOO_DEEP,
+    lazy_helper,
     refused_component,
 )
 from .child.scopes import SELF_MATCHING, bound_names
@@ -166,7 +166,7 @@ def _lazy_helper(node: ast.Import | ast.ImportFrom) -> bool:
     importer hands those out as they are, so only the allowlist may let guest code have
     them (outside attack 20)."""
     names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
-    return any(name in LAZY_HELPERS or name.partition(".")[0] in LAZY_HELPERS for name in names)
+    return any(lazy_helper(name) or lazy_helper(name.partition(".")[0]) for name in names)
 
 
 def _catches_import_error(handler: ast.ExceptHandler) -> bool:

@@ -26,8 +26,8 @@ from mcp_code_mode.sandbox.child.read_only import shown
 from mcp_code_mode.sandbox.child.rules import (
     ALWAYS_IMPORTABLE,
     GUEST_MODULE,
-    LAZY_HELPERS,
     REMOVED_BUILTINS,
+    lazy_helper,
     refused_component,
 )
 from mcp_code_mode.sandbox.child.scopes import MatchValues, SelfMatchingTypes
@@ -260,7 +260,7 @@ class GuestRuntime:
         level: int = 0,
     ) -> Any:
         root = name.partition(".")[0]
-        if level == 0 and name in LAZY_HELPERS and name in sys.modules:
+        if level == 0 and lazy_helper(name) and name in sys.modules:
             # C code importing its helper lazily (datetime.strptime -> _strptime) calls the
             # current frame's `__import__`, ours. It gets a view that shows the helper's
             # private functions, but still no module outside the allowlist.

@@ -12,7 +12,7 @@ from mcp_code_mode.sandbox.child.dataclass_guards import guarded_dataclass, guar
 from mcp_code_mode.sandbox.child.guards import exact_name, is_blocked, is_private
 from mcp_code_mode.sandbox.child.library_guards import guarded_pickle_by_enum_name
 from mcp_code_mode.sandbox.child.read_only import shown
-from mcp_code_mode.sandbox.child.rules import GUEST_ONLY_DUNDERS, LAZY_HELPERS
+from mcp_code_mode.sandbox.child.rules import GUEST_ONLY_DUNDERS, lazy_helper
 
 __all__ = ["ImportRefused", "ModuleView"]
 
@@ -48,7 +48,7 @@ def _as_shown(module: Any, name: str, value: Any, allowed: frozenset[str]) -> An
         return wrap(value)
     if isinstance(value, type(builtins)):
         root = value.__name__.partition(".")[0]
-        if root not in allowed and value.__name__ not in LAZY_HELPERS:
+        if root not in allowed and not lazy_helper(value.__name__):
             raise AttributeError(
                 f"{module.__name__}.{name} is the module {value.__name__!r}, which is not allowed"
             )

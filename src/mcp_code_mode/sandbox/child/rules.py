@@ -3,6 +3,8 @@ guards (in the worker) share. Stdlib only; data, no behaviour."""
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 import types
 
 __all__ = [
@@ -15,6 +17,7 @@ __all__ = [
     "GUEST_MODULE",
     "GUEST_ONLY_DUNDERS",
     "LAZY_HELPERS",
+    "LAZY_PACKAGES",
     "MAX_NESTING",
     "PRIVATE_OK",
     "REFUSED_DUNDERS",
@@ -23,6 +26,8 @@ __all__ = [
     "TOO_DEEP",
     "VIEWED_DUNDERS",
     "WRITER_DUNDERS",
+    "lazy_helper",
+    "lazy_modules",
     "refused_component",
 ]
 
@@ -290,7 +295,28 @@ def refused_component(dotted: str) -> str | None:
 
 
 # Helpers that allowed modules import lazily; loaded ahead so the import succeeds in a worker.
-LAZY_HELPERS = ("_strptime", "calendar", "locale", "encodings.idna", "unicodedata", "time")
+LAZY_HELPERS = ("_strptime", "calendar", "locale", "unicodedata", "time")
+# Packages whose every module is such a helper: `codecs.lookup` imports `encodings.<name>`
+# on a codec's first use, which a worker cannot (outside attack 142: `b.decode("cp1252")`,
+# `json.loads` of bytes with a BOM failed, and differently on each executor).
+LAZY_PACKAGES = ("encodings",)
+
+
+def lazy_helper(name: str) -> bool:
+    """A module that allowed modules' C or library code imports lazily: loaded ahead."""
+    root, dot, _ = name.partition(".")
+    return name in LAZY_HELPERS or (dot == "." and root in LAZY_PACKAGES)
+
+
+def lazy_modules() -> list[str]:
+    """Every lazy helper by name (what a worker preloads), the packages' from their folders."""
+    found = list(LAZY_HELPERS)
+    for package in LAZY_PACKAGES:
+        path = getattr(importlib.import_module(package), "__path__", [])
+        found += [f"{package}.{module.name}" for module in pkgutil.iter_modules(path)]
+    return found
+
+
 REMOVED_BUILTINS = (
     "open",
     "exec",
