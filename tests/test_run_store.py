@@ -34,6 +34,7 @@ from mcp_code_mode.runs import (
     RunRecord,
     RunStore,
     RunStoreError,
+    RunTrace,
     SQLiteRunBackend,
     clip,
     default_path,
@@ -663,3 +664,19 @@ def test_the_runs_command_takes_the_start_of_an_id(
     for nothing in ["abe", "", "%", "_bc"]:
         with pytest.raises(CodeModeError, match="no run"):
             show_runs(where, last=5, run_id=nothing, as_json=False)
+
+
+def test_a_run_holds_the_start_of_big_results_until_written_not_all_of_them() -> None:
+    """Sixteen runs reading 9 MB each held every result whole until the writer got to them
+    (a minute behind, counting tokens over 2 MB each): 600 MB for a served gateway
+    (outside attack 143). A run keeps their start; sizes and the token figure are still
+    of all of it."""
+    trace = RunTrace("execute_code", "len(big)", None, "pytest")
+    sizes = [3_000_000, 400_000, 10]
+    for n, size in enumerate(sizes):
+        call = trace.call("big", "big", f'{{"n": {n}}}', 10)
+        trace.end(call, ok=True, text="\u00e9" * size)
+    assert trace.chars <= 250_000 + 100, trace.chars
+    record = trace.finish(lambda: {"ok": True, "result": 1}, lambda text: len(text) // 4)()
+    assert [c.bytes_out for c in record.calls] == [2 * size for size in sizes]
+    assert record.tokens["upstream_results"] == pytest.approx(sum(sizes) / 4, rel=0.01)

@@ -195,7 +195,7 @@ async def test_a_big_result_is_measured_and_counted_from_the_text_the_wire_carri
         {"size": 3_000_000},
         {"text": "é" * 1_000},
     ]
-    # Counted on the first 2,000,000 characters, then scaled to all 3,001,001 of them.
+    # Counted on the first 250,000 characters, then scaled to all 3,001,001 of them.
     assert run.tokens["upstream_results"] > run.tokens["reply"] * 100
 
 

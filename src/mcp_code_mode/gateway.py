@@ -1,7 +1,5 @@
-"""The composition root: config, upstreams, catalog and executor behind one object.
-
-The MCP server, the CLI and the agent are thin adapters over a `Gateway`.
-"""
+"""The composition root: config, upstreams, catalog and executor behind one object; the MCP
+server, the CLI and the agent are thin adapters over a `Gateway`."""
 
 from __future__ import annotations
 
@@ -21,7 +19,7 @@ from .catalog import Catalog
 from .config import GatewayConfig, load_config
 from .encodable import clean_text
 from .errors import ErrorType, ToolCallFailed, UnknownToolError
-from .memory import release_free_memory
+from .memory import IdleRelease, release_free_memory
 from .offload import offloaded
 from .reach import servers_reached
 from .run_router import Admission, RunRouter
@@ -95,6 +93,7 @@ class Gateway:
         self._catalog_version = -1
         self._trimmed: Catalog | None = None  # the last catalog whose build released memory
         self._index: tuple[object, GuestIndex] | None = None  # (what it was made from, it)
+        self._freed = IdleRelease()  # after bursts of big results, once no run is left
         self.recorder = Recorder.from_settings(settings, redact=config.redact, count=count_tokens)
         self.telemetry = RunTelemetry.from_settings(settings, config, self.executor.name)
 
@@ -173,6 +172,7 @@ class Gateway:
             self.manager.aclose(exit_grace_s=exit_grace_s),
             return_exceptions=True,
         )
+        self._freed.cancel()
         await asyncio.shield(closing)
         for outcome in closing.result():
             if isinstance(outcome, BaseException):
@@ -353,7 +353,8 @@ class Gateway:
             result = await self.manager.call_tool(server, tool, args, admit=decide, encoded=True)
         except ToolCallFailed as exc:  # an upstream's error text, kept by nobody past the run
             raise await explain(exc, lambda: self.catalog.get(server, tool).schema, args) from None
-        if text_chars(result) > _BIG_RESULT_CHARS:  # parsing it would stall other runs
+        if (size := text_chars(result)) > _BIG_RESULT_CHARS:  # its parse would stall runs
+            self._freed.moved(size, lambda: self.executor.active > 0)
             return Reply(await offloaded(unwrap_result, result), result_text(result))
         return Reply(unwrap_result(result), result_text(result))
 

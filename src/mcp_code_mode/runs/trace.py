@@ -5,9 +5,9 @@ the gateway ends the run with its reply (`finish`). Everything that costs more t
 a clock (arguments as JSON, result sizes, token counts) is deferred: `finish` returns a
 callable that the store's writer thread runs to build the record. A call's result is kept as
 the text the wire carried (a reference, no copy) while the run's results stay under
-`_KEPT_RESULT_CHARS`; `chars` says what a finished run holds until it is built. Secrets are
-left out by `redact`, applied to every text a record keeps; arguments are kept per
-`arguments` (`off`, `clipped` or `full`; clipped and full are both bounded where stored).
+`_KEPT_RESULT_CHARS`, then its start and size only; `chars` says what a finished run holds
+until it is built. Secrets are left out by `redact`, applied to every text a record keeps;
+arguments are kept per `arguments` (`off`, `clipped` or `full`; both bounded where stored).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ __all__ = ["ArgumentsMode", "CallTrace", "RunKind", "RunTrace"]
 
 ArgumentsMode = Literal["off", "clipped", "full"]
 RunKind = Literal["execute_code", "run_task"]
-_KEPT_RESULT_CHARS = 2_000_000  # of a run's upstream results, what is kept to count tokens
+_KEPT_RESULT_CHARS = 250_000  # of a run's upstream results, what is kept to count tokens
 _FULL_CHARS = 1_000_000  # arguments in `full` mode (the store still bounds each text)
 _REDACT_MARGIN = 64 * 1024
 
@@ -43,8 +43,8 @@ class CallTrace:
     ok: bool = False
     error: str | None = None
     approval: str | None = None
-    result_text: str = ""  # kept whole while the run's total is under `_KEPT_RESULT_CHARS`
-    result_bytes: int = 0  # of a result not kept (a kept one is measured when built)
+    result_text: str = ""  # what of it fits under the run's `_KEPT_RESULT_CHARS`
+    result_bytes: int = 0  # of a result not kept whole (a whole one is measured when built)
     result_chars: int = 0  # the same, in characters
 
 
@@ -104,11 +104,13 @@ class RunTrace:
         call.ok, call.error = ok, error
         if ok:
             text = text or _json(value)  # a result with no text blocks: rare
-            if self._kept_chars < _KEPT_RESULT_CHARS:
-                call.result_text = text
-                self._kept_chars += len(text)
-            else:
+            room = _KEPT_RESULT_CHARS - self._kept_chars
+            if len(text) <= room:
+                call.result_text = text  # a reference, measured when the record is built
+            else:  # its start only: 16 runs held 9 MB results whole until written (143)
                 call.result_bytes, call.result_chars = _utf8_size(text), len(text)
+                call.result_text = text[: max(room, 0)]
+            self._kept_chars += len(call.result_text)
 
     @property
     def chars(self) -> int:
@@ -160,7 +162,7 @@ class RunTrace:
             started_ms=call.started_ms,
             ms=call.ms,
             bytes_in=call.bytes_in,
-            bytes_out=_utf8_size(call.result_text) if call.result_text else call.result_bytes,
+            bytes_out=call.result_bytes if call.result_chars else _utf8_size(call.result_text),
             approval=call.approval,
         )
 
@@ -185,8 +187,8 @@ def _consumed_text(calls: list[CallTrace]) -> tuple[str, int]:
     """The upstream results' text kept (the first `_KEPT_RESULT_CHARS`) and the length of
     all of it, in characters."""
     kept = "\n".join(call.result_text for call in calls if call.result_text)
-    total = len(kept) + sum(c.result_chars for c in calls if not c.result_text and c.ok)
-    return kept[:_KEPT_RESULT_CHARS], total
+    total = sum(c.result_chars or len(c.result_text) for c in calls if c.ok)
+    return kept[:_KEPT_RESULT_CHARS], max(total, len(kept))
 
 
 def _tokens(
