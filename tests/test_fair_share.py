@@ -93,3 +93,27 @@ async def test_cancelled_waiters_give_their_places_on() -> None:
     await asyncio.gather(first, *waiting, return_exceptions=True)
     assert got == ["a", "d"]
     assert share.busy == 0 and not share._waiting and not share._held
+
+
+async def test_one_run_leaves_a_quarter_of_the_places_to_the_others(
+    write_config: ConfigWriter,
+) -> None:
+    """One run's calls that hung took all 16 places of a shared upstream, and every other
+    client's call waited out their timeout (outside attack 143): a run holds at most three
+    quarters of them, so another run's call is sent at once."""
+    path = write_config({"testsrv": server_entry(TEST_SERVER)})
+    gw = await start_gateway(path, pool_size=2, max_upstream_calls=4)
+    hung = "call_tools([('testsrv', 'hold', {'seconds': 3}) for _ in range(4)])"
+    try:
+        busy = asyncio.create_task(gw.execute(hung, timeout_s=60))
+        share = gw.manager._upstreams["testsrv"].share
+        while not busy.done() and share.busy < 3:  # the three places it may hold
+            await asyncio.sleep(0.01)
+        other = (await gw.execute("tools.testsrv.hold(seconds=0)", timeout_s=60)).to_json()
+        done = (await busy).to_json()
+    finally:
+        await gw.aclose()
+    assert other["ok"] and done["ok"], (other["error"], done["error"])
+    assert other["result"]["order"] == 4, other["result"]  # at once (it was fifth: after 3 s)
+    assert max(hit["peak"] for hit in done["result"]) <= 4
+    assert sorted(hit["order"] for hit in done["result"]) == [1, 2, 3, 5]
