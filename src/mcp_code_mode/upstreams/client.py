@@ -29,6 +29,7 @@ from ..encodable import make_encodable
 from .asks import AskBudget
 from .call_streams import CallStreams
 from .http_limit import IDENTITY, OtherReply, bound_response, request_head
+from .own_failure import own_failures, post_body
 from .server_log import UpstreamLog, quiet_sdk_logs
 from .stdio import OTHER_REPLY_BYTES, BoundedStdioTransport
 
@@ -50,6 +51,9 @@ logger = logging.getLogger(__name__)
 _SESSION_ERROR_BYTES = 4096  # of a 400 body, read to see whether it names the session
 _SMALL_POST_BYTES = 65536  # a POST read to see whether it carries a request of ours
 _ANSWER_WAIT_S = 10.0  # for the HTTP answer to a POST that carries no request
+# Under the 5 s after which uvicorn, Node and most servers close an idle connection
+# (httpx's default is 5 s too: a connection reused as the server closed it failed).
+_KEEPALIVE_S = 2.0
 # What servers say in a 400 for a session id they do not know (lower case).
 _SESSION_GONE = ("no valid session", "session not found", "invalid session", "unknown session")
 _CLIENT_INFO = mcp_types.Implementation(name="mcp-code-mode", version=__version__)
@@ -225,7 +229,7 @@ class _Notifications(MessageHandler):
 def http_client_factory(
     link: Link, on_session_gone: Callable[[], None], max_result_bytes: int
 ) -> Callable[..., httpx2.AsyncClient]:  # an mcp `McpHttpClientFactory`
-    """httpx clients for an HTTP upstream: the SDK's default, with five changes.
+    """httpx clients for an HTTP upstream: the SDK's default, with six changes.
 
     `on_session_gone` is called when the upstream no longer knows our session
     (`link.session_gone` is set first).
@@ -248,6 +252,8 @@ def http_client_factory(
       must.
     - A request hook that ends the event stream of a call we cancel (it timed out): the
       SDK reads it for as long as the upstream keeps it open (outside attack 118).
+    - One POST's failure fails its own request, never the session (`own_failures`), and
+      idle connections are dropped before the upstream's server would close them.
     """
 
     hooks = _event_hooks(link, on_session_gone, max_result_bytes)
@@ -259,13 +265,15 @@ def http_client_factory(
         follow_redirects: bool = True,  # fastmcp passes it; the SDK follows redirects itself
     ) -> httpx2.AsyncClient:
         del timeout, follow_redirects  # as mcp's `create_mcp_http_client`, but see above
-        return httpx2.AsyncClient(
+        http = httpx2.AsyncClient(
             headers={**(headers or {}), **IDENTITY},
             timeout=httpx2.Timeout(30.0, read=None),
+            limits=httpx2.Limits(keepalive_expiry=_KEEPALIVE_S),
             auth=auth,
             verify=_ssl_context(),
             event_hooks=hooks,
         )
+        return own_failures(http)
 
     return factory
 
@@ -292,7 +300,7 @@ def _event_hooks(
     async def on_request(request: httpx2.Request) -> None:
         message = _small_post(request)
         if message is None:  # a longer call's id and method are read at its head
-            head = request_head(_body(request))
+            head = request_head(post_body(request))
             if head is not None and head[1] == "tools/call":
                 link.streams.sent(head[0])
             return
@@ -317,7 +325,7 @@ def _small_post(request: httpx2.Request) -> dict[str, Any] | None:
     our answer to a ping or a question of the upstream's) waits `_ANSWER_WAIT_S` for its HTTP
     answer: the SDK sends them one after another, and an upstream that never answered one
     blocked every later write, our cancels and calls included (attack 120)."""
-    body = _body(request)
+    body = post_body(request)
     if not body or len(body) > _SMALL_POST_BYTES:
         return None
     try:
@@ -325,14 +333,6 @@ def _small_post(request: httpx2.Request) -> dict[str, Any] | None:
     except ValueError:
         return None
     return message if isinstance(message, dict) else None
-
-
-def _body(request: httpx2.Request) -> bytes:
-    """A POST's body (empty for other methods, and for a streamed body the SDK never sends)."""
-    try:
-        return request.content if request.method == "POST" else b""
-    except httpx2.RequestNotRead:
-        return b""
 
 
 def _cancelled_id(message: dict[str, Any]) -> int | str | None:

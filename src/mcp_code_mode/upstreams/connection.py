@@ -4,11 +4,11 @@ It moves between the `states` only on what the transport and the protocol report
 (contract §6, §7):
 
 - `ok → lost`: the transport failed (process gone, connection refused or closed, end of
-  stream) or an HTTP upstream no longer knows our session. Nothing else: a timeout, an
-  error reply or a malformed reply fails that one request (`errors.classify`), so a slow
-  upstream is never restarted and a guest cannot reset an upstream that others share.
-- `lost | error → reconnecting`: on the next call, or from the supervisor (backoff with
-  jitter), one attempt at a time. A call that times out ends its streams (`call_streams`).
+  stream; one failed HTTP request is asked again) or an HTTP upstream no longer knows our
+  session. A timeout, an error reply or a malformed reply fails that one request only
+  (`errors.classify`): a slow upstream is never restarted, nor reset by a guest.
+- `lost | error → reconnecting`: on the next call or from the supervisor (backoff with
+  jitter), one attempt at a time; a call that times out ends its streams (`call_streams`).
 - Start-up converges: attempts pass a `StartGate` (bounded concurrency); after
   `startup_timeout_s` without an answer the upstream is reported `starting`, its gate slot
   goes to the next one, and it keeps going until `startup_ceiling_s`. A process that exits
@@ -96,8 +96,6 @@ class UpstreamConnection:
         self._check_now = False  # the process's stderr ended: is it gone?
         self._supervisor: asyncio.Task[None] | None = None
         self._closing = False
-
-    # ------------------------------------------------------------------ life cycle
 
     def begin(self) -> asyncio.Task[None]:
         """The connection attempt in flight, started now if there is none."""
@@ -383,6 +381,8 @@ class UpstreamConnection:
         ):
             return
         failure = await probe(link, timeout_s=self._timing.health_timeout_s)
+        if failure is not None and failure.unconfirmed:  # one HTTP request failed: ask again
+            failure = await probe(link, timeout_s=self._timing.health_timeout_s)
         if failure is None:
             self._answered()
         elif failure.connection_lost:
