@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 from collections.abc import AsyncIterator
 
 import pytest
+
+from mcp_code_mode.upstreams.http_limit import request_head
 
 from ..support import ConfigWriter, start_gateway
 from ..test_upstream_healing import HttpUpstream
@@ -51,9 +54,22 @@ async def dropping_proxy(port: int) -> AsyncIterator[str]:
         server.close()
 
 
-@pytest.mark.parametrize("legacy", [False, True])
+def test_a_big_requests_id_is_read_as_the_sdk_writes_it() -> None:
+    """httpx writes compact JSON; the head of a body over 64 KB was read only with spaces, so
+    a big call's failed POST was taken for a notification (review 145: "202 Accepted")."""
+    pad = "z" * 70_000
+    compact = json.dumps(
+        {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "p": pad}, separators=(",", ":")
+    )
+    spaced = json.dumps({"jsonrpc": "2.0", "id": "a", "method": "tools/call", "p": pad})
+    assert request_head(compact.encode()) == (7, "tools/call")
+    assert request_head(spaced.encode()) == ("a", "tools/call")
+    assert request_head(json.dumps({"jsonrpc": "2.0", "method": "x", "p": pad}).encode()) is None
+
+
+@pytest.mark.parametrize(("legacy", "pad"), [(False, 0), (True, 0), (False, 70_000)])
 async def test_one_failed_connection_fails_one_call(
-    write_config: ConfigWriter, legacy: bool
+    write_config: ConfigWriter, legacy: bool, pad: int
 ) -> None:
     upstream = HttpUpstream(legacy=legacy)
     await upstream.start()
@@ -67,7 +83,8 @@ async def test_one_failed_connection_fails_one_call(
                     for _ in range(8)
                 ]
                 await asyncio.sleep(0.5)
-                dropped = gw.manager.call_tool("h", "sleep", {"seconds": 0.123})
+                marked = {"seconds": 0.123, **({"pad": "z" * pad} if pad else {})}
+                dropped = gw.manager.call_tool("h", "sleep", marked)
                 failed = await asyncio.gather(dropped, return_exceptions=True)
                 done = await asyncio.gather(*others, return_exceptions=True)
                 after = await gw.manager.call_tool("h", "sleep", {"seconds": 0})
@@ -76,6 +93,6 @@ async def test_one_failed_connection_fails_one_call(
                 await gw.aclose()
     finally:
         upstream.stop()
-    assert isinstance(failed[0], Exception), failed
+    assert isinstance(failed[0], Exception) and "connection" in str(failed[0]), failed
     assert [type(d).__name__ for d in done] == ["CallToolResult"] * 8, done
     assert state == "ok" and not after.is_error, (state, after)

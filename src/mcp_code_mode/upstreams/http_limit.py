@@ -53,6 +53,7 @@ from .framing import (
 __all__ = [
     "IDENTITY",
     "SDK_EVENT_BYTES",
+    "SMALL_BODY",
     "BoundedEvents",
     "OtherReply",
     "ResultTooLarge",
@@ -344,16 +345,19 @@ def _sse_lines(line: bytes) -> list[bytes]:
     return line.removesuffix(b"\r").split(b"\r")
 
 
-_SMALL_BODY = 65536  # a body parsed whole; a longer one is read at its head only
-# how the MCP SDK writes a request (httpx's `json=`): its id and method lead
-_HEAD = re.compile(rb'\{"jsonrpc": "2\.0", "id": (-?\d+|"[^"\\]*"), "method": "([^"\\]*)"')
+SMALL_BODY = 65536  # a body parsed whole; a longer one is read at its head only
+# how the MCP SDK writes a request (httpx's `json=`, compact or not): its id and method lead
+_HEAD = re.compile(
+    rb'\{\s*"jsonrpc"\s*:\s*"2\.0"\s*,\s*"id"\s*:\s*(-?\d+|"[^"\\]*")\s*,'
+    rb'\s*"method"\s*:\s*"([^"\\]*)"'
+)
 
 
 def request_head(body: bytes) -> tuple[int | str, str] | None:
     """The id and method of the JSON-RPC request in `body`, if it is one: a body of up to
     64 KB parsed, a longer one (a call's arguments may be megabytes, and every event stream
     asks) read at its head as the SDK writes it."""
-    if len(body) > _SMALL_BODY:
+    if len(body) > SMALL_BODY:
         found = _HEAD.match(body)
         return None if found is None else (json.loads(found[1]), found[2].decode())
     try:

@@ -14,7 +14,7 @@ from typing import Any
 import httpx2
 import mcp_types
 
-from .http_limit import request_head
+from .http_limit import SMALL_BODY, request_head
 
 __all__ = ["LINK_FAILED", "OwnFailure", "ReplyCut", "own_failures", "post_body"]
 
@@ -54,7 +54,7 @@ class OwnFailure(httpx2.AsyncBaseTransport):
         self._inner = inner
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
-        if request.method != "POST":
+        if request.method != "POST" or not _streamable(request):  # an SSE, an OAuth POST
             return await self._inner.handle_async_request(request)
         try:
             response = await self._inner.handle_async_request(request)
@@ -92,11 +92,20 @@ def _said(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}".rstrip(": ")
 
 
+def _streamable(request: httpx2.Request) -> bool:
+    """A streamable-HTTP MCP POST: it accepts both JSON and an event stream (the spec's
+    must). A legacy SSE transport ignores a POST's answer; an OAuth token refresh would
+    drop its tokens on a made-up one (review 145): theirs fail as before."""
+    accept = request.headers.get("accept", "")
+    return "application/json" in accept and "text/event-stream" in accept
+
+
 def _failed_post(request: httpx2.Request, exc: httpx2.TransportError) -> httpx2.Response:
     """The HTTP answer that stands for a POST that failed (see `OwnFailure`)."""
-    head = request_head(post_body(request))
-    if head is None:  # a notification or an answer of ours
-        if isinstance(exc, httpx2.TimeoutException):
+    body = post_body(request)
+    head = request_head(body)
+    if head is None:  # a notification or an answer of ours (small: a big body is a call)
+        if isinstance(exc, httpx2.TimeoutException) or len(body) > SMALL_BODY:
             # not taken in `_ANSWER_WAIT_S`: the upstream blocks the SDK's writes, which go
             # one after another; the session ends and the next call connects (attack 120)
             raise exc

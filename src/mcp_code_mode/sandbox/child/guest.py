@@ -260,7 +260,7 @@ class GuestRuntime:
         level: int = 0,
     ) -> Any:
         root = name.partition(".")[0]
-        if level == 0 and lazy_helper(name) and name in sys.modules:
+        if level == 0 and lazy_helper(name) and sys.modules.get(name) is not None:
             # C code importing its helper lazily (datetime.strptime -> _strptime) calls the
             # current frame's `__import__`, ours. It gets a view that shows the helper's
             # private functions, but still no module outside the allowlist.

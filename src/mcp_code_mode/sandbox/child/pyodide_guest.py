@@ -23,7 +23,7 @@ from mcp_code_mode.sandbox.child import rewrite, worker
 from mcp_code_mode.sandbox.child.guest import GuestRuntime
 from mcp_code_mode.sandbox.child.lockdown import lock_down
 from mcp_code_mode.sandbox.child.pyodide_loop import seal_webloop
-from mcp_code_mode.sandbox.child.rules import lazy_modules
+from mcp_code_mode.sandbox.child.rules import preload_lazy_modules
 
 __all__ = ["attach", "install_wheels", "preload", "run_next", "settle"]
 
@@ -65,9 +65,10 @@ def install_wheels(wheels: dict[str, str]) -> None:
 def preload(allowed_imports: list[str]) -> None:
     """Import the allowed modules (before a memory snapshot, so every runner starts warm)."""
     _allowed[:] = list(allowed_imports)
-    for module in [*_allowed, *lazy_modules()]:
+    for module in _allowed:
         with contextlib.suppress(ImportError):
             importlib.import_module(module)
+    preload_lazy_modules()
 
 
 def attach() -> None:

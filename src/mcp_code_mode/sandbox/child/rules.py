@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+import sys
 import types
 
 __all__ = [
@@ -28,6 +29,7 @@ __all__ = [
     "WRITER_DUNDERS",
     "lazy_helper",
     "lazy_modules",
+    "preload_lazy_modules",
     "refused_component",
 ]
 
@@ -315,6 +317,19 @@ def lazy_modules() -> list[str]:
         path = getattr(importlib.import_module(package), "__path__", [])
         found += [f"{package}.{module.name}" for module in pkgutil.iter_modules(path)]
     return found
+
+
+def preload_lazy_modules() -> None:
+    """Import every lazy helper; a package's module that does not import here (Windows'
+    `encodings.mbcs`) is marked absent, so a later import fails as ImportError, never as a
+    file the worker may not open (review 145: `b"".decode("ansi")`, LookupError on one
+    executor, POLICY_VIOLATION on the other)."""
+    for name in lazy_modules():
+        try:
+            importlib.import_module(name)
+        except Exception:  # any failure: this helper is not there
+            if name not in LAZY_HELPERS:
+                sys.modules[name] = None  # type: ignore[assignment]
 
 
 REMOVED_BUILTINS = (

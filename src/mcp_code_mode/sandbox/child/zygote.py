@@ -43,7 +43,7 @@ from mcp_code_mode.sandbox.child.isolation import (
 )
 from mcp_code_mode.sandbox.child.lockdown import lock_down
 from mcp_code_mode.sandbox.child.output_mirror import OutputMirror
-from mcp_code_mode.sandbox.child.rules import lazy_modules
+from mcp_code_mode.sandbox.child.rules import preload_lazy_modules
 from mcp_code_mode.sandbox.protocol import decode, encode, write_message
 
 __all__ = ["main", "serve"]
@@ -213,7 +213,8 @@ def _prepare(requests: _Control, control: socket.socket) -> dict[str, Any]:
     if init is None or init.get("op") != "init":
         os._exit(3)
     allowed = list(init["allowed_imports"])
-    _preload([*allowed, *lazy_modules()])
+    _preload(allowed)
+    preload_lazy_modules()
     _preload_packages(list(init.get("whole_packages", [])))
     # Built once here, put in force by each worker (and by the probe, which checks them).
     landlock.prepare()
