@@ -1,5 +1,5 @@
 """What guest code may not name: the rules the policy (in the server) and the run-time
-guards (in the worker) share. Stdlib only; data, no behaviour."""
+guards (in the worker) share. Stdlib only; data, and the lazy helpers' preload."""
 
 from __future__ import annotations
 
