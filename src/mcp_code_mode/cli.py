@@ -17,7 +17,6 @@ from .serve_options import add_log_level, add_serve_arguments
 from .settings import Settings, env_files
 
 if TYPE_CHECKING:
-    from .approval import ApprovalRequest
     from .config import GatewayConfig
     from .gateway import Gateway
 
@@ -197,6 +196,7 @@ def _read_source(args: argparse.Namespace) -> str:
 
 async def _exec(settings: Settings, args: argparse.Namespace) -> int:
     from .gateway import Gateway
+    from .terminal_ask import ask_on_terminal
 
     code = _read_source(args)
     value: Any = None
@@ -207,7 +207,7 @@ async def _exec(settings: Settings, args: argparse.Namespace) -> int:
             raise CodeModeError(f"--input is not valid JSON: {exc}") from None
     # Calls that need approval (contract §8) are asked about on the terminal; without one,
     # `exec` is a client that cannot ask.
-    approver = _ask_on_terminal if sys.stdin.isatty() else None
+    approver = ask_on_terminal if sys.stdin.isatty() else None
 
     # Only the upstreams the code uses start (see `reach`), each when first needed.
     config = _exec_config(settings, args.config)
@@ -241,20 +241,6 @@ def _exec_config(settings: Settings, given: str | None) -> GatewayConfig:
         print(f"mcp-code-mode: no {path} here: running with no upstream servers", file=sys.stderr)
         return GatewayConfig(servers={})
     return load_config(path)
-
-
-async def _ask_on_terminal(request: ApprovalRequest) -> bool:
-    """`Approve notes.add_note for this run? [y/N]` on stderr, the answer from stdin."""
-    print(
-        f"{request.server}.{request.tool} needs approval; first call: "
-        f"{_printable(request.arguments)}",
-        file=sys.stderr,
-    )
-    # The question goes to stderr: stdout holds only the result.
-    print(f"Approve {request.server}.{request.tool} for this run? [y/N] ", end="", file=sys.stderr)
-    sys.stderr.flush()
-    answer = await asyncio.to_thread(sys.stdin.readline)
-    return answer.strip().lower() in ("y", "yes")
 
 
 def _print_result(data: dict[str, Any]) -> None:
@@ -333,6 +319,7 @@ async def _run(settings: Settings, args: argparse.Namespace) -> int:
     from . import agent  # imports dspy: only for `run`
     from .agent_lm import acheck_lm, lm_call_limit_s
     from .gateway import Gateway
+    from .terminal_ask import ask_on_terminal
 
     lm = agent.make_lm(settings)
     # a wrong URL or key is told before anything starts
@@ -351,7 +338,7 @@ async def _run(settings: Settings, args: argparse.Namespace) -> int:
 
     # On a terminal a person is asked, as `exec` asks: the calls the model writes are the
     # ones approval is for (they ran unasked under `auto`: outside attack 129).
-    approver = _ask_on_terminal if sys.stdin.isatty() else None
+    approver = ask_on_terminal if sys.stdin.isatty() else None
     async with Gateway.from_settings(settings, args.config) as gateway:
         _warn_down_servers(gateway)
         try:

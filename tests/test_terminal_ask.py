@@ -1,0 +1,72 @@
+"""Approval asked on the terminal: a question that times out leaves the terminal alone."""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from .support import ROOT, server_entry
+
+SCRIPT = Path(sys.executable).parent / "mcp-code-mode"
+
+# The first question is left unanswered (it times out); the second is answered on time.
+TWO_QUESTIONS = (
+    "try:\n    tools.board.post_message(text='first')\nexcept ToolError as e:\n"
+    "    print('first:', e)\n"
+    "tools.board.delete_posts()\n'done'"
+)
+
+
+def _read_until(fd: int, marker: bytes, limit_s: float) -> bytes:
+    shown, end = b"", time.monotonic() + limit_s
+    while marker not in shown and time.monotonic() < end:
+        ready, _, _ = select.select([fd], [], [], 0.2)
+        if ready:
+            try:
+                shown += os.read(fd, 65536)
+            except OSError:  # the terminal's other end closed
+                break
+    return shown
+
+
+def test_a_timed_out_question_neither_takes_the_next_answer_nor_holds_the_exit(
+    tmp_path: Path,
+) -> None:
+    """A `readline` in a thread outlived its question's timeout: it took the "y" typed for
+    the next question (reported as "nobody answered") and kept `exec` running after its
+    result until Enter was pressed (outside attack 146)."""
+    log = tmp_path / "board.log"
+    board = server_entry(str(ROOT / "tests" / "servers" / "approvals_upstream.py"))
+    board["env"] = {**board.get("env", {}), "BOARD_LOG": str(log)}
+    config = tmp_path / "mcp_servers.json"
+    config.write_text(json.dumps({"servers": {"board": board}}), encoding="utf-8")
+    env = {**os.environ, "MCP_CODE_POOL_SIZE": "1", "MCP_CODE_APPROVAL_TIMEOUT_S": "3"}
+    controller, terminal = os.openpty()
+    try:
+        proc = subprocess.Popen(
+            [str(SCRIPT), "exec", "--config", str(config), "--code", TWO_QUESTIONS],
+            stdin=terminal,
+            stdout=subprocess.PIPE,
+            stderr=terminal,
+            env=env,
+        )
+        os.close(terminal)
+        shown = _read_until(controller, b"Approve board.delete_posts", 90)
+        assert b"Approve board.post_message" in shown, shown
+        os.write(controller, b"y\n")
+        started = time.monotonic()
+        stdout, _ = proc.communicate(timeout=60)
+        after_answer_s = time.monotonic() - started
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        os.close(controller)
+    assert proc.returncode == 0, stdout
+    assert b"nobody answered within 3s" in stdout and stdout.strip().endswith(b"done"), stdout
+    assert log.read_text(encoding="utf-8").splitlines() == ["delete_posts "]
+    assert after_answer_s < 30  # it ended without a further Enter
