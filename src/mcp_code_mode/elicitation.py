@@ -28,7 +28,7 @@ from fastmcp.server.elicitation import AcceptedElicitation
 from mcp.shared.exceptions import MCPDeprecationWarning
 from mcp_types import LOG_LEVEL_META_KEY
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
-from pydantic import ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
 from .answer_routing import question_state
 from .approval import NOT_A_YES, Answer, ApprovalRequest, Approver
@@ -57,6 +57,15 @@ _SCHEMA: dict[str, Any] = {
     },
     "required": ["approve"],
 }
+
+
+
+
+class _Approval(BaseModel):
+    """The question's one field, as `_SCHEMA` has it, for `ctx.elicit`: a bare `bool` was
+    sent as a field named `value`, and `{"approve": true}` declined (outside attack 146)."""
+
+    approve: bool = Field(title="Approve", description="Allow these calls")
 
 
 _CLIENT_CHARS = 120  # of the name a client gives itself, in a run's record
@@ -132,7 +141,11 @@ class Elicitation:
             run.progress.retarget(sink)
             run.logs.retarget(logs)
             run.answer(_approved(ctx.input_responses))
-        event = await run.next_event()
+        try:
+            event = await run.next_event()
+        except asyncio.CancelledError:  # its client cancelled this call, or went away
+            run.cancel()
+            raise
         if not isinstance(event, ApprovalRequest):
             return cast(T, event)
         return self._question(tool, run, event)
@@ -184,6 +197,12 @@ class _WaitingRun(Generic[T]):
     @property
     def finished(self) -> bool:
         return self._task.done()
+
+    def cancel(self) -> None:
+        """End the work: the request awaiting it was cancelled. The work ran in a task of
+        its own, which a cancelled request left running: approved writes went on after the
+        client pressed Stop, recorded as a run that ended well (outside attack 146)."""
+        self._task.cancel()
 
     async def _ask(self, request: ApprovalRequest) -> Answer:
         answer: asyncio.Future[Answer] = asyncio.get_running_loop().create_future()
@@ -329,10 +348,10 @@ def handshake_approver(ctx: Context | None) -> Approver | None:
 
     async def ask(request: ApprovalRequest) -> Answer:
         try:
-            answer = await ctx.elicit(request.message, bool, response_title="Approve")
+            answer = await ctx.elicit(request.message, _Approval)
         except ValidationError:  # an answer not in the question's schema: not a yes
-            return False
-        if isinstance(answer, AcceptedElicitation) and answer.data is not True:
+            return NOT_A_YES
+        if isinstance(answer, AcceptedElicitation) and answer.data.approve is not True:
             return NOT_A_YES
         return isinstance(answer, AcceptedElicitation)
 
