@@ -59,8 +59,6 @@ _SCHEMA: dict[str, Any] = {
 }
 
 
-
-
 class _Approval(BaseModel):
     """The question's one field, as `_SCHEMA` has it, for `ctx.elicit`: a bare `bool` was
     sent as a field named `value`, and `{"approve": true}` declined (outside attack 146)."""
