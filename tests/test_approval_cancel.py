@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from fastmcp import Client
 
+from mcp_code_mode.answer_routing import state_security
 from mcp_code_mode.executor_server import build_server
 from mcp_code_mode.runs import RunStore
 
@@ -77,3 +78,11 @@ async def test_a_cancelled_call_stops_its_approved_writes(tmp_path: Path, mode: 
         store.close()
     assert run is not None and not run.ok
     assert "the client cancelled the run before it ended" in json.dumps(run.error)
+
+
+@pytest.mark.parametrize("key", [None, "k" * 64])
+def test_a_question_state_lives_as_long_as_its_question_waits(key: str | None) -> None:
+    """The SDK's states expire after 600 s: an answer given in time under a longer
+    MCP_CODE_APPROVAL_TIMEOUT_S was refused as "Invalid or expired" (outside attack 146)."""
+    assert state_security(key, 900.0).ttl > 900.0
+    assert state_security(key, 5.0).ttl <= 600.0  # and no longer than needed

@@ -329,6 +329,8 @@ def test_clamp_timeout_caps_the_default_too(clean_env: pytest.MonkeyPatch) -> No
         ("MCP_CODE_MAX_TOOL_CALLS", "-1"),
         ("MCP_CODE_POOL_SIZE", "1.5"),
         ("DSPY_MAX_STEPS", "0"),
+        ("MCP_CODE_APPROVAL_TIMEOUT_S", "inf"),  # a drain that never ended (attack 146)
+        ("MCP_CODE_MAX_TIMEOUT_S", "1e400"),
     ],
 )
 def test_invalid_values_raise(clean_env: pytest.MonkeyPatch, variable: str, value: str) -> None:

@@ -46,12 +46,18 @@ _SENT_HEADERS = frozenset(
 )
 _KEPT_HEADERS = frozenset({b"content-type", b"cache-control", b"www-authenticate"})
 _CONNECT_S = 5.0
+_STATE_SLACK_S = 60.0  # past a question's wait: its late answer is told the run has ended
 
 
-def state_security(key: str | None) -> RequestStateSecurity | None:
+def state_security(key: str | None, answer_within_s: float) -> RequestStateSecurity:
     """How question states are sealed: under `key` (MCP_CODE_HTTP_STATE_KEY), alike on
-    every instance; None without one (the SDK's key of this process)."""
-    return None if key is None else RequestStateSecurity(keys=[key], audience=AUDIENCE)
+    every instance; without one, under a key of this process. A state lives as long as its
+    question may wait for an answer (`answer_within_s`): the SDK's 600 s refused an answer
+    given in time under a longer MCP_CODE_APPROVAL_TIMEOUT_S (outside attack 146)."""
+    ttl = answer_within_s + _STATE_SLACK_S
+    if key is None:
+        return RequestStateSecurity.ephemeral(ttl=ttl)
+    return RequestStateSecurity(keys=[key], audience=AUDIENCE, ttl=ttl)
 
 
 def question_state(origin: str) -> str:

@@ -210,9 +210,9 @@ async def _readied(gate: Gate, ready: Callable[[], Awaitable[object]]) -> None:
 
 def _gate(settings: Settings, busy: Callable[[], bool], origin: str) -> Gate:
     token, key = settings.http_token, settings.http_state_key
-    security = state_security(None if key is None else key.get_secret_value())
     answers = None
-    if security is not None:
+    if key is not None:
+        security = state_security(key.get_secret_value(), settings.approval_timeout_s)
         answers = AnswerRouter(origin, security, limit_s=_drain_limit_s(settings))
     return Gate(
         token=None if token is None else token.get_secret_value(),

@@ -132,12 +132,15 @@ def instructions(gateway: Gateway) -> str:
 
 def _new_server(gateway: Gateway) -> FastMCP:
     """The app, its questions' states sealed alike by every instance sharing the key."""
-    key = gateway.settings.http_state_key
+    settings = gateway.settings
+    key = settings.http_state_key
+    secret = None if key is None else key.get_secret_value()
+    security = state_security(secret, settings.approval_timeout_s)
     return FastMCP(
         "mcp-code-mode",
         instructions=instructions(gateway),
         version=__version__,
-        request_state_security=state_security(key.get_secret_value() if key else None),
+        request_state_security=security,
     )
 
 

@@ -107,6 +107,7 @@ class Settings(BaseSettings):
         frozen=True,
         populate_by_name=True,
         env_ignore_empty=True,
+        allow_inf_nan=False,  # `inf` as a time limit: a drain that never ended (attack 146)
     )
 
     executor: ExecutorName = Field("local", validation_alias=_env("MCP_EXECUTOR"))
