@@ -335,3 +335,35 @@ with serve_stub(lambda body: chat_reply(answer="2")) as stub:
         "warmed: True 0",
         "answer: True 1",
     ], ran.stdout + ran.stderr[-2000:]
+
+
+async def test_run_tasks_reply_is_bounded_however_big_its_steps_results(
+    gateway: Gateway,
+) -> None:
+    """Each step's whole result went into the reply (twice on the wire): eight steps that
+    looked at a table made one message past the 1 MB a client reads, and the caller got
+    nothing back (outside attack 147). The latest result is kept whole."""
+    steps = [
+        {"reasoning": "look", "code": f"'{i}' * 90_000", "finished": False} for i in range(1, 9)
+    ]
+    lm = DummyLM([*steps, {"answer": "looked"}])
+    reply = await agent.run_task(gateway, lm, "Look at the data eight times.")
+    assert len(reply["steps"]) == 8 and all(step["ok"] for step in reply["steps"])
+    assert len(json.dumps(reply)) <= gateway.settings.max_output_chars + 30_000
+    assert reply["steps"][-1]["result"] == "8" * 90_000
+    assert (
+        reply["steps"][0]["result"].startswith('"11111')
+        and "more chars]" in reply["steps"][0]["result"]
+    )
+
+
+def test_a_sessions_time_out_gets_the_agents_advice_only() -> None:
+    """A session's run adds what was lost after the executor's advice, so the advice (pass
+    a larger `timeout_s`, which `run_task` has not) stayed (outside attack 147)."""
+    from mcp_code_mode.agent_steps import Step
+    from mcp_code_mode.sandbox.child.outcome import TIMEOUT_ADVICE
+    from mcp_code_mode.sandbox.session import LOST
+
+    error = {"type": "TIMEOUT", "message": f"ran past its 20s{TIMEOUT_ADVICE}; {LOST}"}
+    message = Step.run_error(error)["message"]  # type: ignore[index]
+    assert "timeout_s" not in message and LOST in message and "do less in one step" in message

@@ -28,7 +28,7 @@ from .agent_lm import (
     warm_up,
 )
 from .agent_replies import strip_fences
-from .agent_steps import TRAJECTORY_CHARS, Step, clip, trajectory
+from .agent_steps import TRAJECTORY_CHARS, Step, clip, reply_steps, trajectory
 from .approval import Approver
 from .encodable import clean_text, encodable_text
 from .gateway import Gateway
@@ -391,7 +391,7 @@ async def run_task(
     return {
         "answer": prediction.answer,
         "code": prediction.code,
-        "steps": prediction.steps,
+        "steps": reply_steps(prediction.steps, gateway.settings.max_output_chars),
         "tool_calls": prediction.tool_calls,
         "tokens": prediction.tokens,
         "finished": prediction.finished,

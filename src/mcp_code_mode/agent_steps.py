@@ -10,7 +10,7 @@ from .sandbox.child.outcome import TIMEOUT_ADVICE
 
 _TIMEOUT_ADVICE = "; do less in one step (fewer or smaller calls; call_tools makes several at once)"
 
-__all__ = ["TRAJECTORY_CHARS", "Step", "clip", "trajectory"]
+__all__ = ["TRAJECTORY_CHARS", "Step", "clip", "reply_steps", "trajectory"]
 
 _RESULT_CHARS = 2000
 _CODE_CHARS = 8000  # as much as may run (MCP_CODE_MAX_CHARS); a refused reply may be longer
@@ -67,7 +67,8 @@ class Step:
         callers have no `timeout_s` to raise (it told the model and them to pass one)."""
         if error is None or error.get("type") != "TIMEOUT":
             return error
-        message = str(error.get("message", "")).removesuffix(TIMEOUT_ADVICE)
+        # Anywhere in it: a session's run adds what was lost after the advice (attack 147).
+        message = str(error.get("message", "")).replace(TIMEOUT_ADVICE, "")
         return {**error, "message": message + _TIMEOUT_ADVICE}
 
     @classmethod
@@ -79,6 +80,25 @@ class Step:
 def clip(text: str, limit: int = _RESULT_CHARS) -> str:
     """`text` cut to `limit` characters, saying how many more there were."""
     return text if len(text) <= limit else text[:limit] + f"… [{len(text) - limit} more chars]"
+
+
+def reply_steps(steps: list[dict[str, Any]], budget_chars: int) -> list[dict[str, Any]]:
+    """The steps for `run_task`'s reply, their results within `budget_chars` in all
+    (MCP_CODE_MAX_OUTPUT_CHARS, as one run's reply) besides the latest's: the oldest
+    results over `_RESULT_CHARS` are clipped first, as JSON text, as far as needed. Eight
+    steps that each looked at a table made one message past the 1 MB a client reads: the
+    caller got nothing (attack 147)."""
+    shown = [dict(step) for step in steps]  # as `Step.to_json` gives them
+    sizes = [len(json.dumps(s["result"], ensure_ascii=False, default=str)) for s in shown]
+    total = sum(sizes)
+    for i, step in enumerate(shown[:-1]):  # the latest is one run's reply: bounded as one
+        if total <= budget_chars:
+            break
+        if sizes[i] > _RESULT_CHARS:
+            text = json.dumps(step["result"], ensure_ascii=False, default=str)
+            step["result"] = clip(text, min(_RESULT_CHARS, budget_chars))
+            total -= sizes[i] - len(step["result"])
+    return shown
 
 
 def trajectory(steps: list[Step], budget_chars: int = TRAJECTORY_CHARS) -> str:
