@@ -69,12 +69,23 @@ def _transaction(conn: sqlite3.Connection) -> Iterator[None]:
     conn.execute("COMMIT")
 
 
+def _identity(path: Path) -> tuple[int, int] | None:
+    """The device and inode of the file at `path`; None when there is none. Runs written
+    to a file removed while the store was open were lost to every reader, unsaid."""
+    try:
+        found = os.stat(path)
+    except OSError:
+        return None
+    return found.st_dev, found.st_ino
+
+
 class SQLiteRunBackend:
     """Runs in one SQLite file in WAL mode: one writer, readers in any thread or process."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self._conn: sqlite3.Connection | None = None
+        self._file: tuple[int, int] | None = None  # the open file's device and inode
 
     def open(self) -> None:
         self.close()
@@ -91,10 +102,12 @@ class SQLiteRunBackend:
             except BaseException:
                 conn.close()
                 raise
-            self._conn = conn
+            self._conn, self._file = conn, _identity(self.path)
 
     def write(self, runs: Sequence[RunRecord]) -> None:
         conn = self._writer()
+        if _identity(self.path) != self._file:  # removed or replaced while open (attack 148)
+            raise RunStoreError(f"{self.path}: the run store's file was removed or replaced")
         calls = call_rows(runs)
         with _mapped(self.path, "write"), _transaction(conn):
             # Recorded again, a run replaces the first; its calls cascade.

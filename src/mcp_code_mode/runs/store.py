@@ -9,8 +9,11 @@ each transaction costs the run's thread a GIL hand-over). It keeps the newest `k
 (none older than `keep_days`), pruning every so many runs. What waits in the queue is
 bounded in runs (`max_queued`) and in characters (`max_pending_chars`, as `record`'s
 callers weigh their runs). A store it cannot write (a directory in its place, a corrupt
-file, a full disk, a newer schema) is logged once and tried again now and then; meanwhile
-runs are dropped and counted, like runs that find the queue full. Reads open their own
+file, a full disk, a newer schema, a database restarting) is logged once an outage and
+tried again, sooner first (1 s, doubling up to `retry_s`); meanwhile its runs are held, within
+the queue's bounds, and written once it is back (they were dropped: a lock held 12 s, or a
+PostgreSQL restart, lost every run for 30 s after it, unsaid: outside attack 148). Runs
+beyond those bounds are dropped and counted. Reads open their own
 connection: `mcp-code-mode runs` reads while a gateway writes.
 """
 
@@ -36,6 +39,7 @@ __all__ = ["DEFAULT_KEEP", "RunStore"]
 logger = logging.getLogger(__name__)
 
 DEFAULT_KEEP = 10_000  # MCP_CODE_RUNS_KEEP
+_FIRST_RETRY_S = 1.0  # after a store's failure; doubling up to `retry_s` while it lasts
 
 Pending = RunRecord | Callable[[], RunRecord]
 
@@ -68,6 +72,7 @@ class RunStore:
             max(max_queued, 1)
         )
         self._max_pending = max_pending_chars
+        self._max_held = max(max_queued, 1)  # runs held while the store is down
         self._pending = 0  # characters of the runs queued, as `record` was told
         self._quiet_s, self._linger_s, self._batch = quiet_s, linger_s, max(batch, 1)
         # After a run arrives, the writer waits this long before building its record: the
@@ -81,6 +86,9 @@ class RunStore:
         self._since_prune = 0
         self._usable = False
         self._retry_at = 0.0
+        self._backoff_s = _FIRST_RETRY_S
+        self._held: list[tuple[RunRecord, int]] = []  # built, not written: the store was down
+        self._down = False  # since a write or an open failed, until one succeeds
         self._warned: set[str] = set()
         self._thread = threading.Thread(target=self._serve, name="mcp-code-mode-runs", daemon=True)
         self._thread.start()
@@ -166,13 +174,14 @@ class RunStore:
         stopping = False
         while not stopping:
             runs, flushes, stopping = self._gather()
-            if runs:
+            if runs or self._held:
                 self._write(runs)
             if flushes or self._since_prune >= self._prune_every:
                 self._prune()
             for flushed in flushes:
                 flushed.set()
         self._prune()
+        self._drop_held()
         self.backend.close()
 
     def _gather(self) -> tuple[list[tuple[Pending, int]], list[threading.Event], bool]:
@@ -198,7 +207,10 @@ class RunStore:
         those that keep arriving, until a `quiet_s` passes with none or `deadline` does. A
         run after a pause is written `after_s` after it arrived (its reply goes out first): a
         reader sees it as soon as it ended."""
-        first = self._queue.get()
+        try:  # with runs held, it wakes to try the store again
+            first = self._queue.get(timeout=self._held_wait())
+        except queue.Empty:
+            return
         if isinstance(first, tuple) and self._after_s > 0:
             time.sleep(self._after_s)
         yield first
@@ -215,27 +227,45 @@ class RunStore:
             if self._queue.empty():
                 return
 
+    def _held_wait(self) -> float | None:
+        if not self._held:
+            return None
+        return max(0.01, self._retry_at - time.monotonic())
+
     def _write(self, runs: list[tuple[Pending, int]]) -> None:
         self._written_at = time.monotonic()
-        built = [record for run, _ in runs if (record := self._built(run)) is not None]
-        records = list({record.id: record for record in built}.values())  # the last of an id
-        self._settle(sum(chars for _, chars in runs))
+        built = [(record, chars) for run, chars in runs if (record := self._built(run, chars))]
+        batch, self._held = self._held + built, []
+        records = list({record.id: record for record, _ in batch}.values())  # the last of an id
         try:
             if records and self._ready():
                 self.backend.write(records)
                 self._since_prune += len(records)
+                self._settle(sum(chars for _, chars in batch))
+                return
+            if records:  # the store is down: held until it is back
+                self._held = batch
                 return
         except RunStoreError as exc:
+            self._held = batch
             self._broke(exc)
+            return
         except Exception as exc:  # the writer's boundary: a malformed run stops nothing
             self._warn_once("runs were not recorded: %r", exc)
+        self._settle(sum(chars for _, chars in batch))
         self._drop(len(records))
 
-    def _built(self, run: Pending) -> RunRecord | None:
+    def _drop_held(self) -> None:
+        held, self._held = self._held, []
+        self._settle(sum(chars for _, chars in held))
+        self._drop(len(held))
+
+    def _built(self, run: Pending, chars: int) -> RunRecord | None:
         try:
             return as_stored(run if isinstance(run, RunRecord) else run())
         except Exception as exc:  # the writer's boundary: a malformed run stops nothing
             self._warn_once("a run was not recorded: %r", exc)
+            self._settle(chars)
             self._drop(1)
             return None
 
@@ -255,12 +285,21 @@ class RunStore:
                 self._usable = True
             except Exception as exc:  # the writer's boundary: runs go on unrecorded
                 self._broke(exc)
+        if self._usable and self._down:
+            self._down, self._backoff_s = False, _FIRST_RETRY_S
+            logger.warning("runs are recorded again (%d held written)", len(self._held))
         return self._usable
 
     def _broke(self, exc: Exception) -> None:
-        self._usable = False
-        self._retry_at = time.monotonic() + self._retry_s
-        self._warn_once("runs are not recorded: %s", exc)
+        if not self._down:  # once an outage, saying what happens to its runs
+            logger.warning("runs are not recorded for now (held, retried): %s", exc)
+        self._usable, self._down = False, True
+        self._retry_at = time.monotonic() + min(self._backoff_s, self._retry_s)
+        self._backoff_s = min(self._backoff_s * 2, self._retry_s)
+        if len(self._held) > self._max_held:  # the oldest go first
+            cut, self._held = self._held[: -self._max_held], self._held[-self._max_held :]
+            self._settle(sum(chars for _, chars in cut))
+            self._drop(len(cut))
 
     def _warn_once(self, message: str, exc: Exception) -> None:
         if message not in self._warned:
