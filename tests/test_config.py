@@ -593,3 +593,20 @@ def test_rows_are_redacted_in_their_text_not_their_names() -> None:
         {"tool": "root_dir", "description": "runs as ${USER}", "score": 1.0, "error": None}
     ]
     assert GatewayConfig(servers={}).redact_rows(rows, "description") is rows
+
+
+def test_vs_codes_env_variables_are_read_and_its_prompts_refused(
+    write_config: ConfigWriter,
+) -> None:
+    """`${env:TOKEN}` from a pasted VS Code or Cursor config went to the upstream as written
+    (`Bearer ${env:TOKEN}`), `check` saying ok (a new user's first hour, attack 149)."""
+    entry = {"url": "http://h/mcp", "headers": {"Authorization": "Bearer ${env:TOKEN}"}}
+    config = load_config(write_config({"web": entry}), env={"TOKEN": "s3cret-value"})
+    assert config.servers["web"].headers == {"Authorization": "Bearer s3cret-value"}
+    assert config.redact("s3cret-value") == "${TOKEN}"
+    prompted = {"command": "npx", "env": {"KEY": "${input:api-key}"}}
+    path = write_config({"srv": prompted})
+    with pytest.raises(ConfigError) as info:
+        load_config(path, env={})
+    assert_names(info.value, path, "srv", "env.KEY")
+    assert "${input:api-key}" in str(info.value) and ".env" in str(info.value)

@@ -29,7 +29,10 @@ __all__ = ["CREDENTIAL_WORDS", "GatewayConfig", "load_config"]
 _PERCENT = re.compile("%[0-9A-F]{2}")
 CREDENTIAL_WORDS = "key|token|secret|password|passwd|pwd|sig|auth"
 """Words in the name of a URL parameter whose value is a credential (`?api_key=`, `token=`)."""
-_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+# `${VAR}`, `${VAR:-default}`, and VS Code's and Cursor's `${env:VAR}` (passed on as written,
+# it sent `Bearer ${env:TOKEN}` to the upstream: a new user's first hour, attack 149).
+_VAR = re.compile(r"\$\{(?:env:)?([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+_PROMPTED = re.compile(r"\$\{(input|command|config):[^}]*\}")  # VS Code asks or runs these
 
 
 def _spellings(value: str) -> list[str]:
@@ -261,6 +264,15 @@ def _interpolate(
                 field=".".join(loc[2:]) or None,
             )
 
+        prompted = _PROMPTED.search(value)
+        if prompted:
+            raise ConfigError(
+                f"{prompted.group(0)} is VS Code's, asked of its user: put the value in .env "
+                "or the environment and write ${NAME} here",
+                file=file,
+                server=loc[1] if len(loc) > 1 else None,
+                field=".".join(loc[2:]) or None,
+            )
         return _VAR.sub(replace, value)
     if isinstance(value, dict):
         if len(loc) == 2 and value.get("enabled") is False:  # a server left off: its `${VAR}`s
