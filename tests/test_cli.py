@@ -476,6 +476,20 @@ def test_serve_refuses_a_port_out_of_range(port: str) -> None:
     assert done.returncode == 2 and "--port" in done.stderr and "Traceback" not in done.stderr
 
 
+@pytest.mark.parametrize("address", [["--port", "18999"], ["--host", "127.0.0.1"]])
+def test_serve_with_an_address_but_not_http_says_so(address: list[str]) -> None:
+    """`serve --port N` served stdio without a word: it waited on stdin and nothing listened
+    on the port (a new user's first hour, attack 149)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "mcp_code_mode.cli", "serve", *address],
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=60,
+    )
+    assert done.returncode == 2 and "--transport http" in done.stderr, done.stderr
+
+
 def test_serve_help_gives_the_default_port() -> None:
     """The README's 8765 was nowhere in `serve --help` (outside attack 136)."""
     done = subprocess.run(

@@ -58,8 +58,8 @@ async def serve(
     *,
     config_path: str | None = None,
     transport: str = "stdio",
-    host: str = "127.0.0.1",
-    port: int = 8765,
+    host: str | None = None,
+    port: int | None = None,
 ) -> None:
     """Start the gateway, then serve MCP until the client goes away or a signal stops us.
 
@@ -68,6 +68,9 @@ async def serve(
     HTTP, `http_serving.serve_http` adds the probes, the token and Host/Origin checks and
     the drain (contract §9).
     """
+    if transport == "stdio" and (host, port) != (None, None):  # it served stdio unsaid (149)
+        raise CodeModeError("--host and --port are for serving over HTTP: add --transport http")
+    host, port = host or "127.0.0.1", 8765 if port is None else port
     if transport == "http":
         from .http_serving import check_exposure
 

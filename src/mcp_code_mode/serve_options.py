@@ -28,10 +28,8 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     )
     add_log_level(parser)
     loopback_only = "http: address to bind; any but loopback needs MCP_CODE_HTTP_TOKEN"
-    parser.add_argument("--host", default="127.0.0.1", help=loopback_only)
-    parser.add_argument(
-        "--port", type=_port, default=8765, help="http: port (default 8765; 0: any free one)"
-    )
+    parser.add_argument("--host", help=loopback_only + " (default 127.0.0.1)")
+    parser.add_argument("--port", type=_port, help="http: port (default 8765; 0: any free one)")
 
 
 def _port(text: str) -> int:
