@@ -273,3 +273,34 @@ def test_deeply_nested_json_is_an_unusable_reply_not_an_error() -> None:
 def test_think_is_skipped_only_before_the_reply() -> None:
     reply = "<think>plan it</think>\n```python\nhtml.replace('<think>', '')\n```"
     assert LenientChatAdapter().parse(WRITE_CODE, reply)["code"] == "html.replace('<think>', '')"
+
+
+@pytest.mark.parametrize(
+    "code_section",
+    [
+        "```python\n6*7\n```\nThis multiplies the numbers.",  # prose after the fence
+        "Query:\n```sql\nSELECT 1\n```\n\nCode:\n```python\n6*7\n```",  # a sample first
+        "Expected output:\n```\n42\n```\n```python\n6*7\n```",  # a bare block first
+        "```py\n6*7",  # cut off mid-fence
+    ],
+)
+async def test_the_python_block_of_a_code_section_is_what_runs(
+    gateway: Gateway, code_section: str
+) -> None:
+    """Prose after the fence ran (SYNTAX_ERROR); an SQL sample before the Python ran the
+    text between the blocks; a bare "expected output" block ran as the code, and the task
+    came back finished with a result the model's code never made (outside attack 147)."""
+    reply = f"[[ ## reasoning ## ]]\nMultiply.\n\n[[ ## code ## ]]\n{code_section}\n\n"
+    reply += "[[ ## finished ## ]]\nTrue\n\n[[ ## completed ## ]]"
+    lm = DummyLM([{"reasoning": "r", "code": code_section, "finished": True}, {"answer": "42"}])
+    fields = LenientChatAdapter().parse(WRITE_CODE, reply)
+    assert agent.strip_fences(fields["code"]) == "6*7"
+    runner = agent.CodeExecutionAgent(gateway.execute, max_steps=2)
+    with dspy.context(lm=lm):
+        prediction = await runner.acall(task="What is 6 times 7?")
+    assert [(s["code"], s["result"]) for s in prediction.steps] == [("6*7", 42)]
+
+
+def test_code_that_builds_a_fence_in_a_string_runs_as_written() -> None:
+    code = 'md = """\n```python\nx = 1\n```\n"""\nmd'
+    assert agent.strip_fences(code) == code

@@ -20,15 +20,13 @@ from dspy.adapters.chat_adapter import ChatAdapter
 from dspy.adapters.json_adapter import JSONAdapter
 from dspy.utils.exceptions import AdapterParseError
 
-__all__ = ["ADAPTERS", "lenient_fields", "strip_fences", "strip_thinking"]
+__all__ = ["ADAPTERS", "fenced_code", "lenient_fields", "strip_fences", "strip_thinking"]
 
 # Every pattern is linear in the reply's length (no `\s*` that can cross the lines another
 # part of the pattern also matches): a reply of blank lines must not stall the event loop.
 _THINK = re.compile(r"[ \t\r\n]*<think>.*?(?:</think>|\Z)", re.DOTALL | re.IGNORECASE)
 _SECTION = re.compile(r"^[ \t]*\[\[[ \t]*##[ \t]*(\w+)[ \t]*##[ \t]*\]\]", re.MULTILINE)
-# a fence anywhere: ```python / ```py / ``` then the code, up to the closing fence or the end
-_FENCED = re.compile(r"```[ \t]*(?:python3?|py)?[ \t]*\n(.*?)(?:\n[ \t]*```|\Z)", re.DOTALL)
-_OPENING = re.compile(r"```[ \t]*(?:python3?|py)?[ \t]*\n")
+_PYTHON = {"python", "python3", "py"}
 _TRUE = {"true", "yes", "1", "done", "finished"}
 MAX_REPLY_CHARS = 100_000  # of a reply that is read; a longer one is cut first
 
@@ -42,12 +40,44 @@ def strip_thinking(text: str) -> str:
 
 
 def strip_fences(code: str) -> str:
-    """The code inside a markdown fence that wraps all of `code`, or `code` itself."""
-    text = code.strip()
-    opening = _OPENING.match(text)
-    if opening is None or not text.endswith("```") or len(text) < opening.end() + 3:
-        return text
-    return text[opening.end() : -3].strip()
+    """The code of `code`'s fenced block (`fenced_code`), or `code` itself when it has none
+    or is Python as it stands (code that builds a markdown fence in a string)."""
+    found = fenced_code(code)
+    if found is None or _compiles(code):
+        return code.strip()
+    return found
+
+
+def _compiles(code: str) -> bool:
+    try:
+        compile(code.strip(), "<reply>", "exec", dont_inherit=True)
+    except Exception:  # SyntaxError, a NUL (ValueError), too deep (RecursionError, 3.11)
+        return False
+    return True
+
+
+def fenced_code(text: str) -> str | None:
+    """The code of the first ```python (or ```py) block in `text`, else of its first bare
+    ``` block; None when it has neither. Prose around the block, and blocks of another
+    language (```sql, ```bash, ```json), are not code: a block followed by a line of
+    explanation, or an SQL sample before the Python, ran prose or the sample, and a bare
+    "expected output" block before the Python ran as the task's code (outside attack 147).
+    An unclosed block runs to the end. Read line by line: linear in the text."""
+    blocks: list[tuple[str, list[str]]] = []
+    inside: list[str] | None = None
+    for line in text.split("\n"):  # not splitlines: \x1e or \u2028 may be in a string
+        mark = line.strip()
+        if inside is None and mark.startswith("```"):
+            inside = []
+            blocks.append((mark[3:].strip().lower(), inside))
+        elif inside is not None and mark == "```":
+            inside = None
+        elif inside is not None:
+            inside.append(line)
+    chosen = next((b for lang, b in blocks if lang in _PYTHON), None)
+    if chosen is None:
+        chosen = next((b for lang, b in blocks if not lang), None)
+    return None if chosen is None else "\n".join(chosen).strip()
 
 
 def lenient_fields(signature: type[dspy.Signature], reply: str) -> dict[str, Any] | None:
@@ -88,13 +118,11 @@ def _sections(text: str) -> dict[str, str]:
 
 
 def _code(section: str | None, text: str) -> str | None:
-    """The code: a `code` section (unfenced), else the first fenced block anywhere; ""
-    for an explicitly empty code section; None when there is none at all."""
+    """The code: a `code` section (unfenced), else the fenced block of the text; "" for an
+    explicitly empty code section; None when there is none at all."""
     if section is not None:
-        fenced = _FENCED.search(section)
-        return (fenced.group(1) if fenced else section).strip()
-    fenced = _FENCED.search(text)
-    return fenced.group(1).strip() if fenced else None
+        return strip_fences(section)
+    return fenced_code(text)
 
 
 class _Lenient:
