@@ -367,3 +367,16 @@ def test_a_sessions_time_out_gets_the_agents_advice_only() -> None:
     error = {"type": "TIMEOUT", "message": f"ran past its 20s{TIMEOUT_ADVICE}; {LOST}"}
     message = Step.run_error(error)["message"]  # type: ignore[index]
     assert "timeout_s" not in message and LOST in message and "do less in one step" in message
+
+
+async def test_a_task_too_long_to_send_is_refused_before_any_model_call(
+    gateway: Gateway,
+) -> None:
+    """The task goes whole into every model call: a 2.9 MB task made five requests of
+    2.88 MB each to a paid model (outside attack 147)."""
+    lm = DummyLM([{"answer": "never asked"}])
+    reply = await agent.run_task(gateway, lm, "Summarise: " + "x" * 3_000_000)
+    assert reply["error"]["type"] == "TASK_TOO_LONG" and "32,000" in reply["error"]["message"]
+    assert reply["steps"] == [] and reply["finished"] is False and lm.history == []
+    fits = await agent.run_task(gateway, DummyLM([{"answer": "ok"}] * 3), "y" * 100)
+    assert fits["error"] is None or fits["error"]["type"] != "TASK_TOO_LONG"

@@ -28,7 +28,7 @@ from .agent_lm import (
     warm_up,
 )
 from .agent_replies import strip_fences
-from .agent_steps import TRAJECTORY_CHARS, Step, clip, reply_steps, trajectory
+from .agent_steps import TRAJECTORY_CHARS, Step, clip, reply_steps, task_refused, trajectory
 from .approval import Approver
 from .encodable import clean_text, encodable_text
 from .gateway import Gateway
@@ -382,10 +382,11 @@ async def run_task(
 ) -> dict[str, Any]:
     """Run the agent on one task; the contract §3 `run_task` object (never an exception
     for what the model replied: see `CodeExecutionAgent`)."""
+    if (refused := task_refused(task)) is not None:
+        return refused
     agent = agent_for(gateway, task, approver=approver)
     await asyncio.to_thread(warm_up, lm)  # or waits for the server's warm-up to end
-    # No history of prompts and replies: dspy keeps the last 10,000 calls' whole text in
-    # memory, and a served gateway grew ~11 MB a task without end (outside attack 129).
+    # No history: dspy kept every call's whole text, ~11 MB a task (outside attack 129).
     with dspy.context(lm=lm, adapter=adapter_for(gateway.settings), disable_history=True):
         prediction = await agent.acall(task=task, on_step=on_step)
     return {

@@ -10,11 +10,20 @@ from .sandbox.child.outcome import TIMEOUT_ADVICE
 
 _TIMEOUT_ADVICE = "; do less in one step (fewer or smaller calls; call_tools makes several at once)"
 
-__all__ = ["TRAJECTORY_CHARS", "Step", "clip", "reply_steps", "trajectory"]
+__all__ = [
+    "TASK_CHARS",
+    "TRAJECTORY_CHARS",
+    "Step",
+    "clip",
+    "reply_steps",
+    "task_refused",
+    "trajectory",
+]
 
 _RESULT_CHARS = 2000
 _CODE_CHARS = 8000  # as much as may run (MCP_CODE_MAX_CHARS); a refused reply may be longer
 TRAJECTORY_CHARS = 16_000  # about 4,000 tokens: what earlier steps may take of a prompt
+TASK_CHARS = 32_000  # of a task, about 8,000 tokens: a longer one is refused
 
 
 @dataclass(slots=True)
@@ -80,6 +89,27 @@ class Step:
 def clip(text: str, limit: int = _RESULT_CHARS) -> str:
     """`text` cut to `limit` characters, saying how many more there were."""
     return text if len(text) <= limit else text[:limit] + f"… [{len(text) - limit} more chars]"
+
+
+def task_refused(task: str) -> dict[str, Any] | None:
+    """`run_task`'s reply to a task too long to send: it goes whole into every model call,
+    and a 2.9 MB task made 14 MB of requests to a paid model (outside attack 147)."""
+    if len(task) <= TASK_CHARS:
+        return None
+    message = (
+        f"the task is {len(task):,} characters; at most {TASK_CHARS:,} are sent to the model "
+        "(with every step): shorten it, or leave the data where the code can read it"
+    )
+    error = {"type": "TASK_TOO_LONG", "message": message}
+    return {
+        "answer": "",
+        "code": "",
+        "steps": [],
+        "tool_calls": [],
+        "tokens": {"prompt": 0, "completion": 0},
+        "finished": False,
+        "error": error,
+    }
 
 
 def reply_steps(steps: list[dict[str, Any]], budget_chars: int) -> list[dict[str, Any]]:
