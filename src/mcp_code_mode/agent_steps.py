@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,6 +24,7 @@ __all__ = [
 _RESULT_CHARS = 2000
 _CODE_CHARS = 8000  # as much as may run (MCP_CODE_MAX_CHARS); a refused reply may be longer
 TRAJECTORY_CHARS = 16_000  # about 4,000 tokens: what earlier steps may take of a prompt
+_MARKER = re.compile(r"\[\[(?=[ \t]*##)")  # dspy's field marks: `[[ ## task ## ]]`
 TASK_CHARS = 32_000  # of a task, about 8,000 tokens: a longer one is refused
 
 
@@ -46,6 +48,12 @@ class Step:
         return {"code": code, "ok": self.ok, "result": self.result, "error": self.error}
 
     def render(self, number: int) -> str:
+        """The step as the next prompt shows it; a `[[ ## name ## ]]` in what it printed,
+        logged or returned is broken up, so that upstream text cannot open a prompt field of
+        its own (a note's text began a second `task`: outside attack 147)."""
+        return _MARKER.sub("[ [", self._rendered(number))
+
+    def _rendered(self, number: int) -> str:
         code = clip(self.code, _CODE_CHARS) if self.code else "(no code)"
         lines = [f"## Step {number}", "```python", code, "```"]
         if self.stdout:
