@@ -37,6 +37,7 @@ from .protocol import json_bytes_at_least
 
 __all__ = [
     "REPLY_OVERHEAD_CHARS",
+    "WIRE_BYTES",
     "Redactor",
     "bound_reply",
     "bounded",
@@ -64,6 +65,9 @@ _UNCOUNTED_WAIT_S = 0.1  # a wait this short leaves the code the whole limit
 _NOTE_CHARS = 400  # of each line the gateway puts first in a run's logs
 _INVALID_REQUEST = -32600  # JSON-RPC's code for a request refused as it is
 _MAX_LINE = 1_000_000  # no guest code has more lines (MCP_CODE_MAX_LINES is far below)
+WIRE_BYTES = 960_000  # of a reply as MCP sends it: the SDK's client reads events to 1 MiB
+_ESCAPED_MAX = 26  # bytes a character may take as MCP sends a reply (an emoji, escaped twice)
+_WIRE_TRIES = 4
 
 
 class Redactor(Protocol):
@@ -141,7 +145,33 @@ def bound_reply(
     excess = _size(result.to_json()) - max_output_chars - REPLY_OVERHEAD_CHARS
     if excess > 0:  # what is left over the bound comes out of stdout and logs
         _cut(result, max(0, max_output_chars - excess))
+    _fit_the_wire(result, max(WIRE_BYTES, 3 * (max_output_chars + REPLY_OVERHEAD_CHARS)))
     return result
+
+
+def _fit_the_wire(result: ExecutionResult, limit: int) -> None:
+    """Cut stdout and logs (OUTPUT_LIMIT) until the reply, as MCP sends it, takes at most
+    `limit` bytes: the object twice (text and structured), and from MCP 2026-07-28 on, over
+    HTTP, every non-ASCII character escaped (`\\ud83d\\ude00`: 26 bytes an emoji in all).
+    60,000 emoji of logs, within the character limit, made a 1.4 MB event that the SDK's
+    client (1 MiB at most) could not read: no result at all (outside attack 148)."""
+    for _ in range(_WIRE_TRIES):
+        plain = _size(result.result, result.stdout, result.logs)
+        wire = _wire_bytes(result)
+        if wire <= limit:
+            return
+        _cut(result, plain * limit // wire * 9 // 10, why=f"{limit} bytes as MCP sends it")
+    _cut(result, 0, why=f"{limit} bytes as MCP sends it")
+
+
+def _wire_bytes(result: ExecutionResult) -> int:
+    """The reply's size as MCP sends it at most (see `_fit_the_wire`); exact only past
+    `_ESCAPED_MAX` characters, where it may matter."""
+    data = result.to_json()
+    plain = _size(data)
+    if plain * _ESCAPED_MAX <= WIRE_BYTES:
+        return plain * _ESCAPED_MAX
+    return len(json.dumps(data)) + len(json.dumps(json.dumps(data, ensure_ascii=False)))
 
 
 def _redact(result: ExecutionResult, redactor: Redactor) -> None:
@@ -238,14 +268,14 @@ def _fail(result: ExecutionResult, error_type: ErrorType, message: str) -> None:
     result.error = ErrorDetail(type=error_type, message=message, line=None)
 
 
-def _cut(result: ExecutionResult, max_output_chars: int) -> None:
+def _cut(result: ExecutionResult, max_output_chars: int, why: str = "") -> None:
     """Keep what fits of stdout (half the budget at most) and logs; OUTPUT_LIMIT."""
     if result.error is None or result.error.type is not ErrorType.OUTPUT_LIMIT:
         _fail(
             result,
             ErrorType.OUTPUT_LIMIT,
-            f"the reply (stdout + logs + result) exceeded {max_output_chars} characters "
-            "(raise MCP_CODE_MAX_OUTPUT_CHARS, or return less)",
+            f"the reply (stdout + logs + result) exceeded {why or f'{max_output_chars} characters'}"
+            " (raise MCP_CODE_MAX_OUTPUT_CHARS, or return less)",
         )
     result.result = None
     budget = max_output_chars // 2
