@@ -451,3 +451,34 @@ async def test_each_answer_settles_the_question_it_was_shown_for(
     posted, deleted = outcomes if first == "post_message" else outcomes[::-1]
     assert (posted, deleted, left) == (1, "declined", ["x"]), result
     assert len(handler.messages) == 2, handler.messages
+
+
+async def test_one_client_cannot_take_every_place_of_runs_waiting_for_a_person(
+    board: Gateway,
+) -> None:
+    """A client that asked as many questions as may wait, never answered and hung up had
+    every other client's questions declined unasked for the whole approval timeout
+    (outside attack 146). One client (by its token, when it has one) may have three
+    quarters of those places."""
+    executor: Any = board.executor
+    executor.run_slots = RunSlots(4)  # three for one client
+    answer: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+
+    async def never(request: ApprovalRequest) -> bool:
+        return await answer
+
+    code = "tools.board.post_message(text='x')\n'posted'"
+    held = [
+        asyncio.ensure_future(board.execute(code, approver=never, client=f"{n} 1 (token: team)"))
+        for n in "abc"  # one token, whatever names its clients give
+    ]
+    while executor.run_slots.parked < 3:
+        await asyncio.sleep(0.01)
+    fourth = await board.execute(code, approver=Person(True), client="d 1 (token: team)")
+    other = Person(True)
+    answered = await board.execute(code, approver=other, client="e 1 (token: ops)")
+    answer.set_result(False)
+    await asyncio.gather(*held)
+    assert fourth.error is not None and "of this client" in fourth.error.message, fourth
+    assert answered.ok and len(other.asked) == 1, answered
+    assert executor.run_slots.parked == 0 and executor.run_slots.parked_by == {}

@@ -219,6 +219,7 @@ class Gateway:
         started = time.perf_counter()
         trace = self.recorder.trace(kind, code, input, client)
         router = self.router(approver, trace)
+        router.owner = client.rpartition(" (token: ")[2] or client  # a token: who it is
         router.observe(self.telemetry.start(kind, code, input, client), progress, logs)
         try:
             limit_s = self.settings.clamp_timeout(timeout_s)

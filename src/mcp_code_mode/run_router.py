@@ -106,7 +106,7 @@ class RunRouter:
         trace: RunTrace | None = None,
         redact: GatewayConfig | None = None,
     ) -> None:
-        self._host = host
+        self._host, self.owner = host, ""  # set by the gateway: see `ToolRouter.owner`
         # what a client is sent while the run works, and names kept, pass it first
         self._redact = None if redact is None else redact.redact
         self._redact_cut = None if redact is None else redact.redact_cut

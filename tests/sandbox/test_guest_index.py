@@ -35,6 +35,7 @@ class _Echo:
     """A router whose every tool answers with its server's and its own original names."""
 
     paused_s = 0.0
+    owner = ""
 
     async def call(
         self,

@@ -190,6 +190,7 @@ class _Recording:
     """A router that records the calls it makes, each answered with its tool's name."""
 
     paused_s = 0.0
+    owner = ""
 
     def __init__(self) -> None:
         self.made: list[str] = []

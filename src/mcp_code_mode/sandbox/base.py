@@ -134,6 +134,8 @@ class ExecutionResult(BaseModel):
 class ToolRouter(Protocol):
     """Carries one run's guest requests to the upstreams (implemented by the gateway)."""
 
+    owner: str  # whose run it is (its client), for fair shares among clients; "": unknown
+
     async def call(
         self,
         server: str,

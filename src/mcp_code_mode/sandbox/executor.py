@@ -158,7 +158,7 @@ class SandboxExecutor:
         produced: list[tuple[str, list[str]]] = []  # stdout and logs of a killed worker
         try:
             async with (
-                self._slot(cost) as place,
+                self._slot(cost, router.owner) as place,
                 asyncio.timeout(timeout_s + KILL_GRACE_S) as clock,
             ):
                 done = await self._attempt(message, router, produced, Hold(clock, place))
@@ -177,11 +177,11 @@ class SandboxExecutor:
         return result
 
     @contextlib.asynccontextmanager
-    async def _slot(self, cost: int) -> AsyncIterator[Place]:
+    async def _slot(self, cost: int, owner: str) -> AsyncIterator[Place]:
         self.waiting += 1
         self.waiting_bytes += cost
         try:
-            place = await self.run_slots.take()
+            place = await self.run_slots.take(owner)
         finally:
             self.waiting -= 1
             self.waiting_bytes -= cost

@@ -46,6 +46,7 @@ class _NoTools:
     """The router of an interpreter without upstreams: every call fails clearly."""
 
     paused_s = 0.0
+    owner = ""
 
     async def call(
         self,
@@ -86,6 +87,7 @@ class _ThreadSafeRouter:
 
     def __init__(self, router: ToolRouter, loop: asyncio.AbstractEventLoop) -> None:
         self._router, self._loop = router, loop
+        self.owner = router.owner
 
     async def call(
         self,

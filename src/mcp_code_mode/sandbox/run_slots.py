@@ -9,7 +9,9 @@ Questions nobody answered held every place for 120 s, so one client's unanswered
 `input_required` questions stopped every other client's runs (outside attack 123). As many
 runs may be out of their place as may run (their workers keep their memory: at most twice
 the places in all); a question past that is declined at once, so runs that ask nobody are
-never held up.
+never held up. One client (`owner`) may have at most three quarters of those out at once:
+one that asked and never answered (and hung up) had every other client's questions declined
+unasked for the whole approval timeout (outside attack 146).
 """
 
 from __future__ import annotations
@@ -28,22 +30,29 @@ class RunSlots:
         # runs without a place: waiting for a person, or going on after the answer when
         # every place was taken (their worker was there all along)
         self.parked = 0
+        self.parked_by: dict[str, int] = {}  # of `parked`, by the client whose runs they are
 
     def locked(self) -> bool:
         """Whether a run that comes now waits for a place."""
         return self.free.locked()
 
-    async def take(self) -> Place:
-        """Wait for a place; the run gives it back with `Place.leave`."""
+    async def take(self, owner: str = "") -> Place:
+        """Wait for a place for a run of `owner` (its client; "": unknown); the run gives
+        it back with `Place.leave`."""
         await self.free.acquire()
-        return Place(self)
+        return Place(self, owner)
+
+    def share(self) -> int:
+        """How many runs out of their place one client may have."""
+        return max(1, self.size - self.size // 4)
 
 
 class Place:
     """One run's place among `RunSlots`; see the module docstring."""
 
-    def __init__(self, slots: RunSlots) -> None:
+    def __init__(self, slots: RunSlots, owner: str = "") -> None:
         self._slots = slots
+        self._owner = owner
         self._held = True  # one of the semaphore's places
         self._out = False  # counted in `parked`
 
@@ -58,7 +67,14 @@ class Place:
                 f"it was declined: {slots.parked} runs are already waiting for a person's "
                 "answer, as many as may wait at once; try again once those are answered"
             )
+        mine = slots.parked_by.get(self._owner, 0)
+        if self._owner and mine >= slots.share():
+            return (
+                f"it was declined: {mine} runs of this client are already waiting for a "
+                "person's answer, as many as one client may have; answer those first"
+            )
         slots.parked += 1
+        slots.parked_by[self._owner] = mine + 1
         self._out = True
         if self._held:
             self._held = False
@@ -74,13 +90,20 @@ class Place:
             return
         await slots.free.acquire()  # free: taken at once
         self._held, self._out = True, False
-        slots.parked -= 1
+        self._count_back()
 
     def leave(self) -> None:
         """The run is over: its place (or its count among those out) goes back."""
         if self._out:
             self._out = False
-            self._slots.parked -= 1
+            self._count_back()
         if self._held:
             self._held = False
             self._slots.free.release()
+
+    def _count_back(self) -> None:
+        slots = self._slots
+        slots.parked -= 1
+        left = slots.parked_by.pop(self._owner, 1) - 1
+        if left > 0:
+            slots.parked_by[self._owner] = left
