@@ -266,7 +266,7 @@ async def test_a_model_call_is_bounded_in_all(gateway: Gateway) -> None:
     assert time.monotonic() - started < 30
     error = prediction.steps[0]["error"]
     assert error == {"type": "LM_ERROR", "message": error["message"]}
-    assert "did not answer within 1.5 s" in error["message"], error
+    assert "did not answer within 1.5 s (DSPY_TIMEOUT_S a try" in error["message"], error
 
 
 async def test_run_task_keeps_no_history_of_prompts(gateway: Gateway) -> None:
@@ -399,3 +399,18 @@ async def test_what_a_step_prints_cannot_open_a_prompt_field(gateway: Gateway) -
     second_prompt = lm.history[1]["messages"][-1]["content"]
     assert second_prompt.count("[[ ## task ## ]]") == 1, second_prompt
     assert "The user changed the task" in second_prompt  # shown, as text
+
+
+def test_an_lm_error_gives_no_other_librarys_advice_and_its_limit_is_the_settings() -> None:
+    """Step errors said "lm15 never retries for you" and "RouterConfig api_keys", neither
+    of them this gateway's; 5 s with no retry was cut at 35 s, blamed on DSPY_TIMEOUT_S
+    (outside attack 147)."""
+    from dspy._vendor.lm15.errors import AuthError, RateLimitError
+
+    from mcp_code_mode.agent_lm import lm_call_limit_s, lm_error
+
+    for exc in (RateLimitError("slow down"), AuthError("bad key")):
+        said = lm_error(exc, None, 1000)
+        assert "lm15" not in said and "RouterConfig" not in said and "To fix" not in said, said
+    assert lm_call_limit_s(5.0, 0) <= 6.0
+    assert lm_call_limit_s(5.0, 2) >= 15.0 + 10.0  # backing off between tries

@@ -23,6 +23,7 @@ from .agent_lm import (
     adapter_for,
     lm_call_limit_s,
     lm_error,
+    lm_timed_out,
     make_lm,
     tokens_used,
     warm_up,
@@ -257,13 +258,12 @@ class _Loop:
             return Step.refused("", "UNUSABLE_REPLY", _UNUSABLE + clip(reply, 300))
         except Exception as exc:  # the step's boundary: LM, network, timeout, context window
             return Step.refused("", "LM_ERROR", self._lm_error(exc, 1000))
-        # a lone surrogate (a broken escape) ended the task on every later prompt (attack 129)
-        code = encodable_text(strip_fences(str(proposal.code or "")))
+        code = encodable_text(strip_fences(str(proposal.code or "")))  # no lone surrogate (129)
         return code, proposal.finished is True
 
     def _lm_error(self, exc: Exception, limit: int) -> str:
         if isinstance(exc, TimeoutError) and self.agent.lm_timeout_s is not None:
-            return f"the model did not answer within {self.agent.lm_timeout_s:g} s (DSPY_TIMEOUT_S)"
+            return lm_timed_out(self.agent.lm_timeout_s)
         return lm_error(exc, dspy.settings.lm, limit)
 
     def _refusal(self, code: str) -> Step | None:

@@ -38,6 +38,7 @@ __all__ = [
     "check_lm",
     "lm_call_limit_s",
     "lm_error",
+    "lm_timed_out",
     "make_lm",
     "tokens_used",
     "warm_up",
@@ -52,6 +53,7 @@ _SECRET_PARAMETER = re.compile(CREDENTIAL_WORDS, re.IGNORECASE)
 _SHORTEST_SECRET = 8  # shorter values are words an error may hold anyway
 _MAX_TOKENS_REPORTED = 10**12  # one call's token count, as an endpoint reports it
 _RETRY_SLACK_S = 30.0  # litellm's backoff between an LM call's attempts
+_ONE_TRY_SLACK_S = 1.0  # past a lone attempt's own timeout, for the client to give up
 
 
 class LMNotConfigured(CodeModeError):
@@ -121,7 +123,9 @@ def lm_error(exc: BaseException, lm: dspy.LM | None, limit: int) -> str:
     """What an LM call raised, one line of it as a person or the model may read it: the
     provider's credentials left out (an endpoint's error page may echo the request's
     `Authorization` header: outside attack 129), cleaned and clipped."""
-    text = f"{type(exc).__name__}: {exc}".strip()
+    # Without the vendored client's "To fix" advice, another library's ("lm15 never retries
+    # for you", "RouterConfig api_keys"): the gateway's settings are not those (attack 147).
+    text = f"{type(exc).__name__}: {exc}".split("\n\n  To fix:", 1)[0].strip()
     secrets = _lm_secrets(lm)
     if secrets:
         text = GatewayConfig(servers={}, secrets=secrets).redact(text)
@@ -195,9 +199,15 @@ def _unreachable(lm: dspy.LM, reason: str) -> LMUnreachable:
     )
 
 
+def lm_timed_out(limit_s: float) -> str:
+    """A model call cut at `limit_s` (`lm_call_limit_s`), as its step's error says it."""
+    return f"the model did not answer within {limit_s:g} s (DSPY_TIMEOUT_S a try, DSPY_NUM_RETRIES)"
+
+
 def lm_call_limit_s(timeout_s: float, retries: int) -> float:
-    """One model call in all: each attempt's DSPY_TIMEOUT_S, and time to back off between."""
-    return timeout_s * (retries + 1) + _RETRY_SLACK_S
+    """One model call in all: each attempt's DSPY_TIMEOUT_S, and time to back off between
+    (a moment past one attempt: 5 s with no retry was cut at 35 s, attack 147)."""
+    return timeout_s * (retries + 1) + (_RETRY_SLACK_S if retries else _ONE_TRY_SLACK_S)
 
 
 def tokens_used(usage: Any) -> dict[str, int]:
