@@ -578,3 +578,19 @@ def test_an_upstreams_log_file_shows_secrets_as_their_names(tmp_path: Path) -> N
     (log,) = (tmp_path / "c" / "mcp-code-mode" / "logs").glob("crash-*.log")
     lines = set(log.read_text().splitlines())  # a start retried on a busy machine: twice
     assert lines == {"auth failed for key ${SVC_KEY}"}, log.read_text()
+
+
+def test_a_terminal_that_cannot_show_a_runs_text_gets_it_replaced(tmp_path: Path) -> None:
+    """`runs` and `exec` ended in a UnicodeEncodeError traceback when stdout could not
+    encode a run's text (outside attack 148)."""
+    env = {**os.environ, "MCP_CODE_CACHE_DIR": str(tmp_path), "MCP_CODE_RUNS_DB": ""}
+    made = cli("exec", "--code", 'print("é…")', cwd=tmp_path, env=env)
+    assert made.returncode == 0, made.stderr
+    ascii_env = {**env, "PYTHONIOENCODING": "ascii"}
+    shown = cli("runs", "--last", "1", cwd=tmp_path, env=ascii_env)
+    run_id = shown.stdout.split()[0]
+    one = cli("runs", run_id, cwd=tmp_path, env=ascii_env)
+    again = cli("exec", "--code", 'print("é…")', cwd=tmp_path, env=ascii_env)
+    for done in (shown, one, again):
+        assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    assert "?" in one.stdout and "?" in again.stdout

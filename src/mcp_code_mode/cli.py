@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import io
 import json
 import logging
 import os
@@ -99,6 +100,9 @@ def _common(parser: argparse.ArgumentParser) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    for stream in (sys.stdout, sys.stderr):  # a terminal that cannot show "…": "?" (148)
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(errors="replace")
     level = getattr(logging, getattr(args, "log_level", "warning").upper())
     logging.basicConfig(level=level, stream=sys.stderr, format="%(message)s")
     try:
