@@ -35,6 +35,7 @@ from .stdio import OTHER_REPLY_BYTES, BoundedStdioTransport
 
 __all__ = [
     "Link",
+    "Unauthorized",
     "bounded",
     "check_alive",
     "close",
@@ -74,9 +75,15 @@ class Link:
     listing_bytes: int = OTHER_REPLY_BYTES  # a whole tools/list, however paged
     other_bytes: int = 0  # of the replies that were not a call's, as they came on the wire
     asks: AskBudget = field(default_factory=AskBudget)  # the upstream's own requests taken
+    refused: str | None = None  # "HTTP 401 Unauthorized": a reply that refused our credentials
 
     def count_other(self, size: int) -> None:
         self.other_bytes += size
+
+    def note_refusal(self, status: int, reason: str) -> None:
+        """An HTTP reply's status: a 401 or 403 is kept (the SDK says "an error response")."""
+        if status in (401, 403):
+            self.refused = f"HTTP {status} {reason}".strip()
 
 
 def _encodable(page: mcp_types.ListToolsResult) -> tuple[mcp_types.ListToolsResult, int]:
@@ -88,6 +95,16 @@ def _encodable(page: mcp_types.ListToolsResult) -> tuple[mcp_types.ListToolsResu
         plain = make_encodable(page.model_dump(by_alias=True, exclude_none=True))
         page = mcp_types.ListToolsResult.model_validate(plain)
         return page, len(page.model_dump_json(by_alias=True, exclude_none=True))
+
+
+class Unauthorized(Exception):
+    """An HTTP upstream refused our credentials while we connected: said as such (it was
+    "Server returned an error response": a new user's first hour, attack 149)."""
+
+    def __init__(self, refused: str) -> None:
+        super().__init__(
+            f"the upstream answered {refused}: check the entry's headers (its token or key)"
+        )
 
 
 class ListingTooLarge(Exception):
@@ -293,6 +310,7 @@ def _event_hooks(
         if events is not None:
             events.asks = link.asks
             link.streams.adopt(events, response.request)
+        link.note_refusal(response.status_code, response.reason_phrase)
         if await refuses_session(response):
             link.session_gone = True
             on_session_gone()

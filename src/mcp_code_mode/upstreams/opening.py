@@ -66,6 +66,11 @@ async def open_link(
         await fresh.__aenter__()  # type: ignore[no-untyped-call]
         client.skip_result_validation(fresh)
         listed = await client.list_all_tools(link) if list_tools else None
+    except Exception as exc:
+        await asyncio.shield(client.close(fresh))
+        if link.refused is not None:
+            raise client.Unauthorized(link.refused) from exc
+        raise
     except BaseException:
         await asyncio.shield(client.close(fresh))
         raise
