@@ -304,3 +304,18 @@ async def test_the_python_block_of_a_code_section_is_what_runs(
 def test_code_that_builds_a_fence_in_a_string_runs_as_written() -> None:
     code = 'md = """\n```python\nx = 1\n```\n"""\nmd'
     assert agent.strip_fences(code) == code
+
+
+@pytest.mark.parametrize("code", ["x = 1\n```", "x = 1\n```\nThis sets x."])
+async def test_code_ending_in_a_lone_fence_is_not_taken_for_none(
+    gateway: Gateway, code: str
+) -> None:
+    """A lone closing fence after the code opened an empty block: the code became "", and
+    with "finished" the task ended as done, its code never run (review 150). Now it runs
+    as written and fails where the model can see it."""
+    lm = DummyLM([{"reasoning": "r", "code": code, "finished": True}, {"answer": "done"}])
+    runner = agent.CodeExecutionAgent(gateway.execute, max_steps=1)
+    with dspy.context(lm=lm):
+        prediction = await runner.acall(task="Set x.")
+    assert prediction.steps[0]["error"]["type"] == "SYNTAX_ERROR", prediction.steps
+    assert prediction.finished is False

@@ -482,3 +482,41 @@ async def test_one_client_cannot_take_every_place_of_runs_waiting_for_a_person(
     assert fourth.error is not None and "of this client" in fourth.error.message, fourth
     assert answered.ok and len(other.asked) == 1, answered
     assert executor.run_slots.parked == 0 and executor.run_slots.parked_by == {}
+
+
+async def test_one_client_cannot_take_every_session_place_waiting_for_a_person(
+    board: Gateway,
+) -> None:
+    """`run_task`'s steps run in sessions, whose places were taken without naming their
+    client: the share of one client never applied to them (review 150)."""
+    executor: Any = board.executor
+    executor.session_slots = RunSlots(4)  # three for one client
+    answer: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+
+    async def never(request: ApprovalRequest) -> bool:
+        return await answer
+
+    code = "tools.board.post_message(text='x')\n'posted'"
+    sessions = [executor.open_session() for _ in range(5)]
+    try:
+        held = [
+            asyncio.ensure_future(
+                board.execute(code, approver=never, session=sessions[i], client="a (token: t)")
+            )
+            for i in range(3)
+        ]
+        while executor.session_slots.parked < 3:
+            await asyncio.sleep(0.01)
+        fourth = await board.execute(
+            code, approver=Person(True), session=sessions[3], client="b (token: t)"
+        )
+        other = await board.execute(
+            code, approver=Person(True), session=sessions[4], client="c (token: u)"
+        )
+        answer.set_result(False)
+        await asyncio.gather(*held)
+    finally:
+        for session in sessions:
+            session.close()
+    assert fourth.error is not None and "of this client" in fourth.error.message, fourth
+    assert other.ok, other.to_json()

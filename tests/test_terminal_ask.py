@@ -70,3 +70,42 @@ def test_a_timed_out_question_neither_takes_the_next_answer_nor_holds_the_exit(
     assert b"nobody answered within 3s" in stdout and stdout.strip().endswith(b"done"), stdout
     assert log.read_text(encoding="utf-8").splitlines() == ["delete_posts "]
     assert after_answer_s < 30  # it ended without a further Enter
+
+
+def test_two_questions_at_once_are_asked_one_after_the_other(tmp_path: Path) -> None:
+    """`call_tools` asks about two tools at once: the second question's reader replaced the
+    first's, so the line typed for the question shown first answered the one shown second:
+    "n" to delete_posts ran it (review 150)."""
+    log = tmp_path / "board.log"
+    board = server_entry(str(ROOT / "tests" / "servers" / "approvals_upstream.py"))
+    board["env"] = {**board.get("env", {}), "BOARD_LOG": str(log)}
+    config = tmp_path / "mcp_servers.json"
+    config.write_text(json.dumps({"servers": {"board": board}}), encoding="utf-8")
+    code = (
+        "calls = [('board', 'post_message', {'text': 'x'}), ('board', 'delete_posts', {})]\n"
+        "[type(r).__name__ for r in call_tools(calls)]"
+    )
+    answers = {b"post_message": b"y\n", b"delete_posts": b"n\n"}
+    controller, terminal = os.openpty()
+    try:
+        proc = subprocess.Popen(
+            [str(SCRIPT), "exec", "--config", str(config), "--code", code],
+            stdin=terminal,
+            stdout=subprocess.PIPE,
+            stderr=terminal,
+            env={**os.environ, "MCP_CODE_POOL_SIZE": "1", "MCP_CODE_APPROVAL_TIMEOUT_S": "20"},
+        )
+        os.close(terminal)
+        shown = b""
+        for _ in range(2):  # each question once the one before is answered
+            more = _read_until(controller, b"[y/N]", 90)
+            shown += more
+            asked = more.rsplit(b"Approve board.", 1)[1].split(b" ", 1)[0]
+            os.write(controller, answers[asked])
+        stdout, _ = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        os.close(controller)
+    assert shown.count(b"[y/N]") == 2, shown
+    assert log.read_text(encoding="utf-8").splitlines() == ["post_message x"], stdout

@@ -57,11 +57,13 @@ def _compiles(code: str) -> bool:
 
 
 def fenced_code(text: str) -> str | None:
-    """The code of the first ```python (or ```py) block in `text`, else of its first bare
-    ``` block; None when it has neither. Prose around the block, and blocks of another
-    language (```sql, ```bash, ```json), are not code: a block followed by a line of
-    explanation, or an SQL sample before the Python, ran prose or the sample, and a bare
-    "expected output" block before the Python ran as the task's code (outside attack 147).
+    """The code of the first ```python (or ```py) block in `text` that compiles, else of
+    its first ```python block; with none, of its first bare ``` block that compiles; None
+    otherwise.
+    Prose around the block, and blocks of another language (```sql, ```bash, ```json),
+    are not code: a block followed by a line of explanation, or an SQL sample before the
+    Python, ran prose or the sample, and a bare "expected output" block before the Python
+    ran as the task's code (outside attack 147).
     An unclosed block runs to the end. Read line by line: linear in the text."""
     blocks: list[tuple[str, list[str]]] = []
     inside: list[str] | None = None
@@ -74,10 +76,13 @@ def fenced_code(text: str) -> str | None:
             inside = None
         elif inside is not None:
             inside.append(line)
-    chosen = next((b for lang, b in blocks if lang in _PYTHON), None)
-    if chosen is None:
-        chosen = next((b for lang, b in blocks if not lang), None)
-    return None if chosen is None else "\n".join(chosen).strip()
+    python = [code for lang, b in blocks if lang in _PYTHON if (code := "\n".join(b).strip())]
+    if python:  # the first that compiles, else the first (its error is the model's to fix)
+        return next((code for code in python if _compiles(code)), python[0])
+    # A bare block only when it compiles: a lone closing fence after the code opened an
+    # empty one (or one of prose), and "finished" ended the task unrun (review 150).
+    bare = ("\n".join(b).strip() for lang, b in blocks if not lang)
+    return next((code for code in bare if code and _compiles(code)), None)
 
 
 def lenient_fields(signature: type[dspy.Signature], reply: str) -> dict[str, Any] | None:

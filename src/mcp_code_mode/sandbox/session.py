@@ -75,7 +75,7 @@ class CodeSession:
         self, code: str, input: Any, timeout_s: float, index: GuestIndex, router: ToolRouter
     ) -> ExecutionResult:
         if self._place is None:  # a bounded number of sessions hold workers (memory) at once
-            self._place = await self._executor.session_slots.take()
+            self._place = await self._executor.session_slots.take(router.owner)
         if self._worker is None or self._worker.exited():
             self._worker = await self._executor.pool.fork()
         message = self._executor.run_message(code, input, timeout_s, index)
