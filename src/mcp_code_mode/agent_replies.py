@@ -76,9 +76,12 @@ def fenced_code(text: str) -> str | None:
             inside = None
         elif inside is not None:
             inside.append(line)
-    python = [code for lang, b in blocks if lang in _PYTHON if (code := "\n".join(b).strip())]
-    if python:  # the first that compiles, else the first (its error is the model's to fix)
-        return next((code for code in python if _compiles(code)), python[0])
+    python = ["\n".join(b).strip() for lang, b in blocks if lang in _PYTHON]
+    if any(python):  # the first that compiles, else the first (its error is the model's)
+        first = next(code for code in python if code)
+        return next((code for code in python if code and _compiles(code)), first)
+    if python:
+        return ""  # a python block left empty: no code, said so
     # A bare block only when it compiles: a lone closing fence after the code opened an
     # empty one (or one of prose), and "finished" ended the task unrun (review 150).
     bare = ("\n".join(b).strip() for lang, b in blocks if not lang)

@@ -66,13 +66,10 @@ async def open_link(
         await fresh.__aenter__()  # type: ignore[no-untyped-call]
         client.skip_result_validation(fresh)
         listed = await client.list_all_tools(link) if list_tools else None
-    except Exception as exc:
+    except BaseException as exc:
         await asyncio.shield(client.close(fresh))
-        if link.refused is not None:
+        if link.refused is not None and isinstance(exc, Exception):
             raise client.Unauthorized(link.refused) from exc
-        raise
-    except BaseException:
-        await asyncio.shield(client.close(fresh))
         raise
     finally:
         if stderr is not None:
