@@ -745,3 +745,26 @@ def _started_in(path: Path) -> list[float]:
             return [row[0] for row in db.execute("SELECT started FROM runs")]
         except sqlite3.OperationalError:  # not made yet
             return []
+
+
+def test_runs_held_while_the_store_is_down_are_bounded(tmp_path: Path) -> None:
+    """Runs were held without bound between retries: 3,005 with a queue of 100 during a
+    6 s outage (review 150). The newest `max_queued` are kept."""
+    path = tmp_path / "runs.sqlite3"
+    path.mkdir()  # not a file: the store is down
+    store = RunStore(SQLiteRunBackend(path), max_queued=10, retry_s=0.5)
+    try:
+        for i in range(50):
+            store.record(a_run(float(i)))
+            if i % 5 == 4:
+                assert store.flush()
+        assert store.dropped == 40
+        path.rmdir()  # back: tried again within half a second, with no run to wake it
+        for _ in range(100):
+            if len(store.list_runs(last=100)) == 10:
+                break
+            time.sleep(0.1)
+        kept = [s.started for s in store.list_runs(last=100)]
+    finally:
+        store.close()
+    assert kept == [float(i) for i in range(49, 39, -1)] and store.dropped == 40

@@ -242,18 +242,30 @@ class RunStore:
                 self.backend.write(records)
                 self._since_prune += len(records)
                 self._settle(sum(chars for _, chars in batch))
+                self._back(len(records))
                 return
             if records:  # the store is down: held until it is back
-                self._held = batch
+                self._hold(batch)
                 return
         except RunStoreError as exc:
-            self._held = batch
+            self._hold(batch)
             self._broke(exc)
             return
         except Exception as exc:  # the writer's boundary: a malformed run stops nothing
             self._warn_once("runs were not recorded: %r", exc)
         self._settle(sum(chars for _, chars in batch))
         self._drop(len(records))
+
+    def _hold(self, batch: list[tuple[RunRecord, int]]) -> None:
+        """Keep `batch` for the store's return: the newest `max_queued` runs of it."""
+        cut, self._held = batch[: -self._max_held], batch[-self._max_held :]
+        self._settle(sum(chars for _, chars in cut))
+        self._drop(len(cut))
+
+    def _back(self, written: int) -> None:
+        if self._down:
+            self._down, self._backoff_s = False, _FIRST_RETRY_S
+            logger.warning("runs are recorded again (%d written, held or new)", written)
 
     def _drop_held(self) -> None:
         held, self._held = self._held, []
@@ -285,9 +297,6 @@ class RunStore:
                 self._usable = True
             except Exception as exc:  # the writer's boundary: runs go on unrecorded
                 self._broke(exc)
-        if self._usable and self._down:
-            self._down, self._backoff_s = False, _FIRST_RETRY_S
-            logger.warning("runs are recorded again (%d held written)", len(self._held))
         return self._usable
 
     def _broke(self, exc: Exception) -> None:
@@ -296,10 +305,6 @@ class RunStore:
         self._usable, self._down = False, True
         self._retry_at = time.monotonic() + min(self._backoff_s, self._retry_s)
         self._backoff_s = min(self._backoff_s * 2, self._retry_s)
-        if len(self._held) > self._max_held:  # the oldest go first
-            cut, self._held = self._held[: -self._max_held], self._held[-self._max_held :]
-            self._settle(sum(chars for _, chars in cut))
-            self._drop(len(cut))
 
     def _warn_once(self, message: str, exc: Exception) -> None:
         if message not in self._warned:
