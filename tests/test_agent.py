@@ -414,3 +414,20 @@ def test_an_lm_error_gives_no_other_librarys_advice_and_its_limit_is_the_setting
         assert "lm15" not in said and "RouterConfig" not in said and "To fix" not in said, said
     assert lm_call_limit_s(5.0, 0) <= 6.0
     assert lm_call_limit_s(5.0, 2) >= 15.0 + 10.0  # backing off between tries
+
+
+async def test_run_tasks_reply_fits_what_mcp_may_send_whatever_its_characters(
+    gateway: Gateway,
+) -> None:
+    """Each step's reply fit on its own, but steps of emoji together made one reply of
+    2 MB as MCP sends it (non-ASCII escaped, twice): past what a client reads (review 150)."""
+    from mcp_code_mode.sandbox.reply import wire_bytes, wire_limit
+
+    steps = [
+        {"reasoning": "look", "code": f"'\\U0001F600' * 8_000 + '{i}'", "finished": False}
+        for i in range(6)
+    ]
+    lm = DummyLM([*steps, {"answer": "looked"}])
+    reply = await agent.run_task(gateway, lm, "Look six times.")
+    assert [s["ok"] for s in reply["steps"]][:6] == [True] * 6
+    assert wire_bytes(reply) <= wire_limit(gateway.settings.max_output_chars)

@@ -29,7 +29,7 @@ from .agent_lm import (
     warm_up,
 )
 from .agent_replies import strip_fences
-from .agent_steps import TRAJECTORY_CHARS, Step, clip, reply_steps, task_refused, trajectory
+from .agent_steps import TRAJECTORY_CHARS, Step, clip, quoted, task_refused, task_reply, trajectory
 from .approval import Approver
 from .encodable import clean_text, encodable_text
 from .gateway import Gateway
@@ -332,11 +332,13 @@ def tool_context_for(gateway: Gateway, task: str, *, budget_tokens: int | None =
     within DSPY_TOOL_CONTEXT_TOKENS unless `budget_tokens` says otherwise."""
     catalog = gateway.catalog
     ranked = [catalog.get(hit.server, hit.tool).source for hit in catalog.search(task, 40)]
-    return catalog.formatter.format_for_llm(
-        [entry.source for entry in catalog.entries],
-        descriptions=catalog.descriptions,
-        budget_tokens=budget_tokens or gateway.settings.dspy_tool_context_tokens,
-        ranked=ranked,
+    return quoted(  # an upstream's description cannot open a prompt field (review 150)
+        catalog.formatter.format_for_llm(
+            [entry.source for entry in catalog.entries],
+            descriptions=catalog.descriptions,
+            budget_tokens=budget_tokens or gateway.settings.dspy_tool_context_tokens,
+            ranked=ranked,
+        )
     )
 
 
@@ -389,12 +391,4 @@ async def run_task(
     # No history: dspy kept every call's whole text, ~11 MB a task (outside attack 129).
     with dspy.context(lm=lm, adapter=adapter_for(gateway.settings), disable_history=True):
         prediction = await agent.acall(task=task, on_step=on_step)
-    return {
-        "answer": prediction.answer,
-        "code": prediction.code,
-        "steps": reply_steps(prediction.steps, gateway.settings.max_output_chars),
-        "tool_calls": prediction.tool_calls,
-        "tokens": prediction.tokens,
-        "finished": prediction.finished,
-        "error": prediction.error,
-    }
+    return task_reply(prediction, gateway.settings.max_output_chars)

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .sandbox.child.outcome import TIMEOUT_ADVICE
+from .sandbox.reply import wire_bytes, wire_limit
 
 _TIMEOUT_ADVICE = "; do less in one step (fewer or smaller calls; call_tools makes several at once)"
 
@@ -16,8 +17,10 @@ __all__ = [
     "TRAJECTORY_CHARS",
     "Step",
     "clip",
+    "quoted",
     "reply_steps",
     "task_refused",
+    "task_reply",
     "trajectory",
 ]
 
@@ -48,10 +51,9 @@ class Step:
         return {"code": code, "ok": self.ok, "result": self.result, "error": self.error}
 
     def render(self, number: int) -> str:
-        """The step as the next prompt shows it; a `[[ ## name ## ]]` in what it printed,
-        logged or returned is broken up, so that upstream text cannot open a prompt field of
-        its own (a note's text began a second `task`: outside attack 147)."""
-        return _MARKER.sub("[ [", self._rendered(number))
+        """The step as the next prompt shows it, `quoted`: what it printed, logged or
+        returned cannot open a prompt field (a note's text began a second `task`: 147)."""
+        return quoted(self._rendered(number))
 
     def _rendered(self, number: int) -> str:
         code = clip(self.code, _CODE_CHARS) if self.code else "(no code)"
@@ -97,6 +99,36 @@ class Step:
 def clip(text: str, limit: int = _RESULT_CHARS) -> str:
     """`text` cut to `limit` characters, saying how many more there were."""
     return text if len(text) <= limit else text[:limit] + f"… [{len(text) - limit} more chars]"
+
+
+def quoted(text: str) -> str:
+    """`text` with every `[[ ## name ## ]]` in it broken up (`[ [ ## name ## ]]`): text from
+    upstreams and guest code, shown in a prompt, cannot open a field of its own there."""
+    return _MARKER.sub("[ [", text)
+
+
+def task_reply(prediction: Any, max_output_chars: int) -> dict[str, Any]:
+    """`run_task`'s reply (contract §3) from the agent's prediction: the steps' results
+    within `max_output_chars` (`reply_steps`), then, oldest first, clipped until the whole
+    reply fits what MCP may send (`wire_limit`): each step passed alone, three steps of
+    40,000 emoji together made 2 MB a client could not read (review 150)."""
+    reply = {
+        "answer": prediction.answer,
+        "code": prediction.code,
+        "steps": reply_steps(prediction.steps, max_output_chars),
+        "tool_calls": prediction.tool_calls,
+        "tokens": prediction.tokens,
+        "finished": prediction.finished,
+        "error": prediction.error,
+    }
+    limit = wire_limit(max_output_chars)
+    for step in reply["steps"]:
+        if wire_bytes(reply) <= limit:
+            break
+        text = json.dumps(step["result"], ensure_ascii=False, default=str)
+        step["result"] = clip(text, _RESULT_CHARS) if len(text) > _RESULT_CHARS else step["result"]
+        step["code"] = clip(step["code"], _RESULT_CHARS)
+    return reply
 
 
 def task_refused(task: str) -> dict[str, Any] | None:

@@ -46,6 +46,8 @@ __all__ = [
     "off_the_loop",
     "refused_request",
     "waited_before",
+    "wire_bytes",
+    "wire_limit",
 ]
 
 REPLY_OVERHEAD_CHARS = 4096
@@ -145,8 +147,14 @@ def bound_reply(
     excess = _size(result.to_json()) - max_output_chars - REPLY_OVERHEAD_CHARS
     if excess > 0:  # what is left over the bound comes out of stdout and logs
         _cut(result, max(0, max_output_chars - excess))
-    _fit_the_wire(result, max(WIRE_BYTES, 3 * (max_output_chars + REPLY_OVERHEAD_CHARS)))
+    _fit_the_wire(result, wire_limit(max_output_chars))
     return result
+
+
+def wire_limit(max_output_chars: int) -> int:
+    """What a reply may take as MCP sends it (`wire_bytes`): 960,000 bytes, or three times
+    the output limit when that is larger (a user who raised it asked for more)."""
+    return max(WIRE_BYTES, 3 * (max_output_chars + REPLY_OVERHEAD_CHARS))
 
 
 def _fit_the_wire(result: ExecutionResult, limit: int) -> None:
@@ -157,17 +165,16 @@ def _fit_the_wire(result: ExecutionResult, limit: int) -> None:
     client (1 MiB at most) could not read: no result at all (outside attack 148)."""
     for _ in range(_WIRE_TRIES):
         plain = _size(result.result, result.stdout, result.logs)
-        wire = _wire_bytes(result)
+        wire = wire_bytes(result.to_json())
         if wire <= limit:
             return
         _cut(result, plain * limit // wire * 9 // 10, why=f"{limit} bytes as MCP sends it")
     _cut(result, 0, why=f"{limit} bytes as MCP sends it")
 
 
-def _wire_bytes(result: ExecutionResult) -> int:
-    """The reply's size as MCP sends it at most (see `_fit_the_wire`); exact only past
-    `_ESCAPED_MAX` characters, where it may matter."""
-    data = result.to_json()
+def wire_bytes(data: Any) -> int:
+    """A reply object's size as MCP sends it at most (see `_fit_the_wire`); exact only
+    past `_ESCAPED_MAX` characters, where it may matter."""
     plain = _size(data)
     if plain * _ESCAPED_MAX <= WIRE_BYTES:
         return plain * _ESCAPED_MAX
