@@ -610,3 +610,14 @@ def test_vs_codes_env_variables_are_read_and_its_prompts_refused(
         load_config(path, env={})
     assert_names(info.value, path, "srv", "env.KEY")
     assert "${input:api-key}" in str(info.value) and ".env" in str(info.value)
+
+
+def test_a_missing_config_says_where_it_looked_and_a_bom_is_read(tmp_path: Path) -> None:
+    """Started from a desktop client's folder, "mcp_servers.json: file not found" did not
+    say which folder; a file Notepad saved with a BOM was invalid JSON (attack 149)."""
+    with pytest.raises(ConfigError) as info:
+        load_config(tmp_path / "nowhere" / "mcp_servers.json", env={})
+    assert str(tmp_path / "nowhere" / "mcp_servers.json") in str(info.value)
+    path = tmp_path / "mcp_servers.json"
+    path.write_bytes(b"\xef\xbb\xbf" + json.dumps({"servers": {}}).encode())
+    assert load_config(path, env={}).servers == {}

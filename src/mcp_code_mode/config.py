@@ -201,10 +201,12 @@ def load_config(
     file = Path(path).expanduser()
     shown = str(path)
     try:
-        text = file.read_text(encoding="utf-8")
-    except FileNotFoundError:
+        text = file.read_text(encoding="utf-8-sig")  # a BOM (Notepad) is not JSON (149)
+    except FileNotFoundError:  # where it looked: a client's cwd is not the user's (149)
         raise ConfigError(
-            "file not found; create it or pass --config / MCP_SERVERS_CONFIG", file=shown
+            f"file not found (looked for {file.absolute()}); create it or pass --config / "
+            "MCP_SERVERS_CONFIG",
+            file=shown,
         ) from None
     except OSError as exc:
         raise ConfigError(f"cannot read file: {exc.strerror}", file=shown) from None
