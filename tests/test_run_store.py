@@ -768,3 +768,23 @@ def test_runs_held_while_the_store_is_down_are_bounded(tmp_path: Path) -> None:
     finally:
         store.close()
     assert kept == [float(i) for i in range(49, 39, -1)] and store.dropped == 40
+
+
+def test_reading_a_store_of_another_schema_version_is_a_run_store_error(tmp_path: Path) -> None:
+    """Reads never checked the version: `runs ID` ended in a traceback and the runs page
+    answered 500 on a store another version wrote (outside attack 148)."""
+    path = tmp_path / "runs.sqlite3"
+    store = RunStore(SQLiteRunBackend(path))
+    store.record(a_run(1.0))
+    store.close()
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        db.execute("UPDATE schema_version SET version = 99")
+        db.execute("ALTER TABLE runs RENAME COLUMN stdout TO stdout_text")
+        db.commit()
+    reader = SQLiteRunBackend(path)
+    for read in (
+        lambda: reader.list_runs(5, ok=None, client=None, before=None),
+        lambda: reader.get("x"),
+    ):
+        with pytest.raises(RunStoreError, match="schema 99"):
+            read()

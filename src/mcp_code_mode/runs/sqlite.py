@@ -185,7 +185,11 @@ class SQLiteRunBackend:
                 conn.row_factory = sqlite3.Row
                 conn.execute("BEGIN")  # every query of this read sees the same runs
                 made = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'calls'"
-                yield conn if conn.execute(made).fetchone() else None
+                if not conn.execute(made).fetchone():
+                    yield None
+                    return
+                _check_version(conn, self.path)  # another's columns: a traceback (148)
+                yield conn
             finally:
                 conn.close()
 
@@ -193,11 +197,21 @@ class SQLiteRunBackend:
 def _create_schema(conn: sqlite3.Connection, path: Path) -> None:
     for statement in _SCHEMA:
         conn.execute(statement)
-    found = conn.execute("SELECT version FROM schema_version").fetchone()
-    if found is None:
+    if conn.execute("SELECT version FROM schema_version").fetchone() is None:
         conn.execute("INSERT INTO schema_version VALUES (?)", (_SCHEMA_VERSION,))
-    elif found[0] != _SCHEMA_VERSION:
-        raise RunStoreError(f"{path}: run store schema {found[0]}, not {_SCHEMA_VERSION}")
+    _check_version(conn, path)
+
+
+def _check_version(conn: sqlite3.Connection, path: Path) -> None:
+    try:
+        found = conn.execute("SELECT version FROM schema_version").fetchone()
+    except sqlite3.OperationalError:  # a store from before versions were kept
+        return
+    if found is not None and found[0] != _SCHEMA_VERSION:
+        raise RunStoreError(
+            f"{path}: run store schema {found[0]}, not {_SCHEMA_VERSION} (another version of "
+            "mcp-code-mode wrote it)"
+        )
 
 
 def _values(row: sqlite3.Row, names: Sequence[str]) -> dict[str, Any]:
