@@ -167,8 +167,8 @@ class CodeExecutionAgent(dspy.Module):
         lm_timeout_s: float | None = None,
     ) -> None:
         super().__init__()
-        self.trajectory_chars = trajectory_chars
-        self.lm_timeout_s = lm_timeout_s
+        self.trajectory_chars, self.lm_timeout_s = trajectory_chars, lm_timeout_s
+        self.stopping: Callable[[], bool] = bool  # whether to end before the next step
         self.runner = _SharedRunner(run_code, sessions)
         self.tool_context = tool_context
         self.max_steps = max_steps
@@ -223,6 +223,9 @@ class _Loop:
 
     async def run(self, run_code: CodeRunner) -> None:
         for number in range(1, self.agent.max_steps + 1):
+            if self.agent.stopping():  # steps went on past SIGTERM's drain: reply lost (147)
+                self.error = {"type": "STOPPED", "message": "the gateway is stopping"}
+                return
             proposal = await self._propose()
             if isinstance(proposal, Step):
                 await self._add(number, proposal)
@@ -364,7 +367,7 @@ def agent_for(
     if probe is not None:
         probe.close()
     settings = gateway.settings
-    return CodeExecutionAgent(
+    agent = CodeExecutionAgent(
         functools.partial(gateway.execute, approver=approver, kind="run_task"),
         tool_context=tool_context_for(gateway, task),
         max_steps=settings.dspy_max_steps,
@@ -372,6 +375,8 @@ def agent_for(
         trajectory_chars=4 * settings.dspy_trajectory_tokens,  # ~4 chars a token
         lm_timeout_s=lm_call_limit_s(settings.dspy_timeout_s, settings.dspy_num_retries),
     )
+    agent.stopping = lambda: gateway.stopping
+    return agent
 
 
 async def run_task(

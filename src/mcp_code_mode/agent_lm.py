@@ -28,7 +28,7 @@ from .agent_replies import ADAPTERS
 from .config import CREDENTIAL_WORDS, GatewayConfig
 from .encodable import clean_text, clip
 from .errors import CodeModeError
-from .settings import Settings, env_files
+from .settings import Settings, env_files, lm_call_limit_s
 
 __all__ = [
     "LMNotConfigured",
@@ -52,8 +52,6 @@ _SECRET_NAME = re.compile(r"(?:KEY|TOKEN|SECRET|PASSWORD|CREDENTIALS?)$", re.IGN
 _SECRET_PARAMETER = re.compile(CREDENTIAL_WORDS, re.IGNORECASE)
 _SHORTEST_SECRET = 8  # shorter values are words an error may hold anyway
 _MAX_TOKENS_REPORTED = 10**12  # one call's token count, as an endpoint reports it
-_RETRY_SLACK_S = 30.0  # litellm's backoff between an LM call's attempts
-_ONE_TRY_SLACK_S = 1.0  # past a lone attempt's own timeout, for the client to give up
 
 
 class LMNotConfigured(CodeModeError):
@@ -202,12 +200,6 @@ def _unreachable(lm: dspy.LM, reason: str) -> LMUnreachable:
 def lm_timed_out(limit_s: float) -> str:
     """A model call cut at `limit_s` (`lm_call_limit_s`), as its step's error says it."""
     return f"the model did not answer within {limit_s:g} s (DSPY_TIMEOUT_S a try, DSPY_NUM_RETRIES)"
-
-
-def lm_call_limit_s(timeout_s: float, retries: int) -> float:
-    """One model call in all: each attempt's DSPY_TIMEOUT_S, and time to back off between
-    (a moment past one attempt: 5 s with no retry was cut at 35 s, attack 147)."""
-    return timeout_s * (retries + 1) + (_RETRY_SLACK_S if retries else _ONE_TRY_SLACK_S)
 
 
 def tokens_used(usage: Any) -> dict[str, int]:

@@ -119,7 +119,12 @@ async def _serve_http(
     async def ready() -> None:  # behind a balancer, ready means warm: every upstream too
         await gateway.settle(wait_s=None)
 
-    await serve_http(gateway.settings, started, host=host, port=port, busy=busy, ready=ready)
+    def stopping() -> None:  # a run_task ends after the step it is in (attack 147)
+        gateway.stopping = True
+
+    await serve_http(
+        gateway.settings, started, host=host, port=port, busy=busy, ready=ready, on_drain=stopping
+    )
 
 
 def _quiet_close(gateway: Gateway) -> Callable[[], Awaitable[None]]:

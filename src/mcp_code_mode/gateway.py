@@ -71,8 +71,8 @@ class Gateway:
             tool_cache: where tool lists are remembered between runs (default: under the
                 cache directory). Only `"background"` and `"on_demand"` read it.
         """
-        self.settings = settings
-        self.config = config
+        self.settings, self.config = settings, config
+        self.stopping = False  # a drain began: long work (run_task) ends between its steps
         self.tool_cache = tool_cache or ToolCache(cache_root(settings.cache_dir) / "tools")
         # What the tool cache knows serves the catalog until each upstream has answered.
         known = {} if connect == "wait" else self.tool_cache.known_tools(config.enabled)

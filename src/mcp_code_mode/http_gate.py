@@ -89,6 +89,7 @@ class Gate:
         max_held: int = 1 << 30,
         busy: Callable[[], bool] = bool,
         answers: AnswerRouter | None = None,
+        on_drain: Callable[[], None] = lambda: None,
     ) -> None:
         self.state = GateState.STARTING
         self._answers = answers  # hands an answer to the instance that asked (§8)
@@ -100,6 +101,7 @@ class Gate:
         # its parsed body, and 100 held pings of 64 MB took 7 GB (outside attack 115)
         self._max_held = max_held
         self.busy = busy  # work a drain waits for beside requests (`wait_quiet`)
+        self._on_drain = on_drain  # told when the drain begins: long work ends early
         self.running = 0  # requests in flight that may start work: the cap and the drain's
         self.held = 0  # what the bodies of all requests in flight take as objects (estimated)
         self._admitted = 0
@@ -127,6 +129,7 @@ class Gate:
     def drain(self) -> None:
         if self.state in (GateState.STARTING, GateState.READY):
             self._move(GateState.DRAINING)
+            self._on_drain()
 
     def close(self) -> None:
         self._move(GateState.CLOSED)

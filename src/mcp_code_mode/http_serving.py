@@ -54,7 +54,7 @@ from .answer_routing import AnswerRouter, state_security
 from .errors import CodeModeError, ConfigError
 from .http_gate import Gate
 from .runs_page import runs_app, runs_reader
-from .settings import Settings
+from .settings import Settings, lm_call_limit_s
 
 if TYPE_CHECKING:
     from fastmcp import FastMCP
@@ -104,8 +104,12 @@ def _is_loopback(host: str) -> bool:
 
 def _drain_limit_s(settings: Settings) -> float:
     """How long a drain waits for running calls: the longest run a client may ask for,
-    plus one approval wait (which does not count against a run's limit), plus slack."""
-    return settings.max_timeout_s + settings.approval_timeout_s + _DRAIN_SLACK_S
+    plus one approval wait (which does not count against a run's limit), plus slack; with
+    an LM, two model calls more: a `run_task` ends after the step it is in and its answer
+    (it went on past the drain, and its reply was lost: outside attack 147)."""
+    agent_s = 2 * lm_call_limit_s(settings.dspy_timeout_s, settings.dspy_num_retries)
+    steps_s = agent_s if settings.dspy_lm else 0.0
+    return settings.max_timeout_s + settings.approval_timeout_s + steps_s + _DRAIN_SLACK_S
 
 
 async def serve_http(
@@ -116,6 +120,7 @@ async def serve_http(
     port: int,
     busy: Callable[[], bool] = bool,
     ready: Callable[[], Awaitable[object]] | None = None,
+    on_drain: Callable[[], None] = lambda: None,
 ) -> None:
     """Serve MCP over streamable HTTP on `host:port` until a signal drains it (see module).
 
@@ -134,7 +139,7 @@ async def serve_http(
     print(f"mcp-code-mode: serving http://{_url_host(host)}:{bound}/mcp", file=sys.stderr)
     origin = settings.http_instance_url or _own_url(host, bound)
     _warn_unshared_states(settings)
-    gate = _gate(settings, busy, origin)
+    gate = _gate(settings, busy, origin, on_drain)
     opened = functools.partial(open_server, origin)
     serving = asyncio.ensure_future(
         _serve(gate, _uvicorn(gate), listener, (opened, ready or _at_once), settings)
@@ -208,7 +213,9 @@ async def _readied(gate: Gate, ready: Callable[[], Awaitable[object]]) -> None:
     gate.ready()
 
 
-def _gate(settings: Settings, busy: Callable[[], bool], origin: str) -> Gate:
+def _gate(
+    settings: Settings, busy: Callable[[], bool], origin: str, on_drain: Callable[[], None]
+) -> Gate:
     token, key = settings.http_token, settings.http_state_key
     answers = None
     if key is not None:
@@ -220,6 +227,7 @@ def _gate(settings: Settings, busy: Callable[[], bool], origin: str) -> Gate:
         max_held=settings.http_max_held_mb << 20,
         busy=busy,
         answers=answers,
+        on_drain=on_drain,
     )
 
 

@@ -22,6 +22,7 @@ __all__ = [
     "cache_root",
     "config_from_env",
     "env_files",
+    "lm_call_limit_s",
     "unknown_settings",
 ]
 
@@ -264,3 +265,13 @@ def _shown_input(error: Any) -> str:
         if any(str(part) in _SECRET_SETTINGS for part in error["loc"])
         else repr(error["input"])
     )
+
+
+_RETRY_SLACK_S = 30.0  # litellm's backoff between an LM call's attempts
+_ONE_TRY_SLACK_S = 1.0  # past a lone attempt's own timeout, for the client to give up
+
+
+def lm_call_limit_s(timeout_s: float, retries: int) -> float:
+    """One model call in all: each attempt's DSPY_TIMEOUT_S, and time to back off between
+    (a moment past one attempt: 5 s with no retry was cut at 35 s, attack 147)."""
+    return timeout_s * (retries + 1) + (_RETRY_SLACK_S if retries else _ONE_TRY_SLACK_S)
