@@ -35,6 +35,7 @@ from .runs.progress import RunProgress
 from .runs.telemetry import configure_from_env
 from .sandbox.base import ExecutionResult
 from .sandbox.child import guest_api
+from .sandbox.reply import fitted
 from .tool_formatter import load_tokenizer, one_line
 
 if TYPE_CHECKING:
@@ -166,6 +167,8 @@ def build_server(gateway: Gateway, *, lm: Any = None, origin: str = "") -> FastM
         result = await asking.execute(ctx, code, input, timeout_s)
         if isinstance(result, mcp_types.InputRequiredResult):
             return result
+        if ctx is None or ctx.transport != "stdio":  # HTTP escapes non-ASCII: it may grow
+            result = await fitted(result, gateway.settings.max_output_chars)
         return _json_result(result.to_json(), is_error=not result.ok)
 
     # Discovery answers about every upstream: it waits for those still connecting.

@@ -42,6 +42,7 @@ __all__ = [
     "bound_reply",
     "bounded",
     "code_time",
+    "fitted",
     "group_calls",
     "off_the_loop",
     "refused_request",
@@ -147,6 +148,20 @@ def bound_reply(
     excess = _size(result.to_json()) - max_output_chars - REPLY_OVERHEAD_CHARS
     if excess > 0:  # what is left over the bound comes out of stdout and logs
         _cut(result, max(0, max_output_chars - excess))
+    return result
+
+
+async def fitted(result: ExecutionResult, max_output_chars: int) -> ExecutionResult:
+    """`result` within what MCP may send over HTTP (`_fit_the_wire`), off the event loop
+    when it is large; a small one fits by far. Over stdio replies are not escaped: a
+    90,000-character CJK result that fit there was cut (review 150)."""
+    if not off_the_loop(result.result, result.stdout, result.logs):
+        return result
+    return await offloaded(_fitted, result, max_output_chars)
+
+
+def _fitted(result: ExecutionResult, max_output_chars: int) -> ExecutionResult:
+    result = result.model_copy()
     _fit_the_wire(result, wire_limit(max_output_chars))
     return result
 
