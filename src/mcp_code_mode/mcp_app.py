@@ -162,8 +162,7 @@ def build_server(gateway: Gateway, *, lm: Any = None, origin: str = "") -> FastM
         timeout_s: float | None = None,
         ctx: Context | None = None,
     ) -> ToolResult | mcp_types.InputRequiredResult:
-        # Calls that need approval are asked about through the client (contract §8); a
-        # 2026-07-28 client gets the question as `input_required` and calls again.
+        # Approval: a 2026-07-28 client gets `input_required` and calls again (§8).
         result = await asking.execute(ctx, code, input, timeout_s)
         if isinstance(result, mcp_types.InputRequiredResult):
             return result
