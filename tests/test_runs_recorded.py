@@ -286,3 +286,5 @@ def test_a_run_under_way_when_the_server_is_stopped_by_a_signal_is_recorded(
     summary, record = _the_one_run(store_path)
     assert record is not None and summary.ok is False
     assert [(c.tool, c.ok) for c in record.calls] == [("echo", True)]
+    # the gateway's doing, not its client's (outside attack 148: "the client cancelled")
+    assert "a signal to the gateway stopped the run" in json.dumps(record.error), record.error

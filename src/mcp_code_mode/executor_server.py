@@ -84,7 +84,7 @@ async def serve(
             # From here a signal ends it quietly, during the start too: the sandbox's warm
             # workers are then disposed of (their scratch directories with them).
             gateway = Gateway(settings, config, connect="on_demand")
-            await _until_signal(_serve_stdio(gateway, importing), _quiet_close(gateway))
+            await _until_signal(_serve_stdio(gateway, importing), _quiet_close(gateway), gateway)
             return
         gateway = Gateway(settings, config, connect="on_demand")
         await _serve_http(gateway, importing, host=host, port=port)
@@ -208,7 +208,7 @@ async def _reporting_start(
 
 
 async def _until_signal(
-    serving: Coroutine[Any, Any, None], cleanup: Callable[[], Awaitable[None]]
+    serving: Coroutine[Any, Any, None], cleanup: Callable[[], Awaitable[None]], gateway: Gateway
 ) -> None:
     """Run `serving` until it returns or SIGINT/SIGTERM arrives, which cancels it.
 
@@ -219,9 +219,14 @@ async def _until_signal(
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     handled = []
+
+    def stopping() -> None:  # the runs it cuts are the gateway's, not their clients' (148)
+        gateway.stopping = True
+        stop.set()
+
     for signum in (signal.SIGINT, signal.SIGTERM):
         try:
-            loop.add_signal_handler(signum, stop.set)
+            loop.add_signal_handler(signum, stopping)
             handled.append(signum)
         except (NotImplementedError, RuntimeError, ValueError):  # not the main thread
             pass

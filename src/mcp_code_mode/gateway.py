@@ -45,6 +45,7 @@ logger = logging.getLogger(__name__)
 MAX_QUERY_CHARS = 1000  # of a search query, the part that is used (contract §7)
 _BIG_LISTING = 1000  # tools in one listing, from which the memory it freed is given back
 DISCOVERY_WAIT_S = 5.0  # discovery waits this long at most for upstreams still starting
+_CANCELLED, _STOPPED = "the client cancelled", "a signal to the gateway stopped"  # (148)
 _BIG_RESULT_CHARS = 100_000  # a result with more text is parsed off the event loop
 
 
@@ -74,7 +75,6 @@ class Gateway:
         self.settings, self.config = settings, config
         self.stopping = False  # a drain began: long work (run_task) ends between its steps
         self.tool_cache = tool_cache or ToolCache(cache_root(settings.cache_dir) / "tools")
-        # What the tool cache knows serves the catalog until each upstream has answered.
         known = {} if connect == "wait" else self.tool_cache.known_tools(config.enabled)
         self.manager = MCPServerManager(
             config,
@@ -121,8 +121,7 @@ class Gateway:
         except BaseException:
             await self.aclose()
             raise
-        if self.connect == "wait":
-            # The search index embeds tool texts in a thread: wait here, not in the first search.
+        if self.connect == "wait":  # the index embeds in a thread: waited here, not in a search
             await asyncio.wrap_future(self.catalog.ready())
 
     async def connect_upstreams(self) -> None:
@@ -229,7 +228,8 @@ class Gateway:
             why = f"the gateway could not run the code: {type(exc).__name__}: {exc}"
             result, waited = _failure(router, started, why), []
         except asyncio.CancelledError:  # by its client, or as it went away: kept (attack 138)
-            cut = _failure(router, started, "the client cancelled the run before it ended")
+            by = _STOPPED if self.stopping else _CANCELLED
+            cut = _failure(router, started, f"{by} the run before it ended")
             self.recorder.finish(trace, lambda: cut.model_dump(mode="json"))
             raise
         finally:
