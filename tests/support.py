@@ -8,6 +8,7 @@ from typing import Any
 
 from mcp_code_mode.config import load_config
 from mcp_code_mode.gateway import Gateway
+from mcp_code_mode.runs import RunRecord, RunStore
 from mcp_code_mode.settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -62,3 +63,15 @@ def live_processes() -> dict[int, tuple[int, int, bytes]]:
         if fields[0] != "Z":
             table[int(entry.name)] = (int(fields[1]), int(fields[3]), cmdline)
     return table
+
+
+def the_one_run(path: Path) -> RunRecord:
+    """The only run the store at `path` holds, read back whole."""
+    store = RunStore.open(path)
+    try:
+        (summary,) = store.list_runs()
+        run = store.get(summary.id)
+    finally:
+        store.close()
+    assert run is not None
+    return run

@@ -12,9 +12,8 @@ from fastmcp import Client
 
 from mcp_code_mode.answer_routing import state_security
 from mcp_code_mode.executor_server import build_server
-from mcp_code_mode.runs import RunStore
 
-from .support import ROOT, server_entry, start_gateway
+from .support import ROOT, server_entry, start_gateway, the_one_run
 
 BOARD = str(ROOT / "tests" / "servers" / "approvals_upstream.py")
 SLOW_POSTS = (
@@ -70,13 +69,8 @@ async def test_a_cancelled_call_stops_its_approved_writes(tmp_path: Path, mode: 
         assert yes.fields == [["approve"]]
     finally:
         await gateway.aclose()  # writes what is queued
-    store = RunStore.open(gateway.recorder.path)
-    try:
-        (summary,) = store.list_runs()
-        run = store.get(summary.id)
-    finally:
-        store.close()
-    assert run is not None and not run.ok
+    run = the_one_run(gateway.recorder.path)
+    assert not run.ok
     assert "the client cancelled the run before it ended" in json.dumps(run.error)
 
 

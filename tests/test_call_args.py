@@ -17,12 +17,11 @@ import mcp_types
 from mcp_code_mode.call_args import bounded_args, explain
 from mcp_code_mode.encodable import wire_size
 from mcp_code_mode.errors import ToolCallFailed
-from mcp_code_mode.runs import RunStore
 from mcp_code_mode.runs.records import MAX_CALL_CHARS
 from mcp_code_mode.runs.trace import RunTrace
 from mcp_code_mode.sandbox.base import ExecutionResult
 
-from .support import SECRET, TEST_SERVER, ConfigWriter, server_entry, start_gateway
+from .support import SECRET, TEST_SERVER, ConfigWriter, server_entry, start_gateway, the_one_run
 
 
 async def _run(write_config: ConfigWriter, code: str, **settings: object) -> ExecutionResult:
@@ -74,14 +73,7 @@ async def test_a_recorded_call_keeps_its_size_and_clipped_text(
     finally:
         await gateway.aclose()
     assert reply.ok, reply.error
-    store = RunStore.open(gateway.recorder.path)
-    try:
-        (summary,) = store.list_runs()
-        run = store.get(summary.id)
-    finally:
-        store.close()
-    assert run is not None
-    (call,) = run.calls
+    (call,) = the_one_run(gateway.recorder.path).calls
     assert len(call.arguments) == MAX_CALL_CHARS and SECRET[:6] not in call.arguments
     assert call.bytes_in == len('{"text":""}') + 1985 + len(SECRET) + 300_000
 
