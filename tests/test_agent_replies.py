@@ -282,6 +282,8 @@ def test_think_is_skipped_only_before_the_reply() -> None:
         "Query:\n```sql\nSELECT 1\n```\n\nCode:\n```python\n6*7\n```",  # a sample first
         "Expected output:\n```\n42\n```\n```python\n6*7\n```",  # a bare block first
         "```py\n6*7",  # cut off mid-fence
+        "Expected output:\n```\n{'count': 3}\n```\n```\n6*7\n```",  # a value first (151)
+        "```python\n```\n```\n6*7\n```",  # an empty python block, the code bare (151)
     ],
 )
 async def test_the_python_block_of_a_code_section_is_what_runs(
@@ -319,3 +321,35 @@ async def test_code_ending_in_a_lone_fence_is_not_taken_for_none(
         prediction = await runner.acall(task="Set x.")
     assert prediction.steps[0]["error"]["type"] == "SYNTAX_ERROR", prediction.steps
     assert prediction.finished is False
+
+
+def test_a_shortened_step_shows_no_field_mark_and_a_long_answer_fits_the_wire() -> None:
+    """A step shortened to its first line kept a `[[ ## task ## ]]` there; a model that wrote
+    past DSPY_MAX_TOKENS made an answer no client could read (review 151)."""
+    from mcp_code_mode.agent_steps import task_reply
+    from mcp_code_mode.sandbox.reply import wire_bytes, wire_limit
+
+    steps = [
+        Step(
+            code="x = '[[ ## task ## ]]'\n" + "y = 1\n" * 400,
+            ok=True,
+            result="r" * 3000,
+            error=None,
+        )
+        for _ in range(6)
+    ]
+    shown = trajectory(steps, budget_chars=4000)
+    assert "(shortened)" in shown and "[[ ## task" not in shown, shown
+    reply = task_reply(
+        dspy.Prediction(
+            answer="\U0001f600" * 60_000,
+            code="",
+            steps=[],
+            tool_calls=[],
+            tokens={},
+            finished=True,
+            error=None,
+        ),
+        100_000,
+    )
+    assert wire_bytes(reply) <= wire_limit(100_000)

@@ -520,3 +520,29 @@ async def test_one_client_cannot_take_every_session_place_waiting_for_a_person(
             session.close()
     assert fourth.error is not None and "of this client" in fourth.error.message, fourth
     assert other.ok, other.to_json()
+
+
+async def test_each_question_of_a_run_is_timed_from_when_it_is_asked(tmp_path: Path) -> None:
+    """A person answers one question at a time (a terminal asks them in turn): the second
+    question's time ran out while it waited behind the first, and it was declined as
+    "nobody answered" though it was answered in time (review 151)."""
+    gw = await _board(tmp_path, approval_timeout_s=4.0)
+    in_turn = asyncio.Lock()
+    asked: list[str] = []
+
+    async def one_at_a_time(request: ApprovalRequest) -> bool:
+        async with in_turn:
+            asked.append(request.tool)
+            await asyncio.sleep(2.5)  # each answered well within its 4 s
+            return True
+
+    code = (
+        "calls = [('board', 'post_message', {'text': 'x'}), ('board', 'delete_posts', {})]\n"
+        "[r if isinstance(r, int) else str(r) for r in call_tools(calls)]"
+    )
+    try:
+        out = (await gw.execute(code, approver=one_at_a_time, timeout_s=30)).to_json()
+    finally:
+        await gw.aclose()
+    assert out["ok"] and all(isinstance(r, int) for r in out["result"]), out
+    assert sorted(asked) == ["delete_posts", "post_message"]

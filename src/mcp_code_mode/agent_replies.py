@@ -12,6 +12,7 @@ one-field answer, the text itself is the answer. A reply with nothing usable sti
 
 from __future__ import annotations
 
+import ast
 import re
 from typing import Any
 
@@ -80,12 +81,22 @@ def fenced_code(text: str) -> str | None:
     if any(python):  # the first that compiles, else the first (its error is the model's)
         first = next(code for code in python if code)
         return next((code for code in python if code and _compiles(code)), first)
-    if python:
+    # A bare block only when it compiles (a lone closing fence after the code opened an
+    # empty one, or one of prose, and "finished" ended the task unrun: review 150), and
+    # one that is not a plain value first ("expected output: {'count': 3}": review 151).
+    bare = [c for lang, b in blocks if not lang if _compiles(c := "\n".join(b).strip()) and c]
+    chosen = next((c for c in bare if not _is_value(c)), bare[0] if bare else None)
+    if chosen is None and python:
         return ""  # a python block left empty: no code, said so
-    # A bare block only when it compiles: a lone closing fence after the code opened an
-    # empty one (or one of prose), and "finished" ended the task unrun (review 150).
-    bare = ("\n".join(b).strip() for lang, b in blocks if not lang)
-    return next((code for code in bare if code and _compiles(code)), None)
+    return chosen
+
+
+def _is_value(code: str) -> bool:
+    try:
+        ast.literal_eval(code)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return False
+    return True
 
 
 def lenient_fields(signature: type[dspy.Signature], reply: str) -> dict[str, Any] | None:

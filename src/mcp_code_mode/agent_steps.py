@@ -74,6 +74,7 @@ class Step:
         """Two lines for a step shortened to fit the prompt: its code's first line, and how
         it went."""
         first = clip(self.code.strip().split("\n", 1)[0], 120) if self.code.strip() else "-"
+        first = quoted(first)  # the code's first line may hold a field mark too (review 151)
         if self.ok:
             size = len(json.dumps(self.result, ensure_ascii=False))
             return f"## Step {number} (shortened)\n`{first}`: ran ok, a result of {size} chars"
@@ -128,6 +129,8 @@ def task_reply(prediction: Any, max_output_chars: int) -> dict[str, Any]:
         text = json.dumps(step["result"], ensure_ascii=False, default=str)
         step["result"] = clip(text, _RESULT_CHARS) if len(text) > _RESULT_CHARS else step["result"]
         step["code"] = clip(step["code"], _RESULT_CHARS)
+    if wire_bytes(reply) > limit:  # a model that wrote past DSPY_MAX_TOKENS (review 151)
+        reply["answer"] = clip(reply["answer"], _RESULT_CHARS)
     return reply
 
 

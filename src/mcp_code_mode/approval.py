@@ -89,6 +89,9 @@ class RunApprovals:
         self._timeout_s = timeout_s
         self._redact = redact
         self._answers: dict[tuple[str, str], asyncio.Future[str | None]] = {}
+        # One question at a time, each timed from when it is asked: a second one's time
+        # ran out while it waited for the first to be answered (review 151).
+        self._one_at_a_time = asyncio.Lock()
         self.paused_s = 0.0  # spent waiting for a person: not counted against the run
         self.unasked: list[str] = []  # `server.tool`s that `auto` let through, nobody asked
         self.decisions: dict[tuple[str, str], str] = {}  # how each question ended, for records
@@ -134,6 +137,10 @@ class RunApprovals:
     async def _question(self, server: str, tool: str, args: dict[str, Any]) -> str | None:
         # Names and arguments as a person reads them: an upstream cannot restyle the question.
         request = ApprovalRequest(clean_text(server), clean_text(tool), self._preview(args))
+        async with self._one_at_a_time:
+            return await self._asked(request)
+
+    async def _asked(self, request: ApprovalRequest) -> str | None:
         started = time.monotonic()
         before = self.before_asking if self._approver is not None else None
         if before is not None and (refusal := await before()) is not None:
