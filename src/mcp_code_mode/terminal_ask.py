@@ -21,18 +21,10 @@ __all__ = ["ask_on_terminal"]
 _LINE_BYTES = 4096  # of an answer read at most: one line, "y" or "n"
 
 
-_ONE_AT_A_TIME = asyncio.Lock()  # a run may ask about several tools at once (`call_tools`)
-
-
 async def ask_on_terminal(request: ApprovalRequest) -> bool:
-    """`Approve notes.add_note for this run? [y/N]` on stderr, the answer from stdin; one
-    question at a time, each shown when the one before is answered (two at once had the
-    first line typed answer the question shown second: review 150)."""
-    async with _ONE_AT_A_TIME:
-        return await _ask(request)
-
-
-async def _ask(request: ApprovalRequest) -> bool:
+    """`Approve notes.add_note for this run? [y/N]` on stderr, the answer from stdin. A run
+    asks one question at a time (`approval.RunApprovals`): two at once had the line typed
+    for the first answer the one shown second (review 150)."""
     print(
         f"{request.server}.{request.tool} needs approval; first call: "
         f"{clean_text(request.arguments)}",
