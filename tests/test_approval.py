@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -453,6 +453,16 @@ async def test_each_answer_settles_the_question_it_was_shown_for(
     assert len(handler.messages) == 2, handler.messages
 
 
+def _unanswered() -> tuple[asyncio.Future[bool], Callable[[ApprovalRequest], Awaitable[bool]]]:
+    """An approver whose person answers only when the future is set."""
+    answer: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+
+    async def never(request: ApprovalRequest) -> bool:
+        return await answer
+
+    return answer, never
+
+
 async def test_one_client_cannot_take_every_place_of_runs_waiting_for_a_person(
     board: Gateway,
 ) -> None:
@@ -462,11 +472,7 @@ async def test_one_client_cannot_take_every_place_of_runs_waiting_for_a_person(
     quarters of those places."""
     executor: Any = board.executor
     executor.run_slots = RunSlots(4)  # three for one client
-    answer: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
-
-    async def never(request: ApprovalRequest) -> bool:
-        return await answer
-
+    answer, never = _unanswered()
     code = "tools.board.post_message(text='x')\n'posted'"
     held = [
         asyncio.ensure_future(board.execute(code, approver=never, client=f"{n} 1 (token: team)"))
@@ -491,11 +497,7 @@ async def test_one_client_cannot_take_every_session_place_waiting_for_a_person(
     client: the share of one client never applied to them (review 150)."""
     executor: Any = board.executor
     executor.session_slots = RunSlots(4)  # three for one client
-    answer: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
-
-    async def never(request: ApprovalRequest) -> bool:
-        return await answer
-
+    answer, never = _unanswered()
     code = "tools.board.post_message(text='x')\n'posted'"
     sessions = [executor.open_session() for _ in range(5)]
     try:
